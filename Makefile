@@ -1,0 +1,40 @@
+# pgfs-lab. The two commands a newcomer needs:
+#   make run    set up what is missing, run the default study end to end, build paper/<study>.pdf
+#   make test   the test suite (CI's .ci/run calls exactly this)
+# More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make bench | make release
+
+CONFIG ?= config/default.yaml
+STUDY ?=
+PY := .venv/bin/python
+SNAKE := $(PY) -m snakemake --snakefile Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
+         --keep-going --printshellcmds --quiet rules
+
+.PHONY: setup run analyse test bench release lock clean-build
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	@$(SNAKE) --config config=$(CONFIG)
+	@$(PY) -m pipeline status --config $(CONFIG)
+
+# Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs).
+analyse: setup
+	@test -n "$(STUDY)" || { echo "usage: make analyse STUDY=<name of a folder in data/raw/>"; exit 2; }
+	@$(SNAKE) --config study=$(STUDY) raw_only=1
+
+test: setup
+	@$(PY) -m pytest tests
+
+bench: setup
+	@$(PY) -m pipeline.bench
+
+# Unmount/detach what a hard-killed study left behind (only the lab's own images and mounts).
+release: setup
+	@$(PY) -m pipeline release --config $(CONFIG)
+
+lock:
+	uv pip compile requirements.in -o requirements.lock --python-version 3.11 -q
+
+clean-build:
+	rm -rf build figures/*/ paper/*.pdf paper/*.html data/*.duckdb .snakemake

@@ -1,0 +1,138 @@
+"""Data commands: freeze, ingest, ingest-study, formats, schema, paper."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipeline.errors import LabError
+
+
+def cmd_freeze(args: argparse.Namespace) -> int:
+    import yaml
+
+    from pipeline import config
+
+    cfg = config.load(args.config)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text(f"# resolved from {args.config} by pgfs-lab (defaults filled in)\n"
+                   + yaml.safe_dump(cfg, sort_keys=False))
+    tmp.replace(args.out)
+    return 0
+
+
+def cmd_ingest_study(args: argparse.Namespace) -> int:
+    from pipeline import ingest
+
+    s = ingest.ingest_study(args.raw, args.db)
+    print(f"{args.db}: {s.runs} runs, {s.files} files, {s.rows} rows")
+    for w in s.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if s.failed_runs:
+        print(f"{len(s.failed_runs)} runs did not succeed (kept, marked in runs.status):", file=sys.stderr)
+        for f in s.failed_runs:
+            print(f"  {f}", file=sys.stderr)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from pipeline import ingest, parsers
+
+    files: list[Path] = []
+    for p in args.paths:
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.is_file())
+        elif p.exists():
+            files.append(p)
+        else:
+            raise LabError(f"{p}: no such file or directory")
+    failures: list[str] = []
+    con = duckdb.connect(str(args.db))
+    try:
+        ingest.create_schema(con)
+        for f in files:
+            try:
+                res = ingest.ingest_file(con, f, fmt=args.format, run_id=args.run, study=args.study)
+            except (parsers.ParseError, LabError) as exc:
+                if not args.keep_going:
+                    raise LabError(str(exc)) from None
+                failures.append(str(exc))
+                continue
+            print(f"{f}: {res.format}, {res.rows} rows")
+            for w in res.warnings:
+                print(f"warning: {w}", file=sys.stderr)
+    finally:
+        con.close()
+    if failures:
+        print(f"{len(failures)} of {len(files)} files failed (the database holds the others):", file=sys.stderr)
+        for f in failures:
+            print(f"  {f}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_formats(args: argparse.Namespace) -> int:
+    from pipeline import parsers
+
+    for name, mod in parsers.FORMATS.items():
+        print(f"{name:20s} {mod.DESCRIPTION}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from pipeline import ingest
+
+    for table, cols in ingest.all_tables().items():
+        print(f"{table}")
+        for c, t in cols.items():
+            print(f"  {c:32s} {ingest._duck_type(t)}")
+    return 0
+
+
+def cmd_paper(args: argparse.Namespace) -> int:
+    from pipeline import paper
+
+    paper.build(db=args.db, study=args.study, source=args.source, executed=args.executed, pdf=args.pdf,
+                html=args.html)
+    print(f"{args.pdf}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("freeze", help="write the resolved study config (defaults filled) for the raw folder")
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_freeze)
+
+    p = sub.add_parser("ingest-study", help="(re)build data/<study>.duckdb from data/raw/<study>/, atomically")
+    p.add_argument("--raw", type=Path, required=True)
+    p.add_argument("--db", type=Path, required=True)
+    p.set_defaults(func=cmd_ingest_study)
+
+    p = sub.add_parser("ingest", help="ingest log files into a database, one transaction per file")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--format", help="force a format (see `formats`)")
+    p.add_argument("--study", help="label the files with a study")
+    p.add_argument("--run", help="label the files with a run id")
+    p.add_argument("--keep-going", action="store_true", help="ingest the other files when one fails")
+    p.add_argument("paths", type=Path, nargs="+")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("formats", help="list the log formats the ingest understands")
+    p.set_defaults(func=cmd_formats)
+
+    p = sub.add_parser("schema", help="print the database schema (tables, columns, types)")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("paper", help="execute the paper notebook and export PDF and HTML")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--study", required=True)
+    p.add_argument("--source", type=Path, required=True)
+    p.add_argument("--executed", type=Path, required=True)
+    p.add_argument("--pdf", type=Path, required=True)
+    p.add_argument("--html", type=Path, required=True)
+    p.set_defaults(func=cmd_paper)

@@ -1,0 +1,158 @@
+"""Load a study config, validate it against config/schema.yaml, and expand it into a run plan.
+
+The plan interleaves repeats (A B C A B C ..., never A A A B B B) so that slow drift of the
+machine cannot masquerade as a difference between targets.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from pipeline.errors import LabError
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA_PATH = REPO / "config" / "schema.yaml"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the plan: a (target, workload, clients) cell and its repeat number."""
+
+    run_id: str
+    plan_index: int
+    target: str
+    workload: str
+    clients: int
+    repeat: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _schema() -> dict[str, Any]:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def _fill_defaults(instance: Any, schema: dict[str, Any]) -> Any:
+    """Fill `default`s from the schema into a validated instance (objects only, recursively)."""
+    if not isinstance(instance, dict) or schema.get("type") != "object":
+        return instance
+    props: dict[str, Any] = schema.get("properties", {})
+    for key, sub in props.items():
+        if key not in instance and "default" in sub:
+            instance[key] = json.loads(json.dumps(sub["default"]))
+        if key in instance:
+            instance[key] = _fill_defaults(instance[key], sub)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, value in instance.items():
+            if key not in props:
+                instance[key] = _fill_defaults(value, extra)
+    return instance
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    return path or "(top level)"
+
+
+def validate(raw: Any, source: str = "<config>") -> dict[str, Any]:
+    """Validate a config mapping and return it with defaults filled in.
+
+    Raises LabError naming the file and the offending key.
+    """
+    if not isinstance(raw, dict):
+        raise LabError(f"{source}: a study config must be a mapping, got {type(raw).__name__}")
+    schema = _schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = []
+        for err in errors[:10]:
+            msg = err.message
+            if err.validator == "additionalProperties":
+                msg = f"unknown key: {msg}"
+            lines.append(f"{source}: {_where(err)}: {msg}")
+        raise LabError("invalid study config\n  " + "\n  ".join(lines))
+    cfg = _fill_defaults(json.loads(json.dumps(raw)), schema)
+    _check_semantics(cfg, source)
+    return cfg
+
+
+def _check_semantics(cfg: dict[str, Any], source: str) -> None:
+    for name, wl in cfg["workloads"].items():
+        reps = wl.get("repeats")
+        if isinstance(reps, dict):
+            unknown = sorted(set(int(k) for k in reps) - set(wl["clients"]))
+            if unknown:
+                raise LabError(
+                    f"{source}: workloads.{name}.repeats: client counts {unknown} are not in clients {wl['clients']}"
+                )
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and validate a study config file (YAML)."""
+    p = Path(path)
+    if not p.exists():
+        raise LabError(f"{p}: config file not found")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise LabError(f"{p}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return validate(raw, str(p))
+
+
+def repeats_for(cfg: dict[str, Any], workload: str, clients: int) -> int:
+    reps = cfg["workloads"][workload].get("repeats", cfg["run"]["repeats"])
+    if isinstance(reps, dict):
+        return int(reps.get(str(clients), cfg["run"]["repeats"]))
+    return int(reps)
+
+
+def plan(cfg: dict[str, Any]) -> list[RunSpec]:
+    """Expand the config into runs, interleaved: repeat r of every cell and target before r+1."""
+    cells = [
+        (wl_name, clients, repeats_for(cfg, wl_name, clients))
+        for wl_name, wl in cfg["workloads"].items()
+        for clients in wl["clients"]
+    ]
+    max_rep = max(n for _, _, n in cells)
+    runs: list[RunSpec] = []
+    for rep in range(1, max_rep + 1):
+        for wl_name, clients, n in cells:
+            if rep > n:
+                continue
+            for target in cfg["targets"]:
+                run_id = f"{target}.{wl_name}.c{clients}.r{rep}"
+                runs.append(RunSpec(run_id, len(runs), target, wl_name, clients, rep))
+    return runs
+
+
+def find_run(cfg: dict[str, Any], run_id: str) -> tuple[RunSpec, int]:
+    runs = plan(cfg)
+    for spec in runs:
+        if spec.run_id == run_id:
+            return spec, len(runs)
+    raise LabError(f"run {run_id!r} is not in the plan of study {cfg['study']!r}")
+
+
+# Data paths are relative to the working directory (the repo root under `make`; a temporary
+# directory in the integration tests), so a study never writes outside the tree it runs in.
+
+
+def workdir(cfg: dict[str, Any]) -> Path:
+    """Images and mount points of this study (absolute)."""
+    return (Path(cfg["workdir"]) / cfg["study"]).absolute()
+
+
+def raw_dir(study: str) -> Path:
+    """data/raw/<study>/: every raw output of the study, untouched, with provenance."""
+    return Path("data") / "raw" / study

@@ -1,0 +1,182 @@
+"""One PostgreSQL cluster per target: initdb'd on the target as an unprivileged user, its own
+port and unix-socket directory, settings from the study config; started and stopped by the lab.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pipeline import proc
+from pipeline.errors import LabError
+
+
+def bindir(configured: str | None = None) -> Path:
+    """The PostgreSQL binaries: the configured directory, else the newest /usr/lib/postgresql/*/bin."""
+    if configured:
+        p = Path(configured)
+        if not (p / "postgres").exists():
+            raise LabError(f"postgres.bindir {p} has no `postgres` binary")
+        return p
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name))
+    if not found:
+        raise LabError("no PostgreSQL server found under /usr/lib/postgresql (run `make setup`)")
+    return found[-1].parent
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    text = str(value)
+    if not re.fullmatch(r"[A-Za-z0-9._ -]*", text):
+        raise LabError(f"refusing PostgreSQL setting value {text!r}: only letters, digits, '._- ' allowed")
+    return f"'{text}'"
+
+
+@dataclass
+class Cluster:
+    pgdata: Path
+    port: int
+    bindir: Path
+    user: str
+    sockdir: Path
+    log: Path
+
+    @property
+    def conninfo(self) -> str:
+        return f"host={self.sockdir} port={self.port} user=postgres dbname=postgres"
+
+    def client_args(self) -> list[str]:
+        """Connection flags for pgbench/psql."""
+        return ["-h", str(self.sockdir), "-p", str(self.port), "-U", "postgres"]
+
+    def _as_user(self, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return proc.run(["runuser", "-u", self.user, "--", *cmd], timeout=timeout)
+
+    def initdb(self, settings: dict[str, Any]) -> list[str]:
+        cmd = [str(self.bindir / "initdb"), "-D", str(self.pgdata), "-U", "postgres", "-A", "trust",
+               "-E", "UTF8", "--locale=C", "--no-instructions"]
+        self._as_user(*cmd)
+        lines = ["# written by pgfs-lab from the study config", "listen_addresses = ''"]
+        lines += [f"{k} = {_conf_value(v)}" for k, v in settings.items()]
+        conf = self.pgdata / "pgfs-lab.conf"
+        conf.write_text("\n".join(lines) + "\n")
+        pw = pwd.getpwnam(self.user)
+        os.chown(conf, pw.pw_uid, pw.pw_gid)
+        with open(self.pgdata / "postgresql.conf", "a") as fh:
+            fh.write("\ninclude = 'pgfs-lab.conf'\n")
+        return cmd
+
+    def start(self) -> list[str]:
+        if _port_in_use(self.port):
+            raise LabError(f"port {self.port} is already in use: another server is listening; change postgres.port_base")
+        cmd = [str(self.bindir / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", "120",
+               "-o", f"-p {self.port} -k {self.sockdir}", "start"]
+        try:
+            self._as_user(*cmd)
+        except LabError as exc:
+            tail = self.log.read_text(errors="replace").splitlines()[-5:] if self.log.exists() else []
+            raise LabError(f"{exc}\n  server log {self.log}:\n    " + "\n    ".join(tail)) from None
+        return cmd
+
+    def running(self) -> bool:
+        pid = self.pgdata / "postmaster.pid"
+        return pid.exists() and proc.run(
+            ["runuser", "-u", self.user, "--", str(self.bindir / "pg_ctl"), "-D", str(self.pgdata), "status"],
+            check=False).returncode == 0
+
+    def stop(self, mode: str = "fast") -> None:
+        if not self.running():
+            return
+        res = proc.run(["runuser", "-u", self.user, "--", str(self.bindir / "pg_ctl"), "-D", str(self.pgdata),
+                        "-m", mode, "-w", "-t", "120", "stop"], check=False, timeout=180)
+        if res.returncode != 0 and mode != "immediate":
+            self.stop("immediate")
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self.connect() as conn:
+            cur = conn.execute(sql, params)
+            return cur.fetchall() if cur.description is not None else []
+
+    def facts(self) -> dict[str, Any]:
+        """Version, non-default settings and sizes, read through psycopg."""
+        with self.connect() as conn:
+            version = conn.execute("SELECT version()").fetchone()[0]
+            settings = conn.execute(
+                "SELECT name, setting, unit, source FROM pg_settings "
+                "WHERE source NOT IN ('default', 'override') ORDER BY name").fetchall()
+            db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+            all_db_bytes = conn.execute("SELECT sum(pg_database_size(oid))::bigint FROM pg_database").fetchone()[0]
+            bgw = conn.execute("SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, "
+                               "buffers_backend FROM pg_stat_bgwriter").fetchone()
+            dbstat = conn.execute("SELECT xact_commit, xact_rollback, blks_read, blks_hit FROM pg_stat_database "
+                                  "WHERE datname = current_database()").fetchone()
+        return {
+            "version": version,
+            "settings": {n: {"setting": s, "unit": u, "source": src} for n, s, u, src in settings},
+            "database_bytes": db_bytes,
+            "all_databases_bytes": all_db_bytes,
+            "bgwriter": dict(zip(["checkpoints_timed", "checkpoints_req", "buffers_checkpoint",
+                                  "buffers_clean", "buffers_backend"], bgw)),
+            "database_stats": dict(zip(["xact_commit", "xact_rollback", "blks_read", "blks_hit"], dbstat)),
+        }
+
+
+def _port_in_use(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def running(pgdata: Path, port: int, bin_dir: Path, user: str, settings: dict[str, Any] | None = None,
+            *, init: bool = False) -> Iterator[Cluster]:
+    """A started cluster for the duration of the block (initdb first if `init`); always stopped after."""
+    pw = pwd.getpwnam(user)
+    sockdir = Path(tempfile.mkdtemp(prefix="pgfs-sock-"))
+    os.chown(sockdir, pw.pw_uid, pw.pw_gid)
+    log = pgdata.parent / "postgresql.log"
+    cluster = Cluster(pgdata, port, bin_dir, user, sockdir, log)
+    try:
+        if init:
+            pgdata.mkdir(mode=0o700, exist_ok=False)
+            os.chown(pgdata, pw.pw_uid, pw.pw_gid)
+            cluster.initdb(settings or {})
+        elif not (pgdata / "PG_VERSION").exists():
+            raise LabError(f"no cluster at {pgdata}; the target must be prepared first")
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        with contextlib.suppress(OSError):
+            for f in sockdir.iterdir():
+                f.unlink()
+            sockdir.rmdir()
+
+
+def wait_ready(cluster: Cluster, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            cluster.query("SELECT 1")
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -1,0 +1,19 @@
+# Stage 4: the whitepaper. paper/whitepaper.ipynb is executed with papermill against the study
+# database and the executed notebooks' figures/tables, then exported by nbconvert (PDF via Typst).
+
+
+rule paper:
+    input:
+        db="data/{study}.duckdb",
+        source=f"{LAB}/paper/whitepaper.ipynb",
+        notebooks=expand("build/{{study}}/notebooks/throughput_stability-{workload}.ipynb", workload=WORKLOADS),
+    output:
+        pdf="paper/{study}.pdf",
+        html="paper/{study}.html",
+        nb="build/{study}/paper.ipynb",
+    log:
+        "build/{study}/logs/paper.log",
+    shell:
+        ENV + "{PY} -m pipeline paper --db {input.db} --study {wildcards.study} --source {input.source}"
+        " --executed {output.nb} --pdf {output.pdf} --html {output.html} > {log} 2>&1"
+        " || {{ tail -30 {log} >&2; exit 1; }}"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install what the lab needs, idempotently and quickly when everything is there:
+#   system packages (apt-get), uv, and the pinned Python environment in .venv/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(postgresql postgresql-contrib sysbench btrfs-progs xfsprogs btrfs-compsize poppler-utils util-linux)
+need_bin() { command -v "$1" >/dev/null 2>&1; }
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing system packages: ${missing[*]} (run as root, or install them yourself)" >&2
+    exit 1
+  fi
+  echo "setup: installing system packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian starts a default cluster when it installs postgresql; the lab runs its own clusters.
+if need_bin systemctl && systemctl is-active --quiet postgresql 2>/dev/null; then
+  systemctl stop postgresql || true
+fi
+
+PY=${PYTHON:-python3}
+if ! need_bin uv && ! "$PY" -m uv --version >/dev/null 2>&1; then
+  echo "setup: installing uv"
+  "$PY" -m pip install --quiet uv
+fi
+UV="uv"; need_bin uv || UV="$PY -m uv"
+
+stamp=.venv/.lock-sha256
+want=$(sha256sum requirements.lock | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: creating .venv from requirements.lock"
+  [ -x .venv/bin/python ] || $UV venv --quiet --python "$PY" .venv
+  $UV pip sync --quiet --python .venv/bin/python requirements.lock
+  echo "$want" > "$stamp"
+fi
+echo "setup: ok ($(.venv/bin/python --version), $(ls /usr/lib/postgresql/ | sort -n | tail -1 | sed 's/^/PostgreSQL /'))"
