@@ -219,10 +219,11 @@ if method == "exact":
         "exact percentiles of every logged transaction in each second, pooled over the repeats "
         "(pgbench per-transaction log); bands p25–p50–p75–p95–p99, line: median")
 elif method == "aggregate":
-    bands = lat.group_by([*cell, "t_s"]).agg(
+    # seconds in which no transaction ended have no latency (pgbench writes 0 for their min and max)
+    bands = lat.filter(pl.col("n_tx") > 0).group_by([*cell, "t_s"]).agg(
         (pl.col("latency_min_us").min() / 1e3).alias("min"),
         (pl.col("latency_sum_us").sum() / pl.col("n_tx").sum() / 1e3).alias("mean"),
-        (pl.col("latency_max_us").max() / 1e3).alias("max")).filter(pl.col("mean").is_not_null())
+        (pl.col("latency_max_us").max() / 1e3).alias("max"))
     band_title = "per second"
     cols, mid, how = ["min", "mean", "max"], "mean", (
         "pgbench aggregate log (per second only count, sum, min and max survive, so percentiles cannot be "

@@ -445,6 +445,20 @@ def test_aggregate_lag_and_failure_columns() -> None:
     assert (rr["retries"] >= rr["retried"]).all()
 
 
+
+def test_aggregate_idle_interval_has_no_latency(tmp_path: Path) -> None:
+    """pgbench writes 0 for min and max of an interval without transactions (seen here in real runs when
+    a checkpoint stalls the client): no latency, not a latency of 0 µs."""
+    lines = (PG15 / "tpcb_agg.25515").read_text().splitlines(keepends=True)
+    start = int(lines[-1].split()[0]) + 1
+    idle = f"{start} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+    out = pgbench_aggregate.parse(write(tmp_path, "idle", "".join(lines) + idle))["pgbench_aggregate"]
+    last = out.row(-1, named=True)
+    assert last["n_tx"] == 0 and last["latency_sum_us"] == 0
+    assert last["latency_min_us"] is None and last["latency_max_us"] is None and last["lag_min_us"] is None
+    assert out.head(len(lines))["latency_min_us"].null_count() == 0
+    assert out["latency_min_us"].min() > 0
+
 def test_aggregate_older_layouts() -> None:
     six = one(DOCS / "pre15_aggregate.log", "pgbench_aggregate")
     rows = fields(DOCS / "pre15_aggregate.log")

@@ -26,6 +26,10 @@ of pgbench") and no release writes it, so a line of 7-9 or 12-14 columns is an e
 `num_transactions` counts successful transactions only, and pgbench does not write the last,
 partial interval of a run: the sum of n_tx over a run's files is smaller than the summary's
 "number of transactions actually processed" by up to one interval's worth of transactions.
+
+An interval without a transaction (a stall, or a thread that had nothing to do) is written with
+min and max latency (and lag) 0: those have no value, and are null here, so that a minimum over
+intervals or a log-scale chart is not pulled to 0 by an interval in which nothing happened.
 """
 
 from __future__ import annotations
@@ -136,6 +140,9 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
         (pl.any_horizontal([pl.col(c) < 0 for c in floats + ints]), "negative value"),
         (pl.col("interval_start_s") == 0, "interval_start is 0, expected a Unix epoch time stamp"),
     ])
+    empty = pl.col("n_tx") == 0
+    undefined = [c for c in ("latency_min_us", "latency_max_us", "lag_min_us", "lag_max_us") if c in frame.columns]
+    frame = frame.with_columns(pl.when(~empty).then(pl.col(c)).alias(c) for c in undefined)
     return result({"pgbench_aggregate": conform(frame, SCHEMA)}, table.warnings)
 
 
