@@ -214,6 +214,7 @@ class TypstPDFExporter(Exporter):
         ast = json.loads(_pandoc(markdown, "json", READER, [f"--metadata-file={work / 'meta.json'}"]))
         _Images(work, resources, self._search_paths(resources)).rewrite(ast)
         _shift_headings(ast)
+        _keep_with_heading(ast)
         typ = _pandoc(json.dumps(ast), "typst", "json", ["--standalone", f"--template={self.typst_template}"])
         typ = re.sub(r"\\@((?:fig|tbl|sec|eq)-[\w:.-]*\w)", r"#ref(<\1>)", typ)  # @fig-x -> "Figure 1"
         typ = re.sub(r"(caption: \[)\s+", r"\1", typ)  # pandoc's line break after "[" would print a space
@@ -310,6 +311,23 @@ class _Images:
             if cand.is_file():
                 return cand.read_bytes(), cand.suffix.lower()
         raise PDFExportError(f"image {url!r} not found (looked in: {', '.join(str(c) for c in candidates)})")
+
+
+def _keep_with_heading(ast: dict[str, Any]) -> None:
+    """A paragraph right under a heading (a section's question) is kept on the page of what follows it,
+    as Typst keeps a heading with its next block: a heading, its question and the section's first table
+    (kept whole) move to the next page together instead of the heading ending a page alone."""
+
+    def walk(blocks: list[Any]) -> None:
+        for i in range(len(blocks) - 1, 0, -1):
+            if blocks[i - 1].get("t") == "Header" and blocks[i].get("t") == "Para":
+                blocks[i:i + 1] = [{"t": "RawBlock", "c": ["typst", "#block(sticky: true)["]}, blocks[i],
+                                   {"t": "RawBlock", "c": ["typst", "]"]}]
+        for b in blocks:
+            if b.get("t") == "Div":
+                walk(b["c"][1])
+
+    walk(ast["blocks"])
 
 
 def _shift_headings(ast: dict[str, Any]) -> None:
