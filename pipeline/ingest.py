@@ -82,6 +82,12 @@ TABLE_DOCS: dict[str, str] = {
 # source_file and run_id from `files`. Repeating the 64-character file_id and the source name on
 # every row cost a third of the time of ingesting a 10-million-line log (pipeline/bench_ingest.py).
 COMPACT: set[str] = {"pgbench_txlog"}
+# How the compact tables store their rows, narrower than they show them (their views give back the
+# documented types): 32-bit integers where the writer's own values are C ints, and a column's
+# commonest value stored as null (`status` 'ok': every row but the failed and skipped ones)
+COMPACT_TYPES: dict[str, dict[str, str]] = {
+    "pgbench_txlog": {"file_no": "INTEGER", "client_id": "INTEGER", "script_no": "INTEGER"}}
+COMPACT_OK: dict[str, tuple[str, str]] = {"pgbench_txlog": ("status", "ok")}
 EXTERNAL_DIR = Path(__file__).resolve().parent.parent / "data" / "external"
 PUBLISHED = "published"
 
@@ -128,9 +134,9 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
             existing[table].add(column)
     con.execute("CREATE SEQUENCE IF NOT EXISTS file_no_seq")
 
-    def ensure(name: str, cols: dict[str, Any]) -> None:
+    def ensure(name: str, cols: dict[str, Any], types: dict[str, str] | None = None) -> None:
         if name not in existing:
-            body = ", ".join(f'"{c}" {_duck_type(t)}' for c, t in cols.items())
+            body = ", ".join(f'"{c}" {(types or {}).get(c) or _duck_type(t)}' for c, t in cols.items())
             con.execute(f'CREATE TABLE "{name}" ({body})')
             existing[name] = set(cols)
             return
@@ -145,13 +151,17 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE files SET file_no = nextval('file_no_seq') WHERE file_no IS NULL")
     for name in sorted(COMPACT):
         cols = {c: t for c, t in all_tables()[name].items() if c not in LINK_COLUMNS}
-        ensure(storage_table(name), {"file_no": pl.Int64, **cols})
+        ensure(storage_table(name), {"file_no": pl.Int64, **cols}, COMPACT_TYPES.get(name))
         names = ", ".join(f'"{c}"' for c in cols)
+        ok_col, ok = COMPACT_OK.get(name, ("", ""))
         if name in existing:  # an older database: a plain table with the link columns on every row
-            con.execute(f'INSERT INTO "{storage_table(name)}" (file_no, {names}) SELECT f.file_no, {names} '
+            stored = ", ".join(f"nullif(\"{c}\", '{ok}')" if c == ok_col else f'"{c}"' for c in cols)
+            con.execute(f'INSERT INTO "{storage_table(name)}" (file_no, {names}) SELECT f.file_no, {stored} '
                         f'FROM "{name}" JOIN files f USING (file_id)')
             con.execute(f'DROP TABLE "{name}"')
-        picked = ", ".join(f'r."{c}"' for c in cols)
+        picked = ", ".join(f"coalesce(r.\"{c}\", '{ok}') AS \"{c}\"" if c == ok_col else
+                           f'r."{c}"::{_duck_type(t)} AS "{c}"' if c in COMPACT_TYPES.get(name, {}) else f'r."{c}"'
+                           for c, t in cols.items())
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT f.file_id, f.source_file, f.run_id, {picked} '
                     f'FROM "{storage_table(name)}" r JOIN files f ON f.file_no = r.file_no')
 
@@ -272,6 +282,9 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str | None =
         for table, frame in tables.items():
             if table in COMPACT:
                 frame = frame.with_columns(pl.lit(file_no, dtype=pl.Int64).alias("file_no"))
+                if table in COMPACT_OK:
+                    col, ok = COMPACT_OK[table]
+                    frame = frame.with_columns(pl.when(pl.col(col) != ok).then(pl.col(col)).alias(col))
             else:
                 frame = frame.with_columns(pl.lit(file_id).alias("file_id"), pl.lit(source).alias("source_file"),
                                            pl.lit(run_id, dtype=pl.Utf8).alias("run_id"))
@@ -446,6 +459,11 @@ def schema_markdown() -> str:
         if table in COMPACT:
             what += (f". A view: the rows are stored in `{storage_table(table)}` (`file_no` and the columns "
                      "below), file_id/source_file/run_id come from `files`")
+            narrow = ", ".join(f"`{c}` {t}" for c, t in COMPACT_TYPES.get(table, {}).items())
+            if narrow:
+                what += f"; stored narrower: {narrow}"
+            if table in COMPACT_OK:
+                what += f"; `{COMPACT_OK[table][0]}` '{COMPACT_OK[table][1]}' is stored as null"
         out += [f"### `{table}`", "", what, "", "| column | type |", "|---|---|"]
         out += [f"| `{c}` | {_duck_type(t)} |" for c, t in cols.items() if c not in LINK_COLUMNS or table in TABLE_DOCS]
         out.append("")

@@ -581,6 +581,13 @@ def test_txlog_bad_lines(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match="not UTF-8") as exc:
         pgbench_txlog.parse(write(tmp_path, "d", latin1))
     assert exc.value.line == 7
+    # pgbench's client ids and script numbers are C ints (the lab stores them as 32-bit integers)
+    big = lines[:3] + [f"{2**31} 5 100 0 1795371086 279608\n"] + lines[4:]
+    with pytest.raises(ParseError, match="beyond a 32-bit int") as exc:
+        pgbench_txlog.parse(write(tmp_path, "e", "".join(big)))
+    assert exc.value.line == 4
+    assert pgbench_txlog.parse(write(tmp_path, "f", "".join(lines[:3] + [f"{2**31 - 1} 5 100 0 1795371086 279608\n"]
+                                                          + lines[4:])))["pgbench_txlog"]["client_id"].max() == 2**31 - 1
 
 
 def test_txlog_large_file_is_vectorized(tmp_path: Path) -> None:
