@@ -5,14 +5,18 @@
 
 CONFIG ?= config/default.yaml
 STUDY ?=
-PY := .venv/bin/python
-SNAKE := $(PY) -m snakemake --snakefile Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
+# The lab's own files are found from this Makefile's folder; config/, data/, figures/ and paper/ are
+# relative to the current directory (`make -f /path/to/pgfs-lab/Makefile run` works from elsewhere).
+LAB := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+PY := $(LAB)/.venv/bin/python
+export PYTHONPATH := $(LAB)$(if $(PYTHONPATH),:$(PYTHONPATH))
+SNAKE := $(PY) -m snakemake --snakefile $(LAB)/Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
 
 .PHONY: setup run analyse test bench release lock clean-build
 
 setup:
-	@bash scripts/setup.sh
+	@bash $(LAB)/scripts/setup.sh
 
 # --keep-going: a failed run is recorded (run.json status failed) and the others go on; the status
 # summary (what failed and why) is printed whatever happened, also after a Ctrl-C (the trap lets this

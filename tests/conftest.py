@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -121,3 +122,30 @@ def machine_is_quiet() -> tuple[bool, str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: runs a real study (root, loop devices, PostgreSQL)")
+
+
+def leftovers(root: Path, study: str | None = None) -> list[str]:
+    """What a study under `root` must have released: mounts and loop devices under it, processes
+    working in its data/work folder or naming it on their command line (servers, clients, runs), and,
+    given the study's name, the lab cgroups of its runs."""
+    found: list[str] = []
+    root_s = str(root.resolve())
+    with open("/proc/self/mounts") as fh:
+        found += [f"mount {line.split()[1]}" for line in fh if line.split()[1].startswith(root_s)]
+    loops = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                           capture_output=True, text=True).stdout
+    found += [f"loop {line}" for line in loops.splitlines() if root_s in line]
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            cmdline = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(p / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(root_s + "/data/work") or (root_s in cmdline and any(
+                t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "durability.py"))):
+            found.append(f"process {p.name}: {cmdline}")
+    if study:
+        found += [f"cgroup {d}" for d in glob.glob(f"/sys/fs/cgroup/*/**/pgfs-lab/{study}-*", recursive=True)]
+    return found

@@ -1,7 +1,8 @@
 """Faults injected for real into a tiny study (scale 1, 2-4 s runs, small ext4 images): the postmaster
 killed (kill -9) mid-run, the pgbench client killed mid-run, a run that times out, a target that fills
 up (at `pgbench -i` and during a run), Ctrl-C (SIGINT to the whole Snakemake process group) mid-run and
-the resume after it, and the durability check (a power cut mid-write, then restart and verification).
+the resume after it, Ctrl-C through `make run`, SIGTERM to the whole pipeline and the resume after it,
+and the durability check (a power cut mid-write, then restart and verification).
 
 After each: the failure is recorded (run.json status and error, or run.incomplete.json for an
 interrupt), nothing is left mounted, attached or running, no lab cgroup is left, the vm.dirty_*
@@ -11,7 +12,6 @@ half. The server listens on a unix socket only, in a 0700 directory, and no pass
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
@@ -28,7 +28,7 @@ import duckdb
 import pytest
 import yaml
 
-from conftest import REPO, machine_can_run_studies, machine_is_quiet
+from conftest import REPO, leftovers as _leftovers, machine_can_run_studies, machine_is_quiet
 
 ok, why = machine_can_run_studies()
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not ok, reason=why)]
@@ -67,27 +67,7 @@ def vm() -> dict[str, str]:
 
 
 def leftovers(root: Path) -> list[str]:
-    """Mounts, loop devices, processes and cgroups of this study (what the lab must have released)."""
-    found: list[str] = []
-    root_s = str(root.resolve())
-    with open("/proc/self/mounts") as fh:
-        found += [f"mount {line.split()[1]}" for line in fh if line.split()[1].startswith(root_s)]
-    loops = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
-                           capture_output=True, text=True).stdout
-    found += [f"loop {line}" for line in loops.splitlines() if root_s in line]
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit() or int(p.name) == os.getpid():
-            continue
-        try:
-            cmdline = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(p / "cwd")
-        except OSError:
-            continue
-        if cwd.startswith(root_s + "/data/work") or (root_s in cmdline and any(
-                t in cmdline for t in ("postgres", "pgbench", "run-one", "durability.py"))):
-            found.append(f"process {p.name}: {cmdline}")
-    found += [f"cgroup {d}" for d in glob.glob(f"/sys/fs/cgroup/*/**/pgfs-lab/{STUDY}-*", recursive=True)]
-    return found
+    return _leftovers(root, STUDY)
 
 
 def settle(root: Path, timeout: float = 30) -> list[str]:
@@ -360,6 +340,79 @@ def test_status_and_database_hold_what_the_partial_logs_hold(lab: Lab) -> None:
         if f.is_file() and f.suffix in (".json", ".yaml", ".log", ".stderr", ".stdout"):
             text = f.read_text(errors="replace").lower()
             assert "password=" not in text and "pgpassword" not in text, f
+    lab.clean()
+
+
+# Last in this module (the status test above counts the runs before these): a study of one long run,
+# interrupted through `make run` and by SIGTERM, then resumed.
+LONG_RUN = "ext4.long.c1.r1"
+
+
+def long_config(lab: Lab) -> str:
+    cfg = {**json.loads(json.dumps(CONFIG)), "targets": {"ext4": CONFIG["targets"]["ext4"]},
+           "workloads": {"long": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1], "repeats": 1,
+                                  "duration_s": 20}}}
+    (lab.work / "long.yaml").write_text(yaml.safe_dump(cfg))
+    # the status test made this database outside Snakemake (no provenance): Snakemake would take it as
+    # up to date and skip the runs it is missing
+    (lab.work / "data" / f"{STUDY}.duckdb").unlink(missing_ok=True)
+    return "long.yaml"
+
+
+def interrupt(lab: Lab, argv: list[str], sig: signal.Signals) -> tuple[int, str]:
+    """Start argv in a process group of its own (as a terminal's foreground job), send `sig` to the whole
+    group once the long run is under way, and return the exit status and the output."""
+    aside = lambda: len(list((lab.raw / "_attempts").glob(f"{LONG_RUN}.*")))  # noqa: E731
+    redo, before = (lab.raw / LONG_RUN).exists(), aside()
+    p = subprocess.Popen(argv, cwd=lab.work, env=lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while redo and aside() == before and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # an earlier attempt's logs are there until the run moves them aside
+        lab.wait_for_progress(LONG_RUN, p, timeout=180)
+        os.killpg(p.pid, sig)
+        out, _ = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    return p.returncode, out
+
+
+def test_ctrl_c_through_make_prints_the_summary_and_releases_everything(lab: Lab) -> None:
+    """`make run`, Ctrl-C: make, its recipe shell, Snakemake, the run and pgbench all get SIGINT. The
+    run is marked interrupted, everything is released, and the recipe still prints the status summary."""
+    cfg = long_config(lab)
+    rc, out = interrupt(lab, ["make", "-f", str(REPO / "Makefile"), "run", f"CONFIG={cfg}"], signal.SIGINT)
+    assert rc != 0, out
+    assert settle(lab.work) == [], out
+    assert vm() == lab.vm_before
+    marker = json.loads((lab.raw / LONG_RUN / "run.incomplete.json").read_text())
+    assert marker["status"] == "interrupted" and "SIGINT" in marker["error"], marker
+    assert f"study {STUDY}:" in out and f"{LONG_RUN}: interrupted" in out, out[-3000:]
+    assert not (lab.raw / LONG_RUN / "run.json").exists()
+
+
+def test_sigterm_to_the_whole_pipeline_then_resume(lab: Lab) -> None:
+    """SIGTERM to Snakemake's process group (a service manager or `kill -- -PGID` stopping the study):
+    the same release as Ctrl-C, the marker names SIGTERM, and the next run redoes the run."""
+    cfg = long_config(lab)
+    snake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
+             "--rerun-incomplete", "--keep-going", "--config", f"config={cfg}", "--",
+             f"data/raw/{STUDY}/{LONG_RUN}/run.json"]
+    rc, out = interrupt(lab, snake, signal.SIGTERM)
+    assert rc != 0, out
+    assert settle(lab.work) == [], out
+    assert vm() == lab.vm_before
+    marker = json.loads((lab.raw / LONG_RUN / "run.incomplete.json").read_text())
+    assert marker["status"] == "interrupted" and "SIGTERM" in marker["error"], marker
+    res = subprocess.run(snake, cwd=lab.work, env=lab.env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert lab.record(LONG_RUN)["status"] == "ok"
+    # both interrupted attempts (make's SIGINT and this SIGTERM) are kept aside
+    attempts = sorted((lab.raw / "_attempts").glob(f"{LONG_RUN}.*"))
+    errors = sorted(json.loads((a / "run.incomplete.json").read_text())["error"] for a in attempts)
+    assert len(attempts) == 2 and any("SIGINT" in e for e in errors) and any("SIGTERM" in e for e in errors)
     lab.clean()
 
 

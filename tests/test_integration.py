@@ -24,7 +24,7 @@ import duckdb
 import pytest
 import yaml
 
-from conftest import REPO, machine_can_run_studies
+from conftest import REPO, leftovers, machine_can_run_studies
 
 ok, why = machine_can_run_studies()
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not ok, reason=why)]
@@ -60,26 +60,6 @@ def snakemake(cwd: Path, *config: str, dry_run: bool = False, timeout: float = 9
     if res.returncode != 0:
         raise AssertionError(f"snakemake failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-6000:]}")
     return res
-
-
-def leftovers(root: Path) -> list[str]:
-    """Mounts, loop devices and processes that point into `root` (what the lab must have released)."""
-    found: list[str] = []
-    root_s = str(root.resolve())
-    with open("/proc/self/mounts") as fh:
-        found += [f"mount {line.split()[1]}" for line in fh if line.split()[1].startswith(root_s)]
-    loops = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
-                           capture_output=True, text=True).stdout
-    found += [f"loop {line}" for line in loops.splitlines() if root_s in line]
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                cmdline = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if root_s in cmdline and ("postgres" in cmdline or "pgbench" in cmdline):
-                found.append(f"process {p.name}: {cmdline}")
-    return found
 
 
 @pytest.fixture(scope="module")

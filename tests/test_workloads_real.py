@@ -21,8 +21,7 @@ import duckdb
 import pytest
 import yaml
 
-from conftest import REPO, machine_can_run_studies
-from test_integration import leftovers
+from conftest import REPO, leftovers, machine_can_run_studies
 
 ok, why = machine_can_run_studies()
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not ok, reason=why)]
