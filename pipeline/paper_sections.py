@@ -400,6 +400,11 @@ every target and cell, then repeat 2, ...), so that drift of the machine over ti
 difference between targets.""")
     show(report.markdown_table(_workload_rows(ctx), caption="Workloads: tool, script, client counts (cells), repeats per "
                                "cell and target, and how each run was driven."))
+    if not _headline_kinds(ctx):  # durability checks only: no throughput, nothing to trim or compare
+        show("""**What is measured.** No throughput: every run is a durability check (crash, restart,
+verification), described with its results in the durability section. Its counts are exact, not estimates: every
+transaction the client saw commit is looked up after the restart.""")
+        return
     show(f"""**Warm-up.** Per-second series drop the first {a.get('trim_s', 2):g} s of every run; the throughput
 stability analysis then finds the end of each run's warm-up with MSER-5 (White 1997: the truncation point that
 minimises the standard error of the remaining batch means) and records the trim per run, flagging runs whose
