@@ -362,7 +362,9 @@ def long_config(lab: Lab) -> str:
 def interrupt(lab: Lab, argv: list[str], sig: signal.Signals) -> tuple[int, str]:
     """Start argv in a process group of its own (as a terminal's foreground job), send `sig` to the whole
     group once the long run is under way, and return the exit status and the output."""
-    aside = lambda: len(list((lab.raw / "_attempts").glob(f"{LONG_RUN}.*")))  # noqa: E731
+    def aside() -> int:
+        return len(list((lab.raw / "_attempts").glob(f"{LONG_RUN}.*")))
+
     redo, before = (lab.raw / LONG_RUN).exists(), aside()
     p = subprocess.Popen(argv, cwd=lab.work, env=lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, start_new_session=True)
