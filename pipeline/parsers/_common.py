@@ -383,6 +383,16 @@ def read_samples(path: Path, entry: str, what: str, expected: str) -> Samples:
     return Samples(entries, sizes, warnings)
 
 
+def cut_off_warning(sizes: pl.DataFrame) -> list[tuple[int | None, str]]:
+    """A warning when the last sample of a sampler log has fewer lines than the fullest one (the
+    sampler was stopped mid-write); its complete lines are kept."""
+    last = sizes.row(sizes.height - 1, named=True)
+    full = int(sizes["n"].max() or 0)  # type: ignore[arg-type]
+    if sizes.height > 1 and last["n"] < full:
+        return [(int(last["marker_line"]), f"last sample cut off: {last['n']} of {full} lines, kept")]
+    return []
+
+
 def check_repeated_key(path: Path, entries: pl.DataFrame, key: str, what: str) -> None:
     """ParseError at the first entry whose `key` repeats within its sample (a lost '@' marker)."""
     dup = first_true(entries.select(~pl.struct("sample", key).is_first_distinct()).to_series())

@@ -25,6 +25,7 @@ from pipeline.parsers._common import (
     check_int64,
     check_repeated_key,
     conform,
+    cut_off_warning,
     read_samples,
     result,
     sniff_sampler,
@@ -57,10 +58,6 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     f = s.entries.with_columns(text.str.extract(ENTRY, 1).alias("key"), text.str.extract(ENTRY, 2).alias("raw"))
     check_int64(path, f, ["raw"])
     check_repeated_key(path, f, "key", "key")
-    sizes = s.sizes
-    last = sizes.row(sizes.height - 1, named=True)
-    full = int(sizes["n"].max() or 0)  # type: ignore[arg-type]
-    if sizes.height > 1 and last["n"] < full:
-        warnings.append((int(last["marker_line"]), f"last sample cut off: {last['n']} of {full} lines, kept"))
+    warnings += cut_off_warning(s.sizes)
     out = f.with_columns(pl.col("raw").cast(pl.Int64).alias("value"))
     return result({"vmstat": conform(out, SCHEMA)}, warnings)
