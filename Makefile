@@ -1,7 +1,8 @@
 # pgfs-lab. The two commands a newcomer needs:
 #   make run    set up what is missing, run the default study end to end, build paper/<study>.pdf
 #   make test   the test suite (CI's .ci/run calls exactly this)
-# More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make bench | make release
+# More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make test-fast | make lint
+#       | make bench | make release | make lock
 
 CONFIG ?= config/default.yaml
 STUDY ?=
@@ -9,11 +10,10 @@ STUDY ?=
 # relative to the current directory (`make -f /path/to/pgfs-lab/Makefile run` works from elsewhere).
 LAB := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 PY := $(LAB)/.venv/bin/python
-export PYTHONPATH := $(LAB)$(if $(PYTHONPATH),:$(PYTHONPATH))
-SNAKE := $(PY) -m snakemake --snakefile $(LAB)/Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
+SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
 
-.PHONY: setup run analyse test bench release lock clean-build
+.PHONY: setup run analyse test test-fast lint format bench release lock clean-build
 
 setup:
 	@bash $(LAB)/scripts/setup.sh
@@ -24,8 +24,8 @@ setup:
 # that was interrupted has no run.json, so the next `make run` redoes it (earlier output kept in
 # data/raw/<study>/_attempts/).
 run: setup
-	@trap 'echo' INT TERM; $(SNAKE) --config config=$(CONFIG); rc=$$?; \
-	$(PY) -m pipeline status --config $(CONFIG); st=$$?; \
+	@trap 'echo' INT TERM; $(SNAKE) --configfile $(CONFIG); rc=$$?; \
+	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 
 # Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs).
@@ -33,18 +33,31 @@ analyse: setup
 	@test -n "$(STUDY)" || { echo "usage: make analyse STUDY=<name of a folder in data/raw/>"; exit 2; }
 	@$(SNAKE) --config study=$(STUDY) raw_only=1
 
+# Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
+# notebooks, the paper).
 test: setup
-	@$(PY) -m pytest tests
+	@cd $(LAB) && $(PY) -m pytest
+
+# The inner loop: the tests that need no root, no server and no notebook kernel (under a minute).
+test-fast: setup
+	@cd $(LAB) && $(PY) -m pytest -m "not slow" -q
+
+lint: setup
+	@cd $(LAB) && $(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+format: setup
+	@cd $(LAB) && $(PY) -m ruff format . && $(PY) -m ruff check --fix .
 
 bench: setup
-	@$(PY) -m pipeline.bench
+	@cd $(LAB) && $(PY) -m benchmarks
 
 # Unmount/detach what a hard-killed study left behind (only the lab's own images and mounts).
 release: setup
-	@$(PY) -m pipeline release --config $(CONFIG)
+	@$(PY) -m pgfslab release --config $(CONFIG)
 
 lock:
-	uv pip compile requirements.in -o requirements.lock --python-version 3.11 -q
+	cd $(LAB) && uv pip compile pyproject.toml --extra dev -o requirements.lock --python-version 3.11 -q \
+	  && python3 scripts/environment_from_lock.py
 
 clean-build:
 	rm -rf build figures/*/ paper/*.pdf paper/*.html data/*.duckdb .snakemake

@@ -19,9 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipeline import blockdev, cgroups, snapshots, targets  # noqa: E402
+from pgfslab.host import blockdev, cgroups, snapshots, targets  # noqa: E402
 
 
 def timed(fn) -> float:
@@ -44,7 +42,7 @@ def target_times(wd: Path, repeats: int) -> dict[str, dict]:
         spec = {"size_gb": 1, "mkfs_options": [], "mount_options": [], "direct_io": True, **extra}
         create, mount = [], []
         for _ in range(repeats):
-            create.append(timed(lambda: targets.create(wd, "m", spec)))
+            create.append(timed(lambda spec=spec: targets.create(wd, "m", spec)))
             if spec["fs"] != "tmpfs":
                 with targets.mounted(wd, "m", spec, "nobody") as m:
                     mount.append(m.mount_s)
@@ -84,7 +82,7 @@ def throttle_accuracy(tmp: Path) -> list[dict]:
             else:
                 cmd = ["dd", "if=/dev/zero", f"of={dev}", f"bs={bs}", f"count={count}", "oflag=direct"]
             with cgroups.limited(f"measure-{os.getpid()}", cgroups.Limits(device=dev, **{kind: value})) as cg:
-                took = timed(lambda: subprocess.run(cg.command(cmd), check=True, capture_output=True))
+                took = timed(lambda cg=cg, cmd=cmd: subprocess.run(cg.command(cmd), check=True, capture_output=True))
             achieved = (count * bs if kind.endswith("bps") else count) / took
             rows.append({"limit": kind, "value": value, "seconds": round(took, 3),
                          "achieved": round(achieved), "achieved_over_limit": round(achieved / value, 3)})

@@ -33,12 +33,16 @@ if ! need_bin uv && ! "$PY" -m uv --version >/dev/null 2>&1; then
 fi
 UV="uv"; need_bin uv || UV="$PY -m uv"
 
+# The pinned environment (requirements.lock), then the lab itself in editable mode (its `pgfslab`
+# command and `import pgfslab` from any directory, notebooks included). Redone only when the lock or
+# pyproject.toml changed.
 stamp=.venv/.lock-sha256
-want=$(sha256sum requirements.lock | cut -d' ' -f1)
-if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: creating .venv from requirements.lock"
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pgfslab ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: creating .venv from requirements.lock, pgfs-lab installed editable"
   [ -x .venv/bin/python ] || $UV venv --quiet --python "$PY" .venv
   $UV pip sync --quiet --python .venv/bin/python requirements.lock
+  $UV pip install --quiet --python .venv/bin/python --no-deps --editable .
   echo "$want" > "$stamp"
 fi
 echo "setup: ok ($(.venv/bin/python --version), $(ls /usr/lib/postgresql/ | sort -n | tail -1 | sed 's/^/PostgreSQL /'))"

@@ -6,14 +6,12 @@ import glob
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
-sys.path.insert(0, str(REPO))
 
 
 def machine_can_run_studies() -> tuple[bool, str]:
@@ -40,7 +38,13 @@ def can_mount() -> tuple[bool, str]:
     return True, ""
 
 
-needs_root = pytest.mark.skipif(not can_mount()[0], reason=can_mount()[1] or "root with loop devices")
+_root_skip = pytest.mark.skipif(not can_mount()[0], reason=can_mount()[1] or "root with loop devices")
+
+
+def needs_root(test):  # type: ignore[no-untyped-def]
+    """A test that attaches, mounts or changes the machine: skipped without root and loop devices, and
+    `slow` (not in `make test-fast`)."""
+    return pytest.mark.slow(_root_skip(test))
 
 
 class Loops:
@@ -109,19 +113,15 @@ def machine_is_quiet() -> tuple[bool, str]:
             args = (p / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        lab_run = b"pipeline" in args and (b"run-one" in args or b"prepare" in args)
+        lab_run = b"pgfslab" in args and (b"run-one" in args or b"prepare" in args)
         if comm in BENCHMARK_CLIENTS or lab_run:
-            busy.append(f"{comm if not lab_run else 'pipeline ' + args[args.index(b'pipeline') + 1].decode()} "
+            busy.append(f"{comm if not lab_run else 'pgfslab ' + args[args.index(b'pgfslab') + 1].decode()} "
                         f"(pid {p.name})")
     if busy:
         return False, (f"a benchmark or lab run is going on ({', '.join(busy[:3])}): changing machine-wide vm "
                        "settings, dropping caches or writing hundreds of MB now would perturb its measurements; "
                        "set PGFS_LAB_ALLOW_HOST_CHANGES=1 to run anyway")
     return True, ""
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "integration: runs a real study (root, loop devices, PostgreSQL)")
 
 
 def leftovers(root: Path, study: str | None = None) -> list[str]:

@@ -1,5 +1,5 @@
 """Recorded studies for the notebook and paper tests: small REAL raw folders (tests/data/studies/<study>/,
-see its README.md), ingested with `python -m pipeline ingest-study` into a database, every analysis
+see its README.md), ingested with `python -m pgfslab ingest-study` into a database, every analysis
 notebook the pipeline would run for the study executed with papermill, and the paper built from them.
 
 Everything is done once per test session (both test_notebooks.py and test_paper.py use it) and in
@@ -24,6 +24,8 @@ from pathlib import Path
 
 import yaml
 
+from pgfslab.analysis import registry
+
 # jsonschema (via nbformat) would import the optional rfc3987_syntax, which builds a grammar for ~3 s
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
@@ -31,9 +33,10 @@ REPO = Path(__file__).resolve().parent.parent
 STUDIES = REPO / "tests" / "data" / "studies"
 NOTEBOOKS = REPO / "notebooks"
 PY = sys.executable
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-# the kernels papermill starts in this process inherit its environment: they must import `pipeline`
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+# Notebooks run as JupyterLab runs them: the kernel in notebooks/, `pgfslab` importable because it is
+# installed (editable) in the environment, never through PYTHONPATH
+os.environ.pop("PYTHONPATH", None)
+ENV = dict(os.environ)
 WORKERS = int(os.environ.get("PGFS_TEST_WORKERS", 0)) or max(2, min(4, (os.cpu_count() or 2) + 1))
 
 PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
@@ -79,25 +82,13 @@ def workdir() -> Path:
     return d
 
 
-def notebooks_for(cfg: dict) -> list[tuple[str, str | None]]:
-    """The (notebook, workload) pairs the pipeline runs for this config (mirrors analyse.smk)."""
-    wl = cfg["workloads"]
-    series = [w for w, s in wl.items() if s["tool"] in ("pgbench", "sysbench")]
-    latency = [w for w, s in wl.items() if (s["tool"] == "pgbench" and s.get("log", "aggregate") != "none")
-               or (s["tool"] == "sysbench" and int(s.get("percentile", 95)) > 0)]
-    out: list[tuple[str, str | None]] = [("throughput_stability", w) for w in series]
-    out += [("latency_percentiles", w) for w in latency]
-    out += [("compression_footprint", None)]
-    if series:
-        out += [("variance_significance", None), ("dirty_memory_checkpoints", None), ("scaling", None)]
-    if any(s["tool"] == "fsmicro" for s in wl.values()):
-        out += [("fs_micro", None)]
-    out += [("local_vs_published", None)]
-    return out
+def notebooks_for(cfg: dict) -> list[registry.Job]:
+    """The notebooks the pipeline runs for this config (the same registry Snakemake uses)."""
+    return registry.jobs(cfg)
 
 
 def ingest(raw: Path, db: Path, *extra: str) -> None:
-    res = subprocess.run([PY, "-m", "pipeline", "ingest-study", "--raw", str(raw), "--db", str(db), *extra],
+    res = subprocess.run([PY, "-m", "pgfslab", "ingest-study", "--raw", str(raw), "--db", str(db), *extra],
                          cwd=REPO, env=ENV, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"ingest-study {raw} failed:\n{res.stdout}\n{res.stderr}")
@@ -120,7 +111,7 @@ def warm_kernel():  # type: ignore[no-untyped-def]
     km = getattr(_local, "km", None)
     if km is None:
         km = KernelManager(kernel_name="python3")
-        km.start_kernel(cwd=str(REPO))
+        km.start_kernel(cwd=str(NOTEBOOKS))
         _local.km = km
         _kernels.append(km)
     kc = km.client()
@@ -149,28 +140,22 @@ def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int,
     try:
         pm.execute_notebook(str(NOTEBOOKS / f"{notebook}.ipynb"), str(out),
                             parameters={k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()},
-                            kernel_name="python3", progress_bar=False, cwd=str(REPO), log_output=False, **kwargs)
+                            kernel_name="python3", progress_bar=False, cwd=str(NOTEBOOKS), log_output=False, **kwargs)
     except pm.PapermillExecutionError as exc:
         return 1, f"{exc.ename}: {exc.evalue}"
     return 0, ""
 
 
-def _execute(st: Study, notebook: str, workload: str | None) -> Execution:
-    name = f"{notebook}-{workload}" if workload else notebook
-    out = workdir() / "executed" / st.name / f"{name}.ipynb"
+def _execute(st: Study, job: registry.Job) -> Execution:
+    out = workdir() / "executed" / st.name / f"{job.name}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    params: dict[str, object] = {"db": st.db, "study": st.study, "figures_dir": st.figures, "tables_dir": st.tables,
-                                 "alpha": st.cfg["analysis"]["alpha"], "trim_s": st.cfg["analysis"]["trim_s"]}
-    if workload:
-        params["workload"] = workload
-    if notebook == "dirty_memory_checkpoints":
-        params["raw_dir"] = st.raw.parent
-    rc, log = papermill(notebook, out, params)
-    return Execution(notebook, name, st.name, out, rc, log)
+    params = job.parameters(st.cfg, db=st.db, figures_dir=st.figures, tables_dir=st.tables, raw_dir=st.raw.parent)
+    rc, log = papermill(job.notebook, out, params)
+    return Execution(job.notebook, job.name, st.name, out, rc, log)
 
 
 def _paper(st: Study) -> tuple[Path | None, str]:
-    from pipeline import paper
+    from pgfslab.paper import build as paper
 
     out = workdir() / "paper" / st.name
     out.mkdir(parents=True, exist_ok=True)
@@ -202,7 +187,7 @@ def studies() -> dict[str, Study]:
                           yaml.safe_load((raw / "study.yaml").read_text()))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         list(pool.map(lambda st: ingest(st.raw, st.db), out.values()))
-        jobs = [(st, nb, wl) for st in out.values() for nb, wl in notebooks_for(st.cfg)]
+        jobs = [(st, job) for st in out.values() for job in notebooks_for(st.cfg)]
         for ex in pool.map(lambda j: _execute(*j), jobs):
             out[ex.study].executions[ex.name] = ex
         papers = [pool.submit(_paper, st) for st in out.values()]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import machine_is_quiet, needs_root
 
-from pipeline import cgroups
-from pipeline.errors import LabError
+from pgfslab.errors import LabError
+from pgfslab.host import cgroups
 
 MiB = 2**20
 

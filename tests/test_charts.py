@@ -1,4 +1,4 @@
-"""pipeline.charts: builders, colours, polars helpers and offline export (no kernel, no network)."""
+"""pgfslab.analysis.charts: builders, colours, polars helpers and offline export (no kernel, no network)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import altair as alt
 import polars as pl
 import pytest
 
-from pipeline import charts
+from pgfslab.analysis import charts
 
 TARGETS = ["xfs", "ext4", "btrfs"]
 

@@ -1,4 +1,4 @@
-"""`python -m pipeline compare` on a small study database built here (no PostgreSQL involved)."""
+"""`python -m pgfslab compare` on a small study database built here (no PostgreSQL involved)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline import ingest
-from pipeline.__main__ import main
+from pgfslab.cli.main import main
+from pgfslab.ingest import load as ingest
 
 # tps per repeat: ext4 vs xfs; tpcb at 1 client differs clearly (xfs 20 % slower), at 4 clients not
 TPS = {

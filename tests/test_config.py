@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline import config
-from pipeline.errors import LabError
+from pgfslab.config import study as config
+from pgfslab.errors import LabError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -134,9 +134,9 @@ def test_drop_caches_is_one_setting():
 
 
 def test_vm_allowlist_matches_the_sysctl_module():
-    from pipeline import sysctl
+    from pgfslab.host import sysctl
 
-    schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     assert set(schema["properties"]["os"]["properties"]["vm"]["propertyNames"]["enum"]) == set(sysctl.ALLOWED)
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import config, postgres
-from pipeline.errors import LabError
+from pgfslab.config import study as config
+from pgfslab.errors import LabError
+from pgfslab.host import postgres
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -120,7 +121,7 @@ SHELL_USES = re.compile(r"shell\s*=\s*True|os\.system\s*\(|os\.popen\s*\(|comman
 def test_no_shell_is_ever_used() -> None:
     """Commands are argument lists: nothing in the lab's Python calls a shell."""
     offenders = []
-    for path in sorted([*REPO.glob("pipeline/**/*.py"), *REPO.glob("scripts/*.py"), *REPO.glob("tests/*.py")]):
+    for path in sorted([*REPO.glob("pgfslab/**/*.py"), *REPO.glob("benchmarks/*.py"), *REPO.glob("scripts/*.py"), *REPO.glob("tests/*.py")]):
         if path.name == Path(__file__).name:
             continue
         for no, line in enumerate(path.read_text().splitlines(), 1):
@@ -132,6 +133,6 @@ def test_no_shell_is_ever_used() -> None:
 def test_snakemake_shell_commands_quote_the_config_path() -> None:
     """Snakemake runs its `shell:` directives with bash: the one free-form value they interpolate (the
     config path from the command line) is quoted; the rest are validated wildcards and fixed paths."""
-    for smk in REPO.glob("pipeline/rules/*.smk"):
+    for smk in REPO.glob("workflow/rules/*.smk"):
         text = smk.read_text()
         assert "{params.src}" not in text, f"{smk.name}: unquoted {{params.src}} (use {{params.src:q}})"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import parsers
-from pipeline.parsers import ParseError, durability
-from pipeline.runners import durability as runner
+from pgfslab.ingest import parsers
+from pgfslab.ingest.parsers import ParseError, durability
+from pgfslab.runners import durability as runner
 
 RECORD = {
     "format": "pgfs-lab durability v1", "run_id": "ext4.crash.c4.r1", "target": "ext4", "workload": "crash",

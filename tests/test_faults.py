@@ -27,11 +27,11 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
-
-from conftest import REPO, leftovers as _leftovers, machine_can_run_studies, machine_is_quiet
+from conftest import REPO, machine_can_run_studies, machine_is_quiet
+from conftest import leftovers as _leftovers
 
 ok, why = machine_can_run_studies()
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(not ok, reason=why)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
 
 STUDY = "faults"
 PORT = 56800
@@ -82,7 +82,7 @@ class Lab:
     def __init__(self, work: Path) -> None:
         self.work = work
         self.raw = work / "data" / "raw" / STUDY
-        self.env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.env = dict(os.environ)
         self.vm_before = vm()
 
     def config(self, name: str, **changes: object) -> str:
@@ -93,7 +93,7 @@ class Lab:
         return name
 
     def cmd(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "pipeline", *args]
+        return [sys.executable, "-m", "pgfslab", *args]
 
     def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         return subprocess.run(self.cmd(*args), cwd=self.work, env=self.env, capture_output=True, text=True,
@@ -195,7 +195,8 @@ def test_run_that_times_out(lab: Lab) -> None:
 def test_server_listens_on_a_unix_socket_only(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
     """listen_addresses = '', TCP to the port refused, socket directory 0700 and the server's user's,
     and root's pgbench still connects through it (trust authentication: no password anywhere)."""
-    from pipeline import config, postgres, targets
+    from pgfslab.config import study as config
+    from pgfslab.host import postgres, targets
 
     monkeypatch.chdir(lab.work)
     cfg = config.load(lab.work / "study.yaml")
@@ -271,8 +272,8 @@ def test_ctrl_c_to_the_whole_pipeline_then_resume(lab: Lab) -> None:
                                        if quiet else {}))
     run_id = "ext4.tpcb.c2.r3"
     target = f"data/raw/{STUDY}/{run_id}/run.json"
-    snake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
-             "--rerun-incomplete", "--keep-going", "--config", f"config={cfg}", "--", target]
+    snake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"), "--cores", "1",
+             "--rerun-incomplete", "--keep-going", "--configfile", str(cfg), "--", target]
     p = subprocess.Popen(snake, cwd=lab.work, env=lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, start_new_session=True)
     try:
@@ -310,7 +311,7 @@ def test_status_and_database_hold_what_the_partial_logs_hold(lab: Lab) -> None:
     assert lab.run("freeze", "--config", "study.yaml", "--out", f"data/raw/{STUDY}/study.yaml").returncode == 0
     res = lab.run("ingest-study", "--raw", f"data/raw/{STUDY}", "--db", "data/faults.duckdb")
     assert res.returncode == 0, res.stderr
-    from pipeline import parsers
+    from pgfslab.ingest import parsers
 
     with duckdb.connect(str(lab.work / "data" / "faults.duckdb"), read_only=True) as con:
         runs = dict(con.execute("SELECT run_id, status FROM runs").fetchall())
@@ -399,8 +400,8 @@ def test_sigterm_to_the_whole_pipeline_then_resume(lab: Lab) -> None:
     """SIGTERM to Snakemake's process group (a service manager or `kill -- -PGID` stopping the study):
     the same release as Ctrl-C, the marker names SIGTERM, and the next run redoes the run."""
     cfg = long_config(lab)
-    snake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
-             "--rerun-incomplete", "--keep-going", "--config", f"config={cfg}", "--",
+    snake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"), "--cores", "1",
+             "--rerun-incomplete", "--keep-going", "--configfile", str(cfg), "--",
              f"data/raw/{STUDY}/{LONG_RUN}/run.json"]
     rc, out = interrupt(lab, snake, signal.SIGTERM)
     assert rc != 0, out

@@ -1,4 +1,4 @@
-"""pipeline.runners.fsmicro: every op run for real (tiny), its stdout checked against its csv with
+"""pgfslab.runners.fsmicro: every op run for real (tiny), its stdout checked against its csv with
 numpy, the work directory's safety rules, interruption, and the seed 003 layout and names."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.errors import LabError
-from pipeline.runners import fsmicro
+from pgfslab.errors import LabError
+from pgfslab.runners import fsmicro
+from pgfslab.runners import fsmicro_spec as fspec
 
 # tiny versions of every op (run for real on the host fs of the temp directory)
 TINY: dict[str, dict[str, Any]] = {
@@ -40,7 +41,7 @@ TINY: dict[str, dict[str, Any]] = {
 
 def _parse(stdout: str) -> dict[str, Any]:
     lines = stdout.splitlines()
-    i = lines.index(fsmicro.HEADER)
+    i = lines.index(fspec.HEADER)
     f = lines[i + 1].split()
     bench = next(ln for ln in lines if ln.startswith("fsbench/")).split()
     return {"optype": f[0], "elapsed": float(f[1].rstrip("s")), "n": int(f[2]), "rate": float(f[3]),
@@ -72,10 +73,10 @@ def _run(spec: dict[str, Any], tmp: Path, capsys: pytest.CaptureFixture[str],
     the arguments command() builds; returns (exit status, stdout, stderr, --dir, --out)."""
     work, out = tmp / "fs", tmp / "run"
     work.mkdir(exist_ok=True)
-    cmd = fsmicro.command(spec, work, out)
-    assert cmd[:2] == [sys.executable, fsmicro.__file__]
+    cmd = fspec.command(spec, work, out)
+    assert cmd[:3] == [sys.executable, "-m", "pgfslab.runners.fsmicro"]
     capsys.readouterr()
-    rc = fsmicro.main(cmd[2:] + (extra or []))
+    rc = fsmicro.main(cmd[3:] + (extra or []))
     got = capsys.readouterr()
     return rc, got.out, got.err, work, out
 
@@ -86,8 +87,8 @@ def test_op_runs_and_stdout_agrees_with_csv(case: str, tmp_path: Path, capsys: p
     rc, stdout, stderr, work, out = _run(spec, tmp_path, capsys, ["--ms-decimals", "6"])
     assert rc == 0, stderr
     res = _parse(stdout)
-    ops, start, lat = _csv(out / fsmicro.CSV_NAME)
-    name = fsmicro.label(fsmicro.resolve(spec))
+    ops, start, lat = _csv(out / fspec.CSV_NAME)
+    name = fspec.label(fspec.resolve(spec))
 
     assert res["n"] == len(lat) > 0
     assert set(ops) == {name} and res["name"] == name and res["optype"] == name[:10]
@@ -102,10 +103,10 @@ def test_op_runs_and_stdout_agrees_with_csv(case: str, tmp_path: Path, capsys: p
     assert abs(start[0] / 1e9 - time.time()) < 60  # epoch nanoseconds
 
     # the printed statistics, recomputed from the csv
-    q = np.percentile(lat, fsmicro.QUANTILES, method="inverted_cdf")
+    q = np.percentile(lat, fspec.QUANTILES, method="inverted_cdf")
     for key, want in zip(("p50", "p95", "p99"), q):
         assert res["ms"][key] == f"{want / 1e6:.6f}", key
-        assert int(want) == _nearest_rank(lat, fsmicro.QUANTILES[("p50", "p95", "p99").index(key)])
+        assert int(want) == _nearest_rank(lat, fspec.QUANTILES[("p50", "p95", "p99").index(key)])
     assert res["ms"]["max"] == f"{lat.max() / 1e6:.6f}"
     assert float(res["ms"]["avg"]) == pytest.approx(int(lat.sum()) / len(lat) / 1e6, abs=1.1e-6)
     # ops/sec = n / elapsed, elapsed printed to 0.1 s
@@ -125,10 +126,10 @@ def test_recorded_output_is_consistent(run: Path) -> None:
     """tests/data/fsmicro (the parser's test data): stdout agrees with the csv beside it."""
     stdout = (run / "fsmicro.stdout").read_text()
     res = _parse(stdout)
-    ops, _, lat = _csv(run / fsmicro.CSV_NAME)
+    ops, _, lat = _csv(run / fspec.CSV_NAME)
     assert res["n"] == len(lat) and set(ops) == {res["name"]} and res["optype"] == res["name"][:10]
     decimals = len(res["ms"]["p50"].split(".")[1])
-    q = np.percentile(lat, fsmicro.QUANTILES, method="inverted_cdf")
+    q = np.percentile(lat, fspec.QUANTILES, method="inverted_cdf")
     for key, want in zip(("p50", "p95", "p99", "max"), [*q, lat.max()]):
         assert res["ms"][key] == f"{want / 1e6:.{decimals}f}", key
     assert res["partial"] == (["# partial: interrupted"] if "interrupted" in run.name else [])
@@ -138,7 +139,7 @@ def test_default_layout_is_pebbles(tmp_path: Path, capsys: pytest.CaptureFixture
     rc, stdout, stderr, _, _ = _run({"op": "create_fsync", "count": 5}, tmp_path, capsys)
     assert rc == 0, stderr
     lines = stdout.splitlines()
-    assert lines[0] == fsmicro.HEADER
+    assert lines[0] == fspec.HEADER
     # "%10s %7.1fs %14d %14.1f %8.1f %8.1f %8.1f %8.1f %8.1f"
     row = lines[1]
     assert len(row) == 10 + 9 + 15 + 15 + 5 * 9
@@ -170,29 +171,29 @@ def test_format_row_reproduces_seed_003_rows(ms_decimals: int, row: str) -> None
     ({"op": "statfs"}, "statfs_many_files"),
 ])
 def test_seed_003_names(spec: dict[str, Any], name: str) -> None:
-    assert fsmicro.label(fsmicro.resolve(spec)) == name
+    assert fspec.label(fspec.resolve(spec)) == name
 
 
 def test_resolve_defaults_and_limits() -> None:
-    p = fsmicro.resolve({"op": "create_fsync"})
+    p = fspec.resolve({"op": "create_fsync"})
     assert (p["duration_s"], p["count"]) == (600.0, None)
-    p = fsmicro.resolve({"op": "create_fsync", "count": 10})
+    p = fspec.resolve({"op": "create_fsync", "count": 10})
     assert (p["duration_s"], p["count"]) == (None, 10)
-    p = fsmicro.resolve({"op": "delete"})
+    p = fspec.resolve({"op": "delete"})
     assert (p["duration_s"], p["count"], p["files"], p["size_bytes"]) == (None, None, 10_000, 2_000_000)
-    assert fsmicro.resolve({"op": "delete_large_dir"})["bg_files"] == 100_000
+    assert fspec.resolve({"op": "delete_large_dir"})["bg_files"] == 100_000
     for bad in ({"op": "fio"}, {"op": "statfs", "files": 3}, {"op": "delete", "files": 5, "count": 6},
                 {"op": "write_fsync", "size_bytes": 10, "max_file_bytes": 5}, {"op": "statfs", "count": 0},
                 {"op": "statfs", "count": 1.5}, {"op": "delete", "fsync_dir": "yes"},
                 {"op": "write_fsync", "fill": "zeros"}, {"op": "create_fsync", "duration_s": -1}):
         with pytest.raises(ValueError):
-            fsmicro.resolve(bad)
+            fspec.resolve(bad)
     with pytest.raises(LabError, match="does not take files"):
-        fsmicro.command({"op": "statfs", "files": 3}, Path("/x"), Path("/y"))
+        fspec.command({"op": "statfs", "files": 3}, Path("/x"), Path("/y"))
 
 
 def test_refuses_a_foreign_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    foreign = tmp_path / "fs" / fsmicro.SUBDIR
+    foreign = tmp_path / "fs" / fspec.SUBDIR
     foreign.mkdir(parents=True)
     (foreign / "temp_0").write_text("not the runner's")  # a name the runner would delete as its own
     rc, stdout, stderr, _, out = _run({"op": "create_fsync", "count": 3}, tmp_path, capsys)
@@ -207,10 +208,10 @@ def test_runs_by_path_from_any_directory(tmp_path: Path) -> None:
     work, out = tmp_path / "fs", tmp_path / "run"
     work.mkdir()
     out.mkdir()
-    proc = subprocess.run(fsmicro.command({"op": "statfs", "count": 3, "size_bytes": 10}, work, out),
+    proc = subprocess.run(fspec.command({"op": "statfs", "count": 3, "size_bytes": 10}, work, out),
                           cwd=out, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert _parse(proc.stdout)["n"] == 3 and (out / fsmicro.CSV_NAME).is_file()
+    assert _parse(proc.stdout)["n"] == 3 and (out / fspec.CSV_NAME).is_file()
     assert list(work.iterdir()) == []
 
 
@@ -254,7 +255,7 @@ def _wait_for_files(sub: Path, n: int, timeout_s: float = 10) -> bool:
 def _check_partial(stdout: str, out: Path, work: Path) -> None:
     res = _parse(stdout)
     assert res["partial"] == ["# partial: interrupted"]
-    ops, _, _ = _csv(out / fsmicro.CSV_NAME)
+    ops, _, _ = _csv(out / fspec.CSV_NAME)
     assert res["n"] == len(ops) >= 20
     assert res["elapsed"] < 30
     assert list(work.iterdir()) == []
@@ -264,10 +265,10 @@ def test_sigint_mid_run_writes_partial_and_cleans_up(tmp_path: Path) -> None:
     """A real process, interrupted the way Ctrl-C does."""
     work, out = tmp_path / "fs", tmp_path / "run"
     work.mkdir()
-    cmd = fsmicro.command({"op": "create_fsync", "duration_s": 60}, work, out)
+    cmd = fspec.command({"op": "create_fsync", "duration_s": 60}, work, out)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait_for_files(work / fsmicro.SUBDIR, 20), "the run never started"
+        assert _wait_for_files(work / fspec.SUBDIR, 20), "the run never started"
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=20)
     finally:
@@ -284,7 +285,7 @@ def test_sigterm_mid_run_writes_partial_and_cleans_up(tmp_path: Path, capsys: py
     work.mkdir()
 
     def kill_when_running() -> None:
-        if _wait_for_files(work / fsmicro.SUBDIR, 20):
+        if _wait_for_files(work / fspec.SUBDIR, 20):
             os.kill(os.getpid(), signal.SIGTERM)
 
     before = signal.getsignal(signal.SIGTERM)
@@ -308,6 +309,7 @@ def _can_loop_mount() -> str | None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_can_loop_mount() is not None, reason=str(_can_loop_mount()))
 def test_on_a_loop_mounted_ext4_image(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Only the image made here is attached, mounted and released (loop devices of a running study
@@ -327,13 +329,13 @@ def test_on_a_loop_mounted_ext4_image(tmp_path: Path, capsys: pytest.CaptureFixt
         for i, spec in enumerate(({"op": "create_fsync", "count": 50},
                                   {"op": "write_fsync", "size_bytes": 1 << 20, "count": 5})):
             capsys.readouterr()
-            assert fsmicro.main(fsmicro.command(spec, mnt, tmp_path / f"run{i}")[2:]) == 0
-            ops, _, _ = _csv(tmp_path / f"run{i}" / fsmicro.CSV_NAME)
+            assert fsmicro.main(fspec.command(spec, mnt, tmp_path / f"run{i}")[3:]) == 0
+            ops, _, _ = _csv(tmp_path / f"run{i}" / fspec.CSV_NAME)
             assert _parse(capsys.readouterr().out)["n"] == len(ops) == spec["count"]
             assert sorted(os.listdir(mnt)) == before
         # a full file system stops the run with a partial marker, and the clean-up still happens
         full = {"op": "write_fsync", "size_bytes": 8 << 20, "count": 100}
-        assert fsmicro.main(fsmicro.command(full, mnt, tmp_path / "full")[2:]) == 1
+        assert fsmicro.main(fspec.command(full, mnt, tmp_path / "full")[3:]) == 1
         assert "# partial: no space left on device" in capsys.readouterr().out
         assert sorted(os.listdir(mnt)) == before
     finally:

@@ -21,10 +21,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import data, export, ingest, parsers
-from pipeline.__main__ import main
-from pipeline.errors import LabError
-from pipeline.parsers import ParseError, pgbench_txlog
+from pgfslab.analysis import queries as data
+from pgfslab.cli.main import main
+from pgfslab.errors import LabError
+from pgfslab.ingest import export, parsers
+from pgfslab.ingest import load as ingest
+from pgfslab.ingest.parsers import ParseError, pgbench_txlog
 
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data"
@@ -205,7 +207,7 @@ def test_files_table_records_each_file(loaded: duckdb.DuckDBPyConnection) -> Non
     assert [Path(f[0]).name for f in files] == ["tpcb.stdout", "tpcb.stderr", "tx_sampled.25763", "meminfo.log",
                                                 "oltp_read_write_hist_p99.stdout", "diskstats.log"]
     assert {f[2] for f in files} == {"local"}
-    for src, _, _, n, size, _ in files:
+    for src, _, _, _n, size, _ in files:
         assert size == Path(src).stat().st_size
     tx = next(f for f in files if f[1] == "pgbench-txlog")
     assert tx[3] == (PG15 / "tx_sampled.25763").read_bytes().count(b"\n")

@@ -11,9 +11,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import parsers, sampler, snapshots, stats
-from pipeline.parsers import ParseError
-from pipeline.runners import fsmicro
+from pgfslab.analysis import stats
+from pgfslab.host import snapshots
+from pgfslab.ingest import parsers
+from pgfslab.ingest.parsers import ParseError
+from pgfslab.run import sampler
+from pgfslab.runners import fsmicro
 
 DATA = Path(__file__).resolve().parent / "data"
 PGSTAT = next((DATA / "studies").glob("*/*/pgstat.csv"))

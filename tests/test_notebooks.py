@@ -17,13 +17,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import recorded
 import vl_convert as vlc
 
-import recorded
-from recorded import STUDIES
+from pgfslab.analysis import registry
 
-ANALYSIS_NOTEBOOKS = ["throughput_stability", "latency_percentiles", "variance_significance",
-                      "dirty_memory_checkpoints", "compression_footprint", "scaling", "fs_micro", "local_vs_published"]
+pytestmark = pytest.mark.slow  # executes notebooks (kernels, figures)
+
+ANALYSIS_NOTEBOOKS = list(registry.ALL)
 
 
 @pytest.fixture(scope="module")
@@ -333,7 +334,7 @@ def test_dirty_memory_table(st: dict[str, recorded.Study]) -> None:
         if "dirty_memory_checkpoints" not in s.executions:
             continue
         table = pl.read_parquet(s.tables / "dirty_memory_checkpoints.parquet")
-        for d, rec in raw_runs(s).items():
+        for d in raw_runs(s):
             row = table.filter(pl.col("run_id") == d).row(0, named=True)
             dirty = meminfo(s.raw / d, "Dirty")
             assert row["dirty_max_mib"] == pytest.approx(max(dirty) / 1024)
@@ -473,3 +474,43 @@ def test_targets_parameter_keeps_only_those_targets(st: dict[str, recorded.Study
     table = pl.read_parquet(out / "tables" / f"throughput_stability-{wl}.parquet")
     assert table["target"].unique().to_list() == keep
     assert table.height == sum(1 for r in raw_runs(s).values() if r["target"] in keep and r["workload"] == wl)
+
+
+# ------------------------------------------------------------------ opened as a researcher opens them
+
+@pytest.mark.parametrize("notebook", ["throughput_stability", "dirty_memory_checkpoints"])
+def test_runs_as_jupyterlab_runs_it_with_repository_relative_paths(st: dict[str, recorded.Study], notebook: str) -> None:
+    """No papermill: the notebook file as committed, executed top to bottom by nbclient (JupyterLab's executor)
+    with the kernel in notebooks/ and no PYTHONPATH; only its parameters cell edited, as a researcher edits it,
+    to paths relative to the repository. The figure lands under the repository, not under notebooks/."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    s = study_with(st, "pgbench")
+    rel = Path("build") / "pytest-jupyterlab" / notebook
+    root = recorded.REPO / rel
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "raw").mkdir(parents=True)
+    shutil.copy(s.db, root / "study.duckdb")
+    shutil.copytree(s.raw, root / "raw" / s.study)
+    nb = nbformat.read(recorded.NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    workload = next(iter(registry.series_workloads(s.cfg)))
+    params.source += (f"\ndb = {str(rel / 'study.duckdb')!r}\nstudy = {s.study!r}\nworkload = {workload!r}\n"
+                      f"figures_dir = {str(rel / 'figures')!r}\ntables_dir = {str(rel / 'tables')!r}\n"
+                      f"raw_dir = {str(rel / 'raw')!r}\n")
+    assert "PYTHONPATH" not in __import__("os").environ
+    try:
+        NotebookClient(nb, kernel_name="python3", timeout=300,
+                       resources={"metadata": {"path": str(recorded.NOTEBOOKS)}}).execute()
+        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                  if o.get("output_type") == "error"]
+        assert not errors
+        name = f"{notebook}-{workload}" if notebook in registry.PER_WORKLOAD else notebook
+        assert (root / "figures" / f"{name}.svg").stat().st_size > 1000
+        assert (root / "tables" / f"{name}.parquet").exists()
+        assert not (recorded.NOTEBOOKS / rel).exists(), "a relative path was resolved against the kernel's folder"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

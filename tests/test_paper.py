@@ -13,11 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 import recorded
 
-pytestmark = pytest.mark.skipif(shutil.which("pdftotext") is None or shutil.which("pdffonts") is None,
-                                reason="poppler-utils (pdftotext, pdffonts, pdftoppm) not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("pdftotext") is None or shutil.which("pdffonts") is None,
+                                reason="poppler-utils (pdftotext, pdffonts, pdftoppm) not installed")]
 
 
 def flat(text: str) -> str:

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import parsers
-from pipeline.parsers import (
+from pgfslab.ingest import parsers
+from pgfslab.ingest.parsers import (
     ParseError,
     diskstats,
     fs_ops,

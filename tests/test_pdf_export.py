@@ -1,4 +1,4 @@
-"""pipeline.pdf_export: a notebook built here, executed with papermill, exported through
+"""pgfslab.paper.pdf_export: a notebook built here, executed with papermill, exported through
 Markdown -> pandoc -> Typst, and checked with poppler (pdftotext, pdffonts, pdfinfo, pdftoppm)."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from pipeline.pdf_export import PDFExportError, TypstPDFExporter, export_pdf
+from pgfslab.paper.pdf_export import PDFExportError, TypstPDFExporter, export_pdf
+
+pytestmark = pytest.mark.slow  # executes notebooks (kernels, figures)
 
 REPO = Path(__file__).resolve().parent.parent
 POPPLER = all(shutil.which(t) for t in ("pdftotext", "pdffonts", "pdfinfo", "pdftoppm"))
@@ -26,15 +28,15 @@ FIG1 = "Per-second throughput, thin lines one per repeat, bold the moving averag
 FIG2 = "Median throughput per target at four clients."
 TAB1 = "Median throughput per target."
 
-SETUP = f"""
+SETUP = """
 import sys
-sys.path.insert(0, {str(REPO)!r})
 import polars as pl
 from IPython.display import Markdown, display
-from pipeline import charts
+from pgfslab.analysis import charts
+
 charts.use_theme()
 charts.enable_pdf_renderer()
-rows = [dict(run_id=f"{{t}}-{{r}}", target=t, repeat=r, t_s=float(s), tps=base + 40.0 * ((s * 7 + r) % 5))
+rows = [dict(run_id=f"{t}-{r}", target=t, repeat=r, t_s=float(s), tps=base + 40.0 * ((s * 7 + r) % 5))
         for t, base in [("ext4", 1500.0), ("xfs", 1400.0), ("btrfs", 900.0)] for r in (1, 2) for s in range(1, 31)]
 progress = charts.moving_average(pl.DataFrame(rows), "tps", 15, by=["run_id"])
 colors = charts.target_colors(["ext4", "xfs", "btrfs"])
@@ -193,7 +195,7 @@ def test_export_is_byte_reproducible(built: Built) -> None:
 
 
 def test_nbconvert_accepts_the_dotted_exporter_name(built: Built) -> None:
-    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "pipeline.pdf_export.TypstPDFExporter",
+    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "pgfslab.paper.pdf_export.TypstPDFExporter",
                     str(built.executed), "--output-dir", str(built.dir / "cli")],
                    cwd=REPO, check=True, capture_output=True, text=True)
     out = built.dir / "cli" / "executed.pdf"

@@ -1,4 +1,4 @@
-"""What the lab may delete, unmount and detach: pipeline/safety.py, and release() going through it."""
+"""What the lab may delete, unmount and detach: pgfslab/host/safety.py, and release() going through it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import needs_root
 
-from pipeline import mounts, safety, targets
-from pipeline.errors import LabError
+from pgfslab.errors import LabError
+from pgfslab.host import mounts, safety, targets
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import needs_root
 
-from pipeline import btrfs, snapshots, targets
-from pipeline.errors import LabError
+from pgfslab.errors import LabError
+from pgfslab.host import btrfs, snapshots, targets
 
 SPEC = {"fs": "btrfs", "size_gb": 0.5, "mkfs_options": [], "mount_options": [], "direct_io": True}
 

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from pipeline import stats
+from pgfslab.analysis import stats
 
 
 def brute_force_coverage(n: int, lo: int, hi: int) -> float:
@@ -150,7 +150,7 @@ def test_median_summary_benchmath_cases():
 
 
 def test_samples_needed_benchmath_cases():
-    from pipeline import stats_compare as sc
+    from pgfslab.analysis.stats import compare as sc
 
     assert sc.median_ci_samples_needed(0.95) == 6
     assert sc.median_ci_samples_needed(0.99) == 8
@@ -191,7 +191,7 @@ def test_utest_all_equal_is_p1_with_note():
 
 
 def test_u_null_distribution_mann_whitney_1947_tables():
-    from pipeline.stats_compare import _u_null_dist
+    from pgfslab.analysis.stats.compare import _u_null_dist
 
     # P(U <= u) for n = 3 and n = 5 (rows u = 0..5, columns m = 1..n), Mann & Whitney (1947)
     udist3 = [[0.250000, 0.100000, 0.050000], [0.500000, 0.200000, 0.100000], [0.750000, 0.400000, 0.200000],
@@ -393,7 +393,7 @@ def test_format_benchstat_layout():
 
 
 def test_si_scaler_matches_benchstat_thresholds():
-    from pipeline.stats_compare import _fmt_num, si_scaler
+    from pgfslab.analysis.stats.compare import _fmt_num, si_scaler
 
     cases = {671.87: "672", 5306.9: "5.31k", 30501.2: "30.5k", 31.6: "31.6", 2.5: "2.50", 123456789.0: "123M"}
     for v, want in cases.items():
@@ -483,7 +483,7 @@ def test_aggregate_bounds_contain_exact_percentiles_and_moments_are_exact():
 
 
 def stats_name(p: float) -> str:
-    from pipeline.stats_latency import stat_name
+    from pgfslab.analysis.stats.latency import stat_name
 
     return stat_name(p)
 
@@ -644,7 +644,7 @@ PG_LOG = """\
 def test_checkpoint_windows_from_log():
     import datetime as dt
 
-    start = dt.datetime(2026, 11, 23, 7, 30, 50, tzinfo=dt.timezone.utc).timestamp()
+    start = dt.datetime(2026, 11, 23, 7, 30, 50, tzinfo=dt.UTC).timestamp()
     w = stats.checkpoint_windows_from_log(PG_LOG, start).to_dicts()
     assert len(w) == 3
     assert w[0]["start_s"] == pytest.approx(3.001) and w[0]["end_s"] == pytest.approx(5.001)  # from total=
@@ -727,7 +727,7 @@ def test_variance_comparison_against_baseline():
 # ------------------------------------------------------------------ goodput
 
 def test_goodput_flags_a_run_that_is_fast_because_it_fails():
-    from pipeline import parsers
+    from pgfslab.ingest import parsers
 
     data = Path(__file__).parent / "data" / "pg15"
     progress = parsers.parse(data / "rr.stderr", "pgbench-progress")["pgbench_progress"]

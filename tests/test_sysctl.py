@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import machine_is_quiet, needs_root
 
-from pipeline import sysctl
-from pipeline.errors import LabError
+from pgfslab.errors import LabError
+from pgfslab.host import sysctl
 
 VM = Path("/proc/sys/vm")
 PAIR_KEYS = ["dirty_background_bytes", "dirty_background_ratio", "dirty_bytes", "dirty_ratio"]

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import needs_root
 
-from pipeline import blockdev, btrfs, mounts, safety, targets
-from pipeline.errors import LabError
+from pgfslab.config import targets as target_spec
+from pgfslab.errors import LabError
+from pgfslab.host import blockdev, btrfs, mounts, safety, targets
 
 OWNER = "nobody"
 
@@ -64,7 +65,7 @@ def released(workdir: Path):
 ])
 def test_spec_problems_are_named(bad, words):
     with pytest.raises(LabError, match="target t: ") as err:
-        targets.check_spec("t", bad)
+        target_spec.check_spec("t", bad)
     assert words in str(err.value)
 
 
@@ -77,7 +78,7 @@ def test_spec_problems_are_named(bad, words):
     spec("existing", path="/srv", mount_options=[], mkfs_options=[]),
 ])
 def test_good_specs_pass(good):
-    targets.check_spec("t", good)
+    target_spec.check_spec("t", good)
 
 
 def test_lab_labels_fit_each_file_system():

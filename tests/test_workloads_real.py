@@ -20,11 +20,10 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
-
 from conftest import REPO, leftovers, machine_can_run_studies
 
 ok, why = machine_can_run_studies()
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(not ok, reason=why)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
 
 STUDY = "wtest"
 CONFIG = {
@@ -63,13 +62,13 @@ def study() -> Iterator[Path]:
     (work / "study.yaml").write_text(yaml.safe_dump(CONFIG))
     before = vm_dirty()
     try:
-        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
+        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"), "--cores", "1",
                "--config", "config=study.yaml", "--", "raw"]
         res = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, res.stderr[-5000:]
-        ing = subprocess.run([sys.executable, "-m", "pipeline", "ingest-study", "--raw", f"data/raw/{STUDY}",
+        ing = subprocess.run([sys.executable, "-m", "pgfslab", "ingest-study", "--raw", f"data/raw/{STUDY}",
                               "--db", "w.duckdb"], cwd=work, capture_output=True, text=True,
-                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                             env={"PATH": "/usr/bin:/bin"})
         assert ing.returncode == 0, ing.stderr
         yield work
     finally:

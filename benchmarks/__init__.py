@@ -1,0 +1,1 @@
+"""The lab's benchmarks (`make bench`): outside the runtime package."""

@@ -1,0 +1,58 @@
+"""`make bench` (`python -m benchmarks.__main__`): every benchmark of the lab, one after the other.
+
+    .venv/bin/python -m benchmarks.__main__                       # all, full size
+    .venv/bin/python -m benchmarks.__main__ --only ingest --lines 1000000
+
+Benchmarks: `ingest` (benchmarks.ingest: a 10-million-line pgbench per-transaction log through
+the lab's ingest, DuckDB's bare read_csv and a Python split loop; time, ratios, peak memory),
+`sampler` (benchmarks.sampler: the samplers' CPU cost at 1 and 10 Hz; with --pg the tps of
+pgbench with and without them, interleaved), `noop` (benchmarks.noop: a no-op `make run` against
+Snakemake's start-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from benchmarks import ingest as bench_ingest
+from benchmarks import noop as bench_noop
+from benchmarks import sampler as bench_sampler
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    argv = ["--lines", str(args.lines), "--repeat", str(args.repeat)]
+    return bench_ingest.main(argv)
+
+
+def _sampler(args: argparse.Namespace) -> int:
+    return bench_sampler.main(["--pg"] if args.pg else [])
+
+
+def _noop(args: argparse.Namespace) -> int:
+    return bench_noop.main(["--config", args.config])
+
+
+BENCHMARKS: dict[str, Callable[[argparse.Namespace], int]] = {"ingest": _ingest, "sampler": _sampler, "noop": _noop}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.__main__", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", action="append", choices=list(BENCHMARKS), help="run only this benchmark (repeatable)")
+    p.add_argument("--lines", type=int, default=10_000_000, help="ingest: lines of the generated log [10,000,000]")
+    p.add_argument("--repeat", type=int, default=1, help="ingest: runs per method, medians reported [1]")
+    p.add_argument("--pg", action="store_true", help="sampler: also the tps of pgbench with and without samplers")
+    p.add_argument("--config", default="config/default.yaml", help="noop: a finished study [config/default.yaml]")
+    args = p.parse_args(argv)
+    status = 0
+    for name in args.only or list(BENCHMARKS):
+        print(f"== {name} ==", flush=True)
+        status |= BENCHMARKS[name](args)
+        print(flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

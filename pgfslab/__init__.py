@@ -1,0 +1,19 @@
+"""pgfs-lab: how storage changes PostgreSQL's throughput, latency and footprint.
+
+The subpackages follow the data's flow:
+
+    config/     a study config: load, validate, expand into an interleaved run plan (pure: touches nothing)
+    host/       what the lab does to the machine: targets (loop devices, mkfs, mounts), PostgreSQL
+                clusters, cgroups, vm.* sysctls, snapshots, power-cut emulation, and what it may touch
+    run/        a study's runs: prepare a target, execute one run with its samplers, the durability crash
+                cycle, interrupt handling, provenance
+    runners/    one module per workload tool (pgbench, sysbench, fsmicro, durability client)
+    ingest/     raw logs -> DuckDB: one parser per format, the loader, Parquet export
+    analysis/   what the notebooks call: queries, statistics, charts, report text, the notebook registry
+    paper/      the whitepaper: its sections and the PDF export (Markdown -> pandoc -> Typst)
+    cli/        the `pgfslab` command (the Snakemake rules call it)
+
+`paths` finds the lab's own files; `errors.LabError` is an error the command line reports as one line.
+"""
+
+__version__ = "0.2.0"

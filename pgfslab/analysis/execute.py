@@ -1,0 +1,36 @@
+"""Execute one registered notebook of a study with papermill, as JupyterLab would run it.
+
+The kernel starts in notebooks/ (JupyterLab's working directory for a notebook there) and every path
+parameter is absolute, so what runs in the pipeline is what a researcher runs by opening the file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pgfslab import paths
+from pgfslab.analysis.registry import Job
+from pgfslab.errors import LabError
+
+
+def quiet_nbformat() -> None:
+    """nbformat's jsonschema would import the optional IRI checker rfc3987_syntax, which builds a grammar
+    (about 3 s per notebook on a small machine); no notebook uses that format."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+
+def run(job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS,
+        **papermill_options: Any) -> None:
+    """Execute `job`'s notebook into `out`; a failing cell is a LabError naming the notebook and the error."""
+    quiet_nbformat()
+    import papermill as pm
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        pm.execute_notebook(str(job.source), str(out), parameters=params, kernel_name="python3",
+                            progress_bar=False, cwd=str(kernel_cwd), log_output=False, **papermill_options)
+    except pm.PapermillExecutionError as exc:
+        raise LabError(f"notebook {job.name} ({job.source.name}) failed in cell {exc.exec_count}: "
+                       f"{exc.ename}: {exc.evalue} (executed copy: {out})") from None

@@ -1,0 +1,132 @@
+"""Which notebooks a study runs, with which parameters: the one list Snakemake and the tests both use.
+
+A notebook never meets a study without its data, so what runs is decided from the study config (the
+tools its workloads use):
+
+    throughput_stability-<wl>   every pgbench and sysbench workload (per-second progress)
+    latency_percentiles-<wl>    pgbench workloads with a log (aggregate or per transaction), sysbench
+    variance_significance       any pgbench/sysbench workload
+    dirty_memory_checkpoints    any pgbench/sysbench workload (meminfo is always sampled)
+    scaling                     any pgbench/sysbench workload
+    compression_footprint       always
+    fs_micro                    fsmicro workloads
+    local_vs_published          a workload or target a seed document also measured (`comparable`)
+
+Every job writes build/<study>/notebooks/<name>.ipynb (executed), figures/<study>/<figure>.{svg,png,pdf},
+build/<study>/tables/<name>.parquet (its table) and build/<study>/tables/<name>.json (what it gives the
+paper, pgfslab.analysis.report.Publication).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgfslab import paths
+
+FIGURE_FORMATS = (".svg", ".png", ".pdf")
+PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
+STUDY_WIDE = ("compression_footprint", "variance_significance", "dirty_memory_checkpoints", "scaling", "fs_micro",
+              "local_vs_published")
+ALL = (*PER_WORKLOAD, *STUDY_WIDE)
+# figures a notebook writes when they are not one named like the job
+FIGURES = {"fs_micro": ("fs_micro-ops", "fs_micro-latency")}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One notebook execution of a study."""
+
+    name: str                       # <notebook>[-<workload>]: names the executed copy, table and figure
+    notebook: str                   # notebooks/<notebook>.ipynb
+    workload: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # parameters beyond the common ones
+
+    @property
+    def source(self) -> Path:
+        return paths.NOTEBOOKS / f"{self.notebook}.ipynb"
+
+    @property
+    def figures(self) -> tuple[str, ...]:
+        return FIGURES.get(self.notebook, (self.name,))
+
+    def outputs(self, study: str) -> dict[str, Any]:
+        """Every file the job writes, relative to the working directory."""
+        return {
+            "nb": f"build/{study}/notebooks/{self.name}.ipynb",
+            "figs": [f"figures/{study}/{f}{ext}" for f in self.figures for ext in FIGURE_FORMATS],
+            "table": f"build/{study}/tables/{self.name}.parquet",
+            "publication": f"build/{study}/tables/{self.name}.json",
+        }
+
+    def parameters(self, cfg: dict[str, Any], *, db: Path, figures_dir: Path, tables_dir: Path,
+                   raw_dir: Path) -> dict[str, Any]:
+        """The papermill parameters (paths absolute, so the kernel's working directory never matters)."""
+        a = cfg["analysis"]
+        out: dict[str, Any] = {"db": str(Path(db).absolute()), "study": cfg["study"],
+                               "figures_dir": str(Path(figures_dir).absolute()),
+                               "tables_dir": str(Path(tables_dir).absolute()), "alpha": a["alpha"],
+                               "trim_s": a["trim_s"]}
+        if self.workload is not None:
+            out["workload"] = self.workload
+        if self.notebook == "throughput_stability":
+            out["moving_average_s"] = a["moving_average_s"]
+        if self.notebook == "dirty_memory_checkpoints":
+            out["raw_dir"] = str(Path(raw_dir).absolute())
+        return out | self.extra
+
+
+def series_workloads(cfg: dict[str, Any]) -> list[str]:
+    """Workloads with per-second throughput (pgbench -P, sysbench --report-interval); fsmicro has none."""
+    return [w for w, wl in cfg["workloads"].items() if wl["tool"] in ("pgbench", "sysbench")]
+
+
+def latency_workloads(cfg: dict[str, Any]) -> list[str]:
+    return [w for w, wl in cfg["workloads"].items()
+            if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
+            or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)]
+
+
+def comparable(cfg: dict[str, Any]) -> bool:
+    """Does the study measure something the published results (data/external/) also report?"""
+    for wl in cfg["workloads"].values():
+        if wl["tool"] == "pgbench" and wl.get("builtin") in ("tpcb-like", "select-only"):
+            return True  # seed 001
+        if wl["tool"] == "sysbench" and wl.get("test") in ("oltp_read_write", "oltp_write_only"):
+            return True  # seed 002
+        if wl["tool"] == "fsmicro":
+            return True  # seed 003 ran the same operations
+    return any(t["fs"] == "btrfs" and any(o.startswith("compress") for o in t.get("mount_options", []))
+               for t in cfg["targets"].values())  # seeds 002, 004: compression
+
+
+def jobs(cfg: dict[str, Any]) -> list[Job]:
+    """Every notebook the study runs, in the paper's order."""
+    series = series_workloads(cfg)
+    out = [Job(f"throughput_stability-{w}", "throughput_stability", w) for w in series]
+    out += [Job(f"latency_percentiles-{w}", "latency_percentiles", w) for w in latency_workloads(cfg)]
+    out.append(Job("compression_footprint", "compression_footprint"))
+    if series:
+        out += [Job(n, n) for n in ("variance_significance", "dirty_memory_checkpoints", "scaling")]
+    if any(wl["tool"] == "fsmicro" for wl in cfg["workloads"].values()):
+        out.append(Job("fs_micro", "fs_micro"))
+    if comparable(cfg):
+        out.append(Job("local_vs_published", "local_vs_published"))
+    return out
+
+
+def job(cfg: dict[str, Any], name: str) -> Job:
+    for j in jobs(cfg):
+        if j.name == name:
+            return j
+    raise KeyError(f"study {cfg['study']!r} runs no notebook {name!r} (it runs: {', '.join(j.name for j in jobs(cfg))})")
+
+
+def stage_code() -> dict[str, list[Path]]:
+    """The package code each stage runs (Snakemake re-runs a stage when it changes)."""
+    pkg = paths.LAB / "pgfslab"
+    ingest = sorted((pkg / "ingest").rglob("*.py"))
+    analysis = sorted((pkg / "analysis").rglob("*.py"))
+    paper = sorted((pkg / "paper").rglob("*.py")) + [paths.PAPER_TEMPLATE]
+    return {"ingest": ingest, "analyse": analysis, "paper": [*paper, *analysis]}

@@ -1,0 +1,224 @@
+"""Text for the paper and notebooks: Markdown tables (they survive every export route, unlike
+box-drawing tables), number formatting, and the setup section built from run.json provenance."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+
+def fmt(value: Any, digits: int = 1) -> str:
+    """One cell of a table: never `nan`/`None` in a paper."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return "–"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    text = str(value).replace("|", "\\|").replace("\n", " ")
+    return text or "–"
+
+
+def markdown_table(df: pl.DataFrame, *, digits: dict[str, int] | None = None, caption: str | None = None,
+                   align: dict[str, str] | None = None) -> str:
+    """A pipe table; numeric columns right-aligned; optional pandoc `Table:` caption below it.
+
+    The separator's dashes are as long as each column's longest entry (3 to 40): pandoc sizes the
+    columns of a wide table in proportion to them, so long names get room instead of spilling over."""
+    digits = digits or {}
+    align = align or {}
+    cols = df.columns
+    body = [[fmt(v, digits.get(c, 1)) for c, v in zip(cols, row)] for row in df.iter_rows()]
+    widths = [min(40, max(3, len(c), *(len(r[i]) for r in body))) for i, c in enumerate(cols)]
+    header = "| " + " | ".join(cols) + " |"
+
+    def rule(c: str, w: int) -> str:
+        a = align.get(c) or ("right" if df[c].dtype.is_numeric() else "left")
+        return "-" * (w - 1) + ":" if a == "right" else ":" + "-" * (w - 1)
+
+    lines = [header, "|" + "|".join(rule(c, w) for c, w in zip(cols, widths)) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    text = "\n".join(lines)
+    if caption:
+        text += f"\n\nTable: {caption}"
+    return text
+
+
+def bytes_h(n: float | int | None) -> str:
+    if n is None:
+        return "–"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def setup_facts(run_json: str) -> dict[str, str]:
+    """Host, kernel, PostgreSQL and tool facts from one run.json (all runs of a study share them)."""
+    rec = json.loads(run_json)
+    host, tools, pg = rec.get("host", {}), rec.get("tools", {}), rec.get("postgres", {})
+    git = rec.get("git", {})
+    return {
+        "CPU": f"{host.get('cpu_model') or '?'} ({host.get('cpus')} logical CPUs)",
+        "Memory": bytes_h((host.get("mem_total_kb") or 0) * 1024),
+        "OS / kernel": f"{host.get('os') or '?'} / Linux {host.get('kernel') or '?'}",
+        "PostgreSQL": (pg.get("version") or "?").split(" on ")[0],
+        "pgbench": tools.get("pgbench") or "?",
+        "File-system tools": "; ".join(v for k, v in tools.items() if k.startswith("mkfs") and v),
+        "Python stack": ", ".join(f"{k} {tools[k]}" for k in ("polars", "duckdb", "snakemake", "scipy") if tools.get(k)),
+        "Lab commit": (git.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if git.get("dirty") else ""),
+    }
+
+
+def non_default_settings(run_json: str) -> pl.DataFrame:
+    rec = json.loads(run_json)
+    settings = (rec.get("postgres") or {}).get("settings") or {}
+    skip = {"port", "unix_socket_directories", "listen_addresses", "lc_messages", "lc_monetary", "lc_numeric",
+            "lc_time", "DateStyle", "TimeZone", "log_timezone", "default_text_search_config",
+            "dynamic_shared_memory_type"}
+    rows = [{"setting": k, "value": pg_value(v["setting"], v.get("unit")), "source": v["source"]}
+            for k, v in sorted(settings.items()) if k not in skip]
+    return pl.DataFrame(rows, schema={"setting": pl.Utf8, "value": pl.Utf8, "source": pl.Utf8})
+
+
+_UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "16MB": 16 * 1024**2, "GB": 1024**3}
+
+
+def pg_value(setting: str, unit: str | None) -> str:
+    """A pg_settings value in human units (shared_buffers 16384 x 8kB -> 128.0 MiB)."""
+    if unit in _UNIT_BYTES and setting.lstrip("-").isdigit():
+        return bytes_h(int(setting) * _UNIT_BYTES[unit])
+    return f"{setting} {unit}" if unit else setting
+
+
+# ---------------------------------------------------------------------------- what a notebook publishes
+
+def pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
+    """A fraction as a percentage (0.123 -> "12.3 %"), "–" when unknown."""
+    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
+        return "–"
+    return f"{100 * value:+.{digits}f} %" if signed else f"{100 * value:.{digits}f} %"
+
+
+def pvalue(p: float | None) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "–"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def num(value: float | None, digits: int = 0) -> str:
+    """A number in running text: thousands separated, "–" when unknown."""
+    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+class Publication:
+    """What one executed notebook contributes to the paper, recorded as it is displayed.
+
+    A notebook creates one (`name` = its output name, e.g. `latency_percentiles-tpcb`), shows its
+    text, figures and tables through it, and saves its table; every call rewrites
+    `<tables_dir>/<name>.json`, which the paper (`pgfslab.paper.sections`) reads: title, question,
+    and the blocks in order (text, figure with caption, table in Markdown with caption). Figures are
+    written once by `charts.save_chart` (SVG, PDF, PNG) and displayed from the files.
+    """
+
+    def __init__(self, name: str, title: str, question: str, *, tables_dir: str | Path,
+                 figures_dir: str | Path, study: str | None = None) -> None:
+        self.name, self.title, self.question, self.study = name, title, question, study
+        self.tables_dir, self.figures_dir = Path(tables_dir), Path(figures_dir)
+        self.blocks: list[dict[str, Any]] = []
+        self.tables_dir.mkdir(parents=True, exist_ok=True)
+        self.figures_dir.mkdir(parents=True, exist_ok=True)
+        for stale in (self.manifest_path, self.table_path):
+            stale.unlink(missing_ok=True)
+        self._write()
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.tables_dir / f"{self.name}.json"
+
+    @property
+    def table_path(self) -> Path:
+        return self.tables_dir / f"{self.name}.parquet"
+
+    def _write(self) -> None:
+        doc = {"name": self.name, "title": self.title, "question": self.question, "study": self.study,
+               "blocks": self.blocks}
+        tmp = self.manifest_path.with_name(self.manifest_path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, default=str))
+        tmp.replace(self.manifest_path)
+
+    def text(self, markdown: str, *, paper: bool = True) -> None:
+        """Display Markdown; with `paper` also put it in the paper's subsection."""
+        from IPython.display import Markdown, display
+
+        display(Markdown(markdown))
+        if paper:
+            self.blocks.append({"kind": "text", "markdown": markdown})
+            self._write()
+
+    def figure(self, chart: Any, slug: str, caption: str) -> dict[str, Any]:
+        """Save `chart` as `<figures_dir>/<slug>.{svg,pdf,png}`, display it with its caption and
+        record it for the paper. Returns {format: path}."""
+        from pgfslab.analysis import charts
+
+        paths = charts.save_chart(chart, self.figures_dir / slug)
+        charts.show_saved(paths, caption)
+        self.blocks.append({"kind": "figure", "path": str(paths["svg"]), "caption": caption})
+        self._write()
+        return paths
+
+    def table(self, df: pl.DataFrame, caption: str, *, digits: dict[str, int] | None = None,
+              align: dict[str, str] | None = None, paper: bool = True) -> str:
+        """Display `df` as a Markdown table with its caption (and record it for the paper)."""
+        from IPython.display import Markdown, display
+
+        text = markdown_table(df, digits=digits, caption=caption, align=align)
+        display(Markdown(text))
+        if paper:
+            self.blocks.append({"kind": "table", "markdown": text, "caption": caption})
+            self._write()
+        return text
+
+    def save(self, df: pl.DataFrame) -> None:
+        """The notebook's table: `<tables_dir>/<name>.parquet`."""
+        df.write_parquet(self.table_path)
+
+
+def read_publication(tables_dir: str | Path, name: str) -> dict[str, Any] | None:
+    p = Path(tables_dir) / f"{name}.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def workload_label(name: str, spec: dict[str, Any] | None) -> str:
+    """How a workload is named in text: `tpcb (pgbench tpcb-like)`, `read-write (sysbench
+    oltp_read_write)`, `create (fsmicro create_fsync)`."""
+    spec = spec or {}
+    tool = spec.get("tool") or "?"
+    what = spec.get("builtin") or spec.get("test") or spec.get("op")
+    if not what and spec.get("scripts"):
+        what = ", ".join(Path(s["file"]).name for s in spec["scripts"])
+    return f"{name} ({tool} {what})" if what else f"{name} ({tool})"
+
+
+def pm_expr(center: str, pm: str, digits: int = 1) -> pl.Expr:
+    """benchstat's "center ± x%" as a text column: `468.1 ± 3%`, `468.1 ± ∞` when the sample is too
+    small for an interval, the bare center when there is no interval at all (a geomean row)."""
+    c = pl.col(center).round(digits).cast(pl.Utf8)
+    return (pl.when(pl.col(center).is_null()).then(pl.lit("–"))
+            .when(pl.col(pm).is_null() | pl.col(pm).is_nan()).then(c)
+            .when(pl.col(pm).is_infinite()).then(pl.format("{} ± ∞", c))
+            .otherwise(pl.format("{} ± {}%", c, (100 * pl.col(pm)).round(0).cast(pl.Int64))))

@@ -1,0 +1,2 @@
+"""The `pgfslab` command line (also `python -m pgfslab`): run commands in `main`, data commands in `data`, statistics in `stats`.
+"""

@@ -1,0 +1,224 @@
+"""Data commands: freeze, notebook, ingest, ingest-study, ingest-external, export, formats, schema, paper."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pgfslab.errors import LabError
+
+
+def cmd_freeze(args: argparse.Namespace) -> int:
+    import json
+
+    import yaml
+
+    from pgfslab.config import study as config
+
+    if (args.config is None) == (args.json is None):
+        raise LabError("freeze: give one of --config FILE or --json TEXT (the resolved config)")
+    if args.config is not None:
+        cfg, source = config.load(args.config), str(args.config)
+    else:
+        source = args.source or "the workflow's resolved config"
+        cfg = config.validate(json.loads(args.json), source)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text(f"# resolved from {source} by pgfs-lab (defaults filled in)\n"
+                   + yaml.safe_dump(cfg, sort_keys=False))
+    tmp.replace(args.out)
+    return 0
+
+
+def cmd_notebook(args: argparse.Namespace) -> int:
+    from pgfslab.analysis import execute, registry
+    from pgfslab.config import study as config
+
+    cfg = config.load(args.config)
+    job = registry.job(cfg, args.name)
+    study = cfg["study"]
+    params = job.parameters(cfg, db=args.db or Path(f"data/{study}.duckdb"),
+                            figures_dir=args.figures or Path(f"figures/{study}"),
+                            tables_dir=args.tables or Path(f"build/{study}/tables"),
+                            raw_dir=args.raw or Path("data/raw"))
+    execute.run(job, params, args.out)
+    print(f"{args.out}: executed ({job.source.name})")
+    return 0
+
+
+def cmd_ingest_study(args: argparse.Namespace) -> int:
+    from pgfslab.ingest import load as ingest
+
+    s = ingest.ingest_study(args.raw, args.db, external=None if args.no_published else (args.external or ingest.EXTERNAL_DIR))
+    print(f"{args.db}: {s.runs} runs, {s.files} files, {s.rows} rows, {s.published_files} published reference files")
+    for w in s.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if s.failed_runs:
+        print(f"{len(s.failed_runs)} runs did not succeed (kept, marked in runs.status):", file=sys.stderr)
+        for f in s.failed_runs:
+            print(f"  {f}", file=sys.stderr)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from pgfslab.ingest import load as ingest
+    from pgfslab.ingest import parsers
+
+    files: list[Path] = []
+    for p in args.paths:
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.is_file())
+        elif p.exists():
+            files.append(p)
+        else:
+            raise LabError(f"{p}: no such file or directory")
+    failures: list[str] = []
+    con = duckdb.connect(str(args.db))
+    try:
+        ingest.create_schema(con)
+        for f in files:
+            try:
+                res = ingest.ingest_file(con, f, fmt=args.format, run_id=args.run, study=args.study,
+                                         origin=args.origin)
+            except (parsers.ParseError, LabError) as exc:
+                if not args.keep_going:
+                    raise LabError(str(exc)) from None
+                failures.append(str(exc))
+                continue
+            print(f"{f}: {res.format}, {res.rows} rows")
+            for w in res.warnings:
+                print(f"warning: {w}", file=sys.stderr)
+    finally:
+        con.close()
+    if failures:
+        print(f"{len(failures)} of {len(files)} files failed (the database holds the others):", file=sys.stderr)
+        for f in failures:
+            print(f"  {f}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_ingest_external(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from pgfslab.ingest import load as ingest
+
+    con = duckdb.connect(str(args.db))
+    try:
+        ingest.create_schema(con)
+        s = ingest.ingest_external(con, args.external or ingest.EXTERNAL_DIR)
+    finally:
+        con.close()
+    print(f"{args.db}: {s.files} published files, {s.rows} rows (origin 'published')")
+    for w in s.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pgfslab.ingest import export
+
+    done = export.export_parquet(args.db, args.parquet)
+    for e in done:
+        print(f"{e.path}: {e.rows} rows")
+    print(f"{len(done)} tables from {args.db} in {args.parquet} (index: {args.parquet / '_tables.json'})")
+    return 0
+
+
+def cmd_formats(args: argparse.Namespace) -> int:
+    from pgfslab.ingest import parsers
+
+    for name, mod in parsers.FORMATS.items():
+        print(f"{name:20s} {mod.DESCRIPTION}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from pgfslab.ingest import load as ingest
+
+    if args.markdown:
+        print(ingest.schema_markdown())
+        return 0
+    for table, cols in ingest.all_tables().items():
+        print(f"{table}")
+        for c, t in cols.items():
+            print(f"  {c:32s} {ingest._duck_type(t)}")
+    return 0
+
+
+def cmd_paper(args: argparse.Namespace) -> int:
+    from pgfslab.paper import build as paper
+
+    paper.build(db=args.db, study=args.study, source=args.source, executed=args.executed, pdf=args.pdf,
+                html=args.html)
+    print(f"{args.pdf}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("freeze", help="write the resolved study config (defaults filled) for the raw folder")
+    p.add_argument("--config", type=Path, help="a study config file")
+    p.add_argument("--json", help="or the config as Snakemake resolved it (JSON)")
+    p.add_argument("--source", help="with --json: where it came from (recorded in the file)")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_freeze)
+
+    p = sub.add_parser("notebook", help="execute one of the study's notebooks (pgfslab.analysis.registry) with "
+                                        "papermill, kernel in notebooks/ as JupyterLab runs it")
+    p.add_argument("--config", type=Path, required=True, help="the study config (data/raw/<study>/study.yaml)")
+    p.add_argument("--name", required=True, help="the job: <notebook>[-<workload>]")
+    p.add_argument("--out", type=Path, required=True, help="the executed copy")
+    p.add_argument("--db", type=Path, help="default data/<study>.duckdb")
+    p.add_argument("--figures", type=Path, help="default figures/<study>")
+    p.add_argument("--tables", type=Path, help="default build/<study>/tables")
+    p.add_argument("--raw", type=Path, help="the folder holding data/raw/<study>/ (default data/raw)")
+    p.set_defaults(func=cmd_notebook)
+
+    p = sub.add_parser("ingest-study", help="(re)build data/<study>.duckdb from data/raw/<study>/, atomically")
+    p.add_argument("--raw", type=Path, required=True)
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--external", type=Path, default=None,
+                   help="published reference results to include [data/external of this repository]")
+    p.add_argument("--no-published", action="store_true", help="leave the published reference results out")
+    p.set_defaults(func=cmd_ingest_study)
+
+    p = sub.add_parser("ingest", help="ingest log files into a database, one transaction per file")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--format", help="force a format (see `formats`)")
+    p.add_argument("--study", help="label the files with a study")
+    p.add_argument("--run", help="label the files with a run id")
+    p.add_argument("--origin", default="local", choices=["local", "published"],
+                   help="where the files' results come from [local]")
+    p.add_argument("--keep-going", action="store_true",
+                   help="ingest the other files when one fails; list the failures and exit 1 at the end")
+    p.add_argument("paths", type=Path, nargs="+")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("ingest-external", help="(re)ingest the published reference results (data/external/)")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--external", type=Path, default=None, help="the folder [data/external of this repository]")
+    p.set_defaults(func=cmd_ingest_external)
+
+    p = sub.add_parser("export", help="write every table of a database as Parquet (DIR/<table>.parquet)")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--parquet", type=Path, required=True, metavar="DIR")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("formats", help="list the log formats the ingest understands")
+    p.set_defaults(func=cmd_formats)
+
+    p = sub.add_parser("schema", help="print the database schema (tables, columns, types)")
+    p.add_argument("--markdown", action="store_true", help="as Markdown, for the README")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("paper", help="execute the paper notebook and export PDF and HTML")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--study", required=True)
+    p.add_argument("--source", type=Path, required=True)
+    p.add_argument("--executed", type=Path, required=True)
+    p.add_argument("--pdf", type=Path, required=True)
+    p.add_argument("--html", type=Path, required=True)
+    p.set_defaults(func=cmd_paper)

@@ -1,0 +1,208 @@
+"""`python -m pgfslab COMMAND`: the lab's command line (Snakemake rules call the same commands)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from pgfslab.errors import LabError
+
+_interrupted: list[int] = []
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """SIGINT/SIGTERM/SIGHUP: the first one interrupts (KeyboardInterrupt unwinds every context manager,
+    which stops servers and samplers, unmounts, detaches, removes cgroups and restores vm settings);
+    further ones while that cleanup runs are noted and ignored, so an impatient second Ctrl-C cannot
+    cut the cleanup short and leave a file system mounted."""
+    name = signal.Signals(signum).name
+    if _interrupted:
+        print(f"{name} again: still releasing what the lab started, please wait", file=sys.stderr, flush=True)
+        return
+    _interrupted.append(signum)
+    raise KeyboardInterrupt(name)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from pgfslab.config import study as config
+
+    cfg = config.load(args.config)
+    runs = config.plan(cfg)
+    for r in runs:
+        print(r.run_id)
+    print(f"# {len(runs)} runs, {len(cfg['targets'])} targets", file=sys.stderr)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pgfslab.config import study as config
+
+    cfg = config.load(args.config)
+    print(f"{args.config}: valid study {cfg['study']!r} ({len(config.plan(cfg))} runs)")
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from pgfslab.config import study as config
+    from pgfslab.run import prepare
+
+    prepare.prepare_target(config.load(args.config), args.target)
+    return 0
+
+
+def cmd_run_one(args: argparse.Namespace) -> int:
+    from pgfslab.config import study as config
+    from pgfslab.run import execute
+
+    execute.run_one(config.load(args.config), args.run_id)
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    """Unmount and detach whatever the lab left of a study (after a hard kill)."""
+    from pgfslab.config import study as config
+    from pgfslab.host import targets
+
+    cfg = config.load(args.config)
+    wd = config.workdir(cfg)
+    for name in cfg["targets"]:
+        for line in targets.release(wd, name):
+            print(line)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """What a study has: runs done/failed/missing (each failure with its reason), the database and
+    paper, and leftovers. Exit status 0 only when every planned run is ok."""
+    import json
+
+    from pgfslab.config import study as config
+    from pgfslab.host import targets
+
+    cfg = config.load(args.config)
+    raw = config.raw_dir(cfg["study"])
+    runs = config.plan(cfg)
+    status: dict[str, list[str]] = {}
+    reasons: dict[str, str] = {}
+    for r in runs:
+        rj = raw / r.run_id / "run.json"
+        marker = raw / r.run_id / "run.incomplete.json"
+        if rj.exists():
+            try:
+                rec = json.loads(rj.read_text())
+            except json.JSONDecodeError:
+                rec = {"status": "unreadable run.json"}
+            key = rec.get("status", "?")
+            if rec.get("fallback"):
+                key += " (FALLBACK plain directory)"
+            if rec.get("error"):
+                reasons[r.run_id] = str(rec["error"])
+        elif marker.exists():
+            key = "incomplete"
+            try:
+                rec = json.loads(marker.read_text())
+                reasons[r.run_id] = str(rec.get("error") or "stopped while running (killed?)")
+            except json.JSONDecodeError:
+                reasons[r.run_id] = "stopped while running"
+        else:
+            key = "not run"
+        status.setdefault(key, []).append(r.run_id)
+    print(f"study {cfg['study']}: {len(runs)} runs planned")
+    for key, ids in status.items():
+        if key == "ok" or key == "not run" or not any(i in reasons for i in ids):
+            shown = ", ".join(ids[:6]) + (" ..." if len(ids) > 6 else "")
+            print(f"  {key:12s} {len(ids):4d}  {shown if key != 'ok' else ''}".rstrip())
+            continue
+        print(f"  {key:12s} {len(ids):4d}")
+        for run_id in ids:
+            print(f"    {run_id}: {reasons.get(run_id, '')}")
+    if "failed" in status:
+        print("  a failed run is kept as data (status failed, partial logs ingested); to measure it again, "
+              "delete its run.json and run the study again")
+    if "incomplete" in status:
+        print("  incomplete runs (interrupted) are redone by the next `make run`; their partial output is "
+              f"moved to {raw / '_attempts'}/")
+    _print_durability(raw)
+    for p in (f"data/{cfg['study']}.duckdb", f"paper/{cfg['study']}.pdf"):
+        print(f"  {p}: {'present' if Path(p).exists() else 'missing'}")
+    wd = config.workdir(cfg)
+    left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if targets._is_mounted(targets.mountpoint(wd, t))]
+    if left:
+        print(f"  still mounted (run `make release`): {', '.join(left)}")
+    return 0 if set(status) <= {"ok"} else 1
+
+
+def _print_durability(raw: Path) -> None:
+    """One line per target from the durability checks' durability.json files, if the study has any."""
+    import json
+
+    per: dict[str, dict[str, int]] = {}
+    for f in sorted(raw.glob("*/durability.json")):
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        t = per.setdefault(rec.get("target", "?"), {"crashes": 0, "checked": 0, "lost": 0, "violations": 0})
+        t["crashes"] += int(rec.get("crashes") or 0)
+        t["checked"] += int(rec.get("committed_ids") or 0)
+        t["lost"] += int(rec.get("lost_ids") or 0)
+        t["violations"] += int(rec.get("violations") or 0)
+    for target, t in per.items():
+        print(f"  durability {target}: {t['crashes']} crashes, {t['checked']} committed transactions checked, "
+              f"{t['lost']} lost ({t['violations']} not allowed by the settings)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pgfslab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="check a study config against workflow/schemas/config.schema.yaml")
+    p.add_argument("config", type=Path)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("plan", help="print the interleaved run plan of a study")
+    p.add_argument("config", type=Path)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("prepare", help="create a target's file system, initdb, bulk-load the data set")
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--target", required=True)
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("run-one", help="execute one run of the plan into data/raw/<study>/<run-id>/")
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--run-id", required=True)
+    p.set_defaults(func=cmd_run_one)
+
+    p = sub.add_parser("release", help="unmount/detach everything the lab left of a study")
+    p.add_argument("--config", type=Path, required=True)
+    p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("status", help="runs done/failed/missing of a study, and leftovers")
+    p.add_argument("--config", type=Path, required=True)
+    p.set_defaults(func=cmd_status)
+
+    from pgfslab.cli import data as cli_data
+    from pgfslab.cli import stats as cli_stats
+
+    cli_data.add_commands(sub)
+    cli_stats.add_commands(sub)
+
+    args = parser.parse_args(argv)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+    try:
+        return int(args.func(args) or 0)
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: everything the lab started was stopped and released", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""Load a study config, validate it against workflow/schemas/config.schema.yaml, and expand it into a run plan.
+
+The plan interleaves repeats (A B C A B C ..., never A A A B B B) so that slow drift of the
+machine cannot masquerade as a difference between targets.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from pgfslab import paths
+from pgfslab.errors import LabError
+
+REPO = paths.LAB
+SCHEMA_PATH = paths.SCHEMA
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the plan: a (target, workload, clients) cell and its repeat number."""
+
+    run_id: str
+    plan_index: int
+    target: str
+    workload: str
+    clients: int
+    repeat: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _schema() -> dict[str, Any]:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def _fill_defaults(instance: Any, schema: dict[str, Any]) -> Any:
+    """Fill `default`s from the schema into a validated instance (objects only, recursively)."""
+    if not isinstance(instance, dict) or schema.get("type") != "object":
+        return instance
+    props: dict[str, Any] = schema.get("properties", {})
+    for key, sub in props.items():
+        if key not in instance and "default" in sub:
+            instance[key] = json.loads(json.dumps(sub["default"]))
+        if key in instance:
+            instance[key] = _fill_defaults(instance[key], sub)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, value in instance.items():
+            if key not in props:
+                instance[key] = _fill_defaults(value, extra)
+    return instance
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    return path or "(top level)"
+
+
+def validate(raw: Any, source: str = "<config>") -> dict[str, Any]:
+    """Validate a config mapping and return it with defaults filled in.
+
+    Raises LabError naming the file and the offending key.
+    """
+    if not isinstance(raw, dict):
+        raise LabError(f"{source}: a study config must be a mapping, got {type(raw).__name__}")
+    schema = _schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = []
+        for err in errors[:10]:
+            msg = err.message
+            if err.validator == "additionalProperties":
+                msg = f"unknown key: {msg}"
+            lines.append(f"{source}: {_where(err)}: {msg}")
+        raise LabError("invalid study config\n  " + "\n  ".join(lines))
+    _check_characters(raw, source)
+    cfg = _fill_defaults(json.loads(json.dumps(raw)), schema)
+    _check_semantics(cfg, source)
+    _resolve_drop_caches(raw, cfg, source)
+    return cfg
+
+
+def _check_characters(value: Any, source: str, path: str = "") -> None:
+    """No control character (a newline above all) in any key or string value: the schema's patterns
+    end in `$`, which Python's re also matches before a final newline, and a newline in a setting or a
+    path could start a line of its own in a config file or a command."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            where = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and any(ord(c) < 32 or ord(c) == 127 for c in k):
+                raise LabError(f"{source}: {path or '(top level)'}: key {k!r} contains a control character")
+            _check_characters(v, source, where)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_characters(v, source, f"{path}.{i}")
+    elif isinstance(value, str) and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise LabError(f"{source}: {path}: {value!r} contains a control character (a newline?)")
+
+
+def _resolve_drop_caches(raw: dict[str, Any], cfg: dict[str, Any], source: str) -> None:
+    """os.drop_caches and run.drop_caches are one setting: they must agree; the one given wins."""
+    given_os = (raw.get("os") or {}).get("drop_caches")
+    given_run = (raw.get("run") or {}).get("drop_caches")
+    if given_os is not None and given_run is not None and given_os != given_run:
+        raise LabError(f"{source}: os.drop_caches ({given_os}) and run.drop_caches ({given_run}) disagree; "
+                       "give one of them")
+    value = given_os if given_os is not None else cfg["run"]["drop_caches"]
+    cfg["os"]["drop_caches"] = cfg["run"]["drop_caches"] = value
+
+
+def _check_semantics(cfg: dict[str, Any], source: str) -> None:
+    from pgfslab.config import targets
+    from pgfslab.host import sysctl
+
+    devices: dict[str, str] = {}
+    for name, spec in cfg["targets"].items():
+        for problem in targets.spec_problems(spec):
+            raise LabError(f"{source}: targets.{name}: {problem}")
+        if spec.get("device"):
+            if spec["device"] in devices:
+                raise LabError(f"{source}: targets.{name}: device {spec['device']} is also target "
+                               f"{devices[spec['device']]}'s")
+            devices[spec["device"]] = name
+    for name in [None, *cfg["workloads"]]:
+        try:
+            sysctl.settings_from_config(cfg["os"] if name is None else os_for(cfg, name))
+        except LabError as exc:
+            where = "os" if name is None else f"workloads.{name}.os"
+            raise LabError(f"{source}: {where}: {str(exc).removeprefix('os: ')}") from None
+    if cfg["resources"].get("blkio"):
+        for name, spec in cfg["targets"].items():
+            if targets.kind(spec) in ("tmpfs", "dir"):
+                raise LabError(f"{source}: resources.blkio: target {name} ({spec['fs']}) has no block device "
+                               "to throttle")
+    snaps = cfg.get("snapshots")
+    if snaps:
+        for name in snaps["targets"]:
+            if name not in cfg["targets"]:
+                raise LabError(f"{source}: snapshots.targets: {name!r} is not a target "
+                               f"(targets: {', '.join(cfg['targets'])})")
+            spec = cfg["targets"][name]
+            if spec["fs"] != "btrfs" or targets.kind(spec) not in ("image", "device"):
+                raise LabError(f"{source}: snapshots.targets: {name} is {spec['fs']} ({targets.kind(spec)}): "
+                               "the lab snapshots btrfs image or device targets only (LVM thin snapshots "
+                               "would need device-mapper)")
+    for name, wl in cfg["workloads"].items():
+        _check_workload(name, wl, source)
+        reps = wl.get("repeats")
+        if isinstance(reps, dict):
+            unknown = sorted(set(int(k) for k in reps) - set(wl["clients"]))
+            if unknown:
+                raise LabError(
+                    f"{source}: workloads.{name}.repeats: client counts {unknown} are not in clients {wl['clients']}"
+                )
+
+
+# Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
+COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os"}
+TOOL_KEYS: dict[str, set[str]] = {
+    "pgbench": {"builtin", "scripts", "threads", "transactions", "rate_tps", "latency_limit_ms", "query_mode",
+                "per_statement", "log", "sampling_rate"},
+    "sysbench": {"test", "rand_type", "percentile", "histogram"},
+    "fsmicro": {"op", "count", "size_bytes", "files", "bg_files", "bg_size_bytes", "max_file_bytes", "fsync_dir",
+                "unlink_open", "fill"},
+    "durability": {"crash_after_s", "crash"},
+}
+# keys whose schema default is filled in for every workload: not a sign of the wrong tool
+_DEFAULTED = {"per_statement", "log", "percentile", "histogram"}
+
+
+def _check_workload(name: str, wl: dict[str, Any], source: str) -> None:
+    tool = wl["tool"]
+    where = f"{source}: workloads.{name}"
+    foreign = sorted(k for k in wl if k not in COMMON_KEYS | TOOL_KEYS[tool] | _DEFAULTED)
+    if foreign:
+        owners = {k: t for t, keys in TOOL_KEYS.items() for k in keys}
+        raise LabError(f"{where}: {', '.join(f'{k!r} ({owners.get(k)})' for k in foreign)} "
+                       f"not valid for tool {tool}")
+    if tool == "pgbench" and not (wl.get("builtin") or wl.get("scripts")):
+        raise LabError(f"{where}: pgbench needs `builtin` or `scripts`")
+    if tool == "pgbench" and wl.get("sampling_rate") and wl.get("log") != "transactions":
+        raise LabError(f"{where}: sampling_rate needs log: transactions")
+    if tool == "durability" and wl.get("transactions"):
+        raise LabError(f"{where}: durability runs until its crash (crash_after_s), not a transaction count")
+    if tool == "sysbench" and not wl.get("test"):
+        raise LabError(f"{where}: sysbench needs `test` (e.g. oltp_read_write)")
+    if tool == "fsmicro":
+        if not wl.get("op"):
+            raise LabError(f"{where}: fsmicro needs `op` (e.g. create_fsync)")
+        if wl["clients"] != [1]:
+            raise LabError(f"{where}: fsmicro runs single-threaded: clients must be [1]")
+        from pgfslab.runners import fsmicro_spec
+
+        spec = {k: v for k, v in wl.items() if k in TOOL_KEYS["fsmicro"]}
+        spec.setdefault("duration_s", wl.get("duration_s") or 1)
+        try:
+            fsmicro_spec.resolve(spec)
+        except ValueError as exc:
+            raise LabError(f"{where}: {exc}") from None
+
+
+def tools(cfg: dict[str, Any]) -> set[str]:
+    return {wl["tool"] for wl in cfg["workloads"].values()}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def dataset_for(cfg: dict[str, Any], target: str) -> dict[str, Any]:
+    """The study's dataset with the target's overrides (e.g. a different fillfactor) merged in."""
+    return _merge(cfg["dataset"], cfg["targets"][target].get("dataset") or {})
+
+
+def os_for(cfg: dict[str, Any], workload: str) -> dict[str, Any]:
+    """OS settings of a workload's runs: the study's `os` with the workload's overrides."""
+    return _merge(cfg["os"], cfg["workloads"][workload].get("os") or {})
+
+
+def pg_settings_for(cfg: dict[str, Any], target: str, workload: str | None = None) -> dict[str, Any]:
+    """PostgreSQL settings of a run: the study's, then the target's, then the workload's."""
+    out = dict(cfg["postgres"]["settings"])
+    out.update(cfg["targets"][target].get("postgres_settings") or {})
+    if workload is not None:
+        out.update(cfg["workloads"][workload].get("postgres_settings") or {})
+    return out
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and validate a study config file (YAML)."""
+    p = Path(path)
+    if not p.exists():
+        raise LabError(f"{p}: config file not found")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise LabError(f"{p}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return resolve(raw, str(p), p.parent)
+
+
+def resolve(raw: Any, source: str, base: Path) -> dict[str, Any]:
+    """Validate a config (as read, or as Snakemake merged it) and make the files it names absolute: custom
+    pgbench scripts are named relative to the config file's folder `base`."""
+    cfg = validate(raw, source)
+    for wl in cfg["workloads"].values():
+        for item in wl.get("scripts") or []:
+            if not Path(item["file"]).is_absolute():
+                item["file"] = str((base / item["file"]).resolve())
+    return cfg
+
+
+def repeats_for(cfg: dict[str, Any], workload: str, clients: int) -> int:
+    reps = cfg["workloads"][workload].get("repeats", cfg["run"]["repeats"])
+    if isinstance(reps, dict):
+        return int(reps.get(str(clients), cfg["run"]["repeats"]))
+    return int(reps)
+
+
+def plan(cfg: dict[str, Any]) -> list[RunSpec]:
+    """Expand the config into runs, interleaved: repeat r of every cell and target before r+1."""
+    cells = [
+        (wl_name, clients, repeats_for(cfg, wl_name, clients))
+        for wl_name, wl in cfg["workloads"].items()
+        for clients in wl["clients"]
+    ]
+    max_rep = max(n for _, _, n in cells)
+    runs: list[RunSpec] = []
+    for rep in range(1, max_rep + 1):
+        for wl_name, clients, n in cells:
+            if rep > n:
+                continue
+            for target in cfg["targets"]:
+                run_id = f"{target}.{wl_name}.c{clients}.r{rep}"
+                runs.append(RunSpec(run_id, len(runs), target, wl_name, clients, rep))
+    return runs
+
+
+def snapshot_targets(cfg: dict[str, Any]) -> list[str]:
+    """Targets that get periodic snapshots (and so a btrfs data subvolume at creation)."""
+    return list((cfg.get("snapshots") or {}).get("targets", []))
+
+
+def find_run(cfg: dict[str, Any], run_id: str) -> tuple[RunSpec, int]:
+    runs = plan(cfg)
+    for spec in runs:
+        if spec.run_id == run_id:
+            return spec, len(runs)
+    raise LabError(f"run {run_id!r} is not in the plan of study {cfg['study']!r}")
+
+
+# Data paths are relative to the working directory (the repo root under `make`; a temporary
+# directory in the integration tests), so a study never writes outside the tree it runs in.
+
+
+def workdir(cfg: dict[str, Any]) -> Path:
+    """Images and mount points of this study (absolute)."""
+    return (Path(cfg["workdir"]) / cfg["study"]).absolute()
+
+
+def raw_dir(study: str) -> Path:
+    """data/raw/<study>/: every raw output of the study, untouched, with provenance."""
+    return Path("data") / "raw" / study
+
+
+def run_fingerprint(cfg: dict[str, Any], r: RunSpec) -> str:
+    """Everything a run's result depends on, as one text: Snakemake re-runs a run when it changes (and only
+    then: a copied raw folder with arbitrary file times is never re-measured)."""
+    return json.dumps({"target": cfg["targets"][r.target], "workload": cfg["workloads"][r.workload],
+                       "clients": r.clients, "dataset": cfg["dataset"], "run": cfg["run"],
+                       "sampler": cfg["sampler"], "postgres": cfg["postgres"], "os": cfg["os"],
+                       "resources": cfg["resources"], "snapshots": cfg.get("snapshots")}, sort_keys=True)
+
+
+def target_fingerprint(cfg: dict[str, Any], target: str) -> str:
+    """Everything a prepared target (file system, cluster, loaded data) depends on."""
+    return json.dumps({"target": cfg["targets"][target], "dataset": cfg["dataset"], "postgres": cfg["postgres"],
+                       "tools": sorted(tools(cfg)), "snapshots": target in snapshot_targets(cfg)}, sort_keys=True)

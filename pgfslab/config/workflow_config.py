@@ -1,0 +1,95 @@
+"""The study config as Snakemake hands it over: which file(s), which overrides, or a raw folder alone.
+
+Snakemake loads `configfile: config/default.yaml` and deep-merges `--configfile` files and `--config`
+values into it. For a study that merge is wrong (the default study's targets would join every other
+study's), so a config file named on the command line replaces the default whole and only `--config`
+values are applied over it. Two keys steer the workflow and are not part of a study:
+    raw_only=1 study=NAME   re-analyse data/raw/NAME/ from its frozen study.yaml (no runs)
+    config=PATH             the same as --configfile PATH (older command lines)
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pgfslab.config import study as labcfg
+from pgfslab.errors import LabError
+
+CONTROL_KEYS = ("raw_only", "config")
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _typed(value: Any) -> Any:
+    """Snakemake hands nested --config values over as text (`run={duration_s: 5}` gives '5'): a text that
+    YAML reads as a number, boolean or null is that value; every other text stays text."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        return parsed if isinstance(parsed, (int, float, bool)) or parsed is None and value.strip() in ("null", "~") else value
+    return value
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise LabError(f"{path}: config file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise LabError(f"{path}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise LabError(f"{path}: a study config is a mapping of keys (study, targets, workloads, ...)")
+    return raw
+
+
+def resolve(config: dict[str, Any], *, cli_files: list[str], cli_overrides: dict[str, Any],
+            default_file: str) -> tuple[bool, dict[str, Any], str]:
+    """(raw_only, validated study config, where it came from) for the Snakefile."""
+    raw_only = bool(cli_overrides.get("raw_only") or config.get("raw_only"))
+    if raw_only:
+        study = cli_overrides.get("study")
+        if not study:
+            raise LabError("raw_only needs --config study=NAME (a folder data/raw/NAME/)")
+        frozen = labcfg.raw_dir(str(study)) / "study.yaml"
+        if not frozen.exists():
+            raise LabError(f"{frozen}: missing; is data/raw/{study}/ a study folder?")
+        return True, labcfg.validate(yaml.safe_load(frozen.read_text()), str(frozen)), str(frozen)
+    files = [Path(f) for f in cli_files]
+    if cli_overrides.get("config"):
+        files.append(Path(str(cli_overrides["config"])))
+    overrides = {k: _typed(v) for k, v in cli_overrides.items() if k not in CONTROL_KEYS}
+    if files:
+        merged: dict[str, Any] = {}
+        for f in files:
+            merged = _merge(merged, _read(f))
+        source = " + ".join(map(str, files))
+    else:
+        merged = {k: v for k, v in config.items() if k not in CONTROL_KEYS}
+        source = default_file
+        files = [Path(default_file)]
+    merged = _merge(merged, overrides)
+    if overrides:
+        source += " with --config " + " ".join(f"{k}={json_text(v)}" for k, v in overrides.items())
+    return False, labcfg.resolve(merged, source, files[0].parent), source
+
+
+def json_text(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()

@@ -1,0 +1,198 @@
+"""OS write-back settings for a run: vm.* sysctls applied for the duration of a with-block and restored
+on every exit path, with before/after recorded for run.json; and dropping the page cache.
+
+The kernel keeps each of dirty_bytes/dirty_ratio and dirty_background_bytes/dirty_background_ratio
+as a pair of which only one is in force: writing one zeroes the other (when its value changes), and
+it refuses 0 for a *_bytes key (EINVAL). So the previous state is restored by writing whichever of the
+pair was non-zero before, never both, and read back to confirm.
+
+These settings are global to the machine: a lock file keeps two lab processes from changing them
+at once (and restoring each other's values in the wrong order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pgfslab.errors import LabError
+
+VM = Path("/proc/sys/vm")
+LOCK = Path("/run/pgfs-lab-vm.lock")
+ALLOWED = frozenset({
+    "dirty_background_bytes", "dirty_background_ratio", "dirty_bytes", "dirty_ratio",
+    "dirty_expire_centisecs", "dirty_writeback_centisecs", "dirtytime_expire_seconds",
+    "swappiness", "vfs_cache_pressure", "page-cluster", "min_free_kbytes", "watermark_scale_factor",
+    "overcommit_memory", "overcommit_ratio", "zone_reclaim_mode",
+})
+PAIRS = {"dirty_bytes": "dirty_ratio", "dirty_ratio": "dirty_bytes",
+         "dirty_background_bytes": "dirty_background_ratio", "dirty_background_ratio": "dirty_background_bytes"}
+_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+          "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def key(name: str) -> str:
+    """`vm.dirty_bytes` or `dirty_bytes` -> `dirty_bytes`, if it is on the allowlist."""
+    k = name.removeprefix("vm.")
+    if k not in ALLOWED:
+        raise LabError(f"vm.{k} is not a setting the lab changes (allowed: {', '.join(sorted(ALLOWED))})")
+    return k
+
+
+def parse_bytes(value: int | str) -> int:
+    """1048576, "32MB", "1 GB", "64MiB" -> bytes (kB/MB/GB are powers of 1000, KiB/MiB/GiB and
+    PostgreSQL-style k/M/G of 1024)."""
+    if isinstance(value, bool):
+        raise LabError(f"not a byte count: {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise LabError(f"byte count must not be negative: {value}")
+        return value
+    m = re.fullmatch(r"\s*([0-9]+)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise LabError(f"not a byte count: {value!r} (write e.g. 33554432, \"32MB\" or \"32MiB\")")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def settings_from_config(os_cfg: Mapping[str, Any]) -> dict[str, int]:
+    """The `os` config section -> {vm key: value}; refuses a bytes/ratio pair set together."""
+    out: dict[str, int] = {}
+    for name in ("dirty_background_bytes", "dirty_bytes"):
+        if os_cfg.get(f"vm_{name}") is not None:
+            out[name] = parse_bytes(os_cfg[f"vm_{name}"])
+    for name, value in (os_cfg.get("vm") or {}).items():
+        k = key(name)
+        if k in out:
+            raise LabError(f"os: vm.{k} is given twice (as vm_{k} and in vm)")
+        if k.endswith("_bytes"):
+            out[k] = parse_bytes(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[k] = value
+        else:
+            raise LabError(f"os: vm.{k} must be a non-negative integer, not {value!r}")
+    for k in out:
+        if PAIRS.get(k) in out:
+            raise LabError(f"os: vm.{k} and vm.{PAIRS[k]} cannot both be set: the kernel keeps only one of "
+                           "them (writing one zeroes the other)")
+    return out
+
+
+def read(name: str, root: Path = VM) -> int:
+    return int((root / key(name)).read_text().split()[0])
+
+
+def snapshot(names: list[str], root: Path = VM) -> dict[str, int]:
+    """Current values of `names` and of their bytes/ratio counterparts."""
+    keys: list[str] = []
+    for n in names:
+        for k in (key(n), PAIRS.get(key(n))):
+            if k and k not in keys:
+                keys.append(k)
+    return {k: read(k, root) for k in keys}
+
+
+def _write(k: str, value: int, root: Path) -> None:
+    try:
+        (root / k).write_text(f"{value}\n")
+    except OSError as exc:
+        hint = " (dirty_bytes must be at least two pages)" if exc.errno == 22 and k == "dirty_bytes" else ""
+        raise LabError(f"cannot set vm.{k} = {value}: {exc.strerror}{hint}") from None
+
+
+def _restore(before: Mapping[str, int], root: Path) -> list[str]:
+    """Write back `before`; of a bytes/ratio pair only the member that was in force (the non-zero one;
+    writing it zeroes the other). The caller reads everything back to confirm. Returns the errors."""
+    errors: list[str] = []
+    done: set[str] = set()
+    for k in before:
+        if k in done:
+            continue
+        other = PAIRS.get(k)
+        if other in before:
+            done.update((k, other))
+            by_kind = {k.rsplit("_", 1)[1]: k, other.rsplit("_", 1)[1]: other}
+            k = by_kind["bytes"] if before[by_kind["bytes"]] != 0 else by_kind["ratio"]
+        done.add(k)
+        try:
+            _write(k, before[k], root)
+        except LabError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def restore(before: Mapping[str, int], root: Path = VM) -> list[str]:
+    """Write back values recorded by applied() (its record["before"]); returns the errors."""
+    errors = _restore(before, root)
+    if snapshot(list(before), root) != dict(before):
+        errors.append(f"read back {snapshot(list(before), root)}, expected {dict(before)}")
+    return errors
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    try:
+        fh = open(LOCK, "a")
+    except OSError as exc:
+        raise LabError(f"cannot open the vm settings lock {LOCK}: {exc.strerror}") from None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LabError(f"another pgfs-lab process is changing vm.* settings now (lock {LOCK}); "
+                           "runs that change OS settings cannot overlap") from None
+        yield
+
+
+@contextlib.contextmanager
+def applied(settings: Mapping[str, int], root: Path = VM) -> Iterator[dict[str, Any]]:
+    """Apply vm settings for the block; restore the previous values on every exit path.
+
+    Yields the record for run.json: requested, before, after (read back once applied) and, once the
+    block has ended, restored (read back) and restore_errors."""
+    wanted = {key(k): int(v) for k, v in settings.items()}
+    for k in wanted:
+        if PAIRS.get(k) in wanted:
+            raise LabError(f"vm.{k} and vm.{PAIRS[k]} cannot both be set (writing one zeroes the other)")
+    record: dict[str, Any] = {"requested": dict(wanted)}
+    if not wanted:
+        record["before"] = record["after"] = {}
+        yield record
+        return
+    with _locked():
+        before = snapshot(list(wanted), root)
+        record["before"] = before
+        try:
+            for k, v in wanted.items():
+                _write(k, v, root)
+            record["after"] = snapshot(list(wanted), root)
+            record["applied_at"] = time.time()
+            yield record
+        finally:
+            errors = _restore(before, root)
+            record["restored"] = snapshot(list(wanted), root)
+            if record["restored"] != before:
+                errors.append(f"read back {record['restored']}, expected {before}")
+            record["restore_errors"] = errors
+            if errors:
+                print("WARNING: vm settings not restored: " + "; ".join(errors), file=sys.stderr, flush=True)
+                if sys.exc_info()[0] is None:
+                    raise LabError("vm settings not restored: " + "; ".join(errors))
+
+
+def drop_caches() -> str:
+    """sync, then drop the page cache, dentries and inodes: "dropped (sync X s)" or "not dropped: why"."""
+    t0 = time.monotonic()
+    os.sync()
+    sync_s = time.monotonic() - t0
+    try:
+        (VM / "drop_caches").write_text("3\n")
+    except OSError as exc:
+        return f"not dropped: {exc.strerror}"
+    return f"dropped (sync {sync_s:.2f} s, drop {time.monotonic() - t0 - sync_s:.2f} s)"

@@ -1,0 +1,644 @@
+"""Raw logs -> DuckDB.
+
+* Every file is ingested in one transaction: a file that fails leaves the database as it was.
+* Rows carry `file_id` (SHA-256 of the file's bytes): re-ingesting a file replaces its rows, and
+  so does ingesting a changed file under the same `source_file` name (its old rows go).
+* Big pgbench per-transaction logs go straight from DuckDB's CSV reader into their table when the
+  file is plainly well-formed (`pgbench_txlog.load_direct`), hashed and checked in a thread
+  meanwhile; anything doubtful takes the exact polars parser, which also gives the `path:line:
+  message` of a bad file. Both give the same rows. Their table is stored compactly (`COMPACT`:
+  `pgbench_txlog_rows` keyed by `files.file_no`, and a view `pgbench_txlog` with the usual
+  columns). `python -m benchmarks.ingest` measures all this against DuckDB's bare CSV scan.
+* A study is ingested by `ingest_study`, which builds a fresh database next to the target and
+  renames it into place only when every step succeeded: a failed study ingest leaves the old
+  database untouched. Every study database also holds the published reference results of
+  `data/external/` (`ingest_external`), marked `origin = 'published'` in `files` and `runs`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import yaml
+
+from pgfslab import paths
+from pgfslab.errors import LabError
+from pgfslab.ingest import parsers
+from pgfslab.ingest.parsers._common import FileScan, scan_file
+
+# Tables the lab itself defines (parsers define theirs in their module's TABLES).
+RUNS: dict[str, Any] = {
+    "run_id": pl.Utf8, "study": pl.Utf8, "origin": pl.Utf8, "status": pl.Utf8, "error": pl.Utf8,
+    "target": pl.Utf8, "target_label": pl.Utf8, "fs": pl.Utf8, "fallback": pl.Boolean,
+    "mount_options": pl.Utf8, "device": pl.Utf8, "direct_io": pl.Boolean,
+    "workload": pl.Utf8, "tool": pl.Utf8, "builtin": pl.Utf8, "clients": pl.Int64, "threads": pl.Int64,
+    "repeat": pl.Int64, "plan_index": pl.Int64, "duration_s": pl.Float64, "scale": pl.Int64,
+    "started_at": pl.Datetime("us", "UTC"), "ended_at": pl.Datetime("us", "UTC"), "wall_s": pl.Float64,
+    "pg_version": pl.Utf8, "kernel": pl.Utf8, "cpu_model": pl.Utf8, "cpus": pl.Int64,
+    "mem_total_kb": pl.Int64, "git_commit": pl.Utf8,
+    "database_bytes_end": pl.Int64, "fs_used_bytes_end": pl.Int64,
+    "checkpoints_timed": pl.Int64, "checkpoints_req": pl.Int64, "xact_commit": pl.Int64,
+    "run_json": pl.Utf8,
+}
+RUN_PARAMS: dict[str, Any] = {"run_id": pl.Utf8, "key": pl.Utf8, "value": pl.Utf8}
+TARGETS: dict[str, Any] = {
+    "study": pl.Utf8, "target": pl.Utf8, "fs": pl.Utf8, "fallback": pl.Boolean, "mount_options": pl.Utf8,
+    "mkfs_command": pl.Utf8, "image_bytes": pl.Int64, "direct_io": pl.Boolean, "scale": pl.Int64,
+    "load_wall_s": pl.Float64, "database_bytes": pl.Int64, "fs_used_bytes": pl.Int64, "target_json": pl.Utf8,
+}
+STUDY: dict[str, Any] = {"study": pl.Utf8, "title": pl.Utf8, "authors": pl.Utf8, "config_yaml": pl.Utf8}
+FILES: dict[str, Any] = {
+    "file_id": pl.Utf8, "source_file": pl.Utf8, "format": pl.Utf8, "run_id": pl.Utf8, "study": pl.Utf8,
+    "bytes": pl.Int64, "rows": pl.Int64, "warnings": pl.Int64, "ingested_at": pl.Datetime("us", "UTC"),
+    "origin": pl.Utf8, "file_no": pl.Int64,
+}
+LAB_TABLES: dict[str, dict[str, Any]] = {
+    "study": STUDY, "runs": RUNS, "run_params": RUN_PARAMS, "targets": TARGETS, "files": FILES,
+}
+LINK_COLUMNS: dict[str, Any] = {"file_id": pl.Utf8, "source_file": pl.Utf8, "run_id": pl.Utf8}
+TABLE_DOCS: dict[str, str] = {
+    "study": "one row per study in the database: its name, title, authors and resolved config (YAML)",
+    "runs": "one row per run (run.json): target, file system, workload, clients, repeat, timings, server "
+            "counters; `origin` is 'local' for this lab's runs and 'published' (with a null `study`) for the "
+            "reference results of data/external/",
+    "run_params": "every configured parameter of a run, flattened (`key` like `run.duration_s`, `value` as text)",
+    "targets": "one row per storage target of a study: file system, mount options, mkfs command, image size, "
+               "bulk-load time and sizes",
+    "files": "one row per ingested file: `file_id` (SHA-256 of its bytes), where it came from, its format, "
+             "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
+             "database, keys the rows of the compact tables",
+}
+# Tables whose rows can number in the tens of millions are stored compactly: `<table>_rows` holds
+# `file_no` (BIGINT) and the format's columns, and `<table>` is a view that adds file_id,
+# source_file and run_id from `files`. Repeating the 64-character file_id and the source name on
+# every row cost a third of the time of ingesting a 10-million-line log (benchmarks/ingest.py).
+COMPACT: set[str] = {"pgbench_txlog"}
+# How the compact tables store their rows, narrower than they show them (their views give back the
+# documented types): 32-bit integers where the writer's own values are C ints, and a column's
+# commonest value stored as null (`status` 'ok': every row but the failed and skipped ones)
+COMPACT_TYPES: dict[str, dict[str, str]] = {
+    "pgbench_txlog": {"file_no": "INTEGER", "client_id": "INTEGER", "script_no": "INTEGER"}}
+COMPACT_OK: dict[str, tuple[str, str]] = {"pgbench_txlog": ("status", "ok")}
+EXTERNAL_DIR = paths.EXTERNAL
+PUBLISHED = "published"
+
+
+def _duck_type(dtype: Any) -> str:
+    base = dtype if isinstance(dtype, type) else type(dtype)
+    if base is pl.Datetime:
+        tz = getattr(dtype, "time_zone", None)
+        return "TIMESTAMPTZ" if tz else "TIMESTAMP"
+    names = {pl.Utf8: "VARCHAR", pl.String: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER",
+             pl.Float64: "DOUBLE", pl.Float32: "FLOAT", pl.Boolean: "BOOLEAN", pl.Date: "DATE"}
+    for k, v in names.items():
+        if base is k or dtype == k:
+            return v
+    raise TypeError(f"no DuckDB type for {dtype}")
+
+
+def all_tables() -> dict[str, dict[str, Any]]:
+    """Every table of the lab's database and its columns (the documented schema)."""
+    tables = dict(LAB_TABLES)
+    for mod in parsers.FORMATS.values():
+        for name, cols in mod.TABLES.items():
+            tables[name] = {**LINK_COLUMNS, **cols}
+    return tables
+
+
+def storage_table(table: str) -> str:
+    """Where a table's rows are stored: itself, or `<table>_rows` for the compact tables."""
+    return f"{table}_rows" if table in COMPACT else table
+
+
+def create_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every table that is missing, add the columns a table of an older database lacks (new
+    columns are null in its old rows), and (re)create the views of the compact tables, moving the
+    rows of an older database's plain table into the compact one."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
+                                        "AND schema_name = current_schema() AND database_name = current_database()"
+                                        ).fetchall()}
+    existing: dict[str, set[str]] = {t: set() for t in tables}
+    for table, column in con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal "
+                                     "AND schema_name = current_schema() AND database_name = current_database()"
+                                     ).fetchall():
+        if table in existing:
+            existing[table].add(column)
+    con.execute("CREATE SEQUENCE IF NOT EXISTS file_no_seq")
+
+    def ensure(name: str, cols: dict[str, Any], types: dict[str, str] | None = None) -> None:
+        if name not in existing:
+            body = ", ".join(f'"{c}" {(types or {}).get(c) or _duck_type(t)}' for c, t in cols.items())
+            con.execute(f'CREATE TABLE "{name}" ({body})')
+            existing[name] = set(cols)
+            return
+        for c, t in cols.items():
+            if c not in existing[name]:
+                con.execute(f'ALTER TABLE "{name}" ADD COLUMN "{c}" {_duck_type(t)}')
+                existing[name].add(c)
+
+    for name, cols in all_tables().items():
+        if name not in COMPACT:
+            ensure(name, cols)
+    con.execute("UPDATE files SET file_no = nextval('file_no_seq') WHERE file_no IS NULL")
+    for name in sorted(COMPACT):
+        cols = {c: t for c, t in all_tables()[name].items() if c not in LINK_COLUMNS}
+        ensure(storage_table(name), {"file_no": pl.Int64, **cols}, COMPACT_TYPES.get(name))
+        names = ", ".join(f'"{c}"' for c in cols)
+        ok_col, ok = COMPACT_OK.get(name, ("", ""))
+        if name in existing:  # an older database: a plain table with the link columns on every row
+            stored = ", ".join(f"nullif(\"{c}\", '{ok}')" if c == ok_col else f'"{c}"' for c in cols)
+            con.execute(f'INSERT INTO "{storage_table(name)}" (file_no, {names}) SELECT f.file_no, {stored} '
+                        f'FROM "{name}" JOIN files f USING (file_id)')
+            con.execute(f'DROP TABLE "{name}"')
+        picked = ", ".join(f"coalesce(r.\"{c}\", '{ok}') AS \"{c}\"" if c == ok_col else
+                           f'r."{c}"::{_duck_type(t)} AS "{c}"' if c in COMPACT_TYPES.get(name, {}) else f'r."{c}"'
+                           for c, t in cols.items())
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT f.file_id, f.source_file, f.run_id, {picked} '
+                    f'FROM "{storage_table(name)}" r JOIN files f ON f.file_no = r.file_no')
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    if frame.height == 0:
+        return
+    con.register("_frame", frame)
+    try:
+        con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _frame')
+    finally:
+        con.unregister("_frame")
+
+
+@dataclass
+class FileResult:
+    path: Path
+    format: str | None
+    rows: int = 0
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    direct: bool = False  # loaded by DuckDB's CSV reader (the fast path), not the polars parser
+
+
+def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str) -> None:
+    """Delete what an earlier ingest of this content (file_id) or of this source name stored."""
+    prev = con.execute("SELECT file_id, format FROM files WHERE file_id = ? OR source_file = ?",
+                       [file_id, source]).fetchall()
+    ids: dict[str, set[str]] = {fmt: {file_id}}
+    for fid, f in prev:
+        ids.setdefault(f, set()).add(fid)
+    for f, fids in ids.items():
+        mod = parsers.FORMATS.get(f)
+        for table in (mod.TABLES if mod is not None else ()):
+            if table in COMPACT:
+                con.execute(f'DELETE FROM "{storage_table(table)}" WHERE file_no IN '
+                            "(SELECT file_no FROM files WHERE list_contains(?, file_id))", [sorted(fids)])
+            else:
+                con.execute(f'DELETE FROM "{table}" WHERE list_contains(?, file_id)', [sorted(fids)])
+    con.execute("DELETE FROM files WHERE list_contains(?, file_id)", [sorted({file_id, *(r[0] for r in prev)})])
+
+
+def _next_file_no(con: duckdb.DuckDBPyConnection) -> int:
+    return int(con.execute("SELECT nextval('file_no_seq')").fetchall()[0][0])
+
+
+def _file_row(con: duckdb.DuckDBPyConnection, path: Path, file_id: str, source: str, fmt: str, run_id: str | None,
+              study: str | None, rows: int, warnings: int, origin: str, file_no: int) -> None:
+    _insert_row(con, "files", {
+        "file_id": file_id, "source_file": source, "format": fmt, "run_id": run_id, "study": study,
+        "bytes": path.stat().st_size, "rows": rows, "warnings": warnings,
+        "ingested_at": dt.datetime.now(dt.UTC), "origin": origin, "file_no": file_no})
+
+
+def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
+    """One row by parameters (no frame, no Arrow conversion: cheap for the per-file bookkeeping)."""
+    names = ", ".join(f'"{c}"' for c in row)
+    con.execute(f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" for _ in row)})', list(row.values()))
+
+
+def _warning_texts(path: Path, items: Iterable[tuple[int | None, str]]) -> list[str]:
+    return [f"{path}:{line}: {msg}" if line is not None else f"{path}: {msg}" for line, msg in items]
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str | None = None, run_id: str | None = None,
+                study: str | None = None, source_name: str | None = None, origin: str = "local",
+                run_record: dict[str, Any] | None = None, direct: bool = True) -> FileResult:
+    """Parse one file and replace its rows in one transaction. Raises ParseError/LabError on failure,
+    and then the database is exactly as before. `run_record` (a `runs` row) is stored in the same
+    transaction, replacing the run of the same run_id. `direct=False` forces the polars parser."""
+    path = Path(path)
+    fmt = fmt or parsers.detect_format(path)
+    if fmt is None:
+        raise LabError(f"{path}: unknown format (see `python -m pgfslab formats`; force one with --format)")
+    mod = parsers.FORMATS.get(fmt)
+    if mod is None:
+        raise LabError(f"{path}: unknown format {fmt!r} (known: {', '.join(parsers.FORMATS)})")
+    source = source_name or str(path)
+    loader = getattr(mod, "load_direct", None) if direct else None
+    file_id: str | None = None
+    if loader is not None:
+        (table,) = mod.TABLES
+        if table in COMPACT and _numeric_head(path, mod.NUMERIC_ALPHABET):
+            # the rows do not need the file's hash: hash and check it while DuckDB reads
+            done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, None)
+            if done is not None:
+                return done
+        try:
+            scan = scan_file(path, mod.DIRECT_ALPHABET, mod.DIRECT_COUNT)  # type: ignore[attr-defined]
+        except OSError as exc:
+            raise parsers.ParseError(path, None, f"cannot read file: {exc.strerror or exc}") from None
+        file_id = scan.sha256
+        if not scan.foreign:
+            done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, scan)
+            if done is not None:
+                return done
+    if file_id is None:
+        file_id = sha256(path)
+    tables = parsers.parse(path, fmt)
+    warn_frame = tables.pop("_warnings", None)
+    warnings = [] if warn_frame is None else _warning_texts(
+        path, ((r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)))
+    rows = 0
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _forget(con, file_id, source, fmt)
+        if run_record is not None:
+            _store_run(con, run_record)
+        file_no = _next_file_no(con)
+        for table, frame in tables.items():
+            if table in COMPACT:
+                frame = frame.with_columns(pl.lit(file_no, dtype=pl.Int64).alias("file_no"))
+                if table in COMPACT_OK:
+                    col, ok = COMPACT_OK[table]
+                    frame = frame.with_columns(pl.when(pl.col(col) != ok).then(pl.col(col)).alias(col))
+            else:
+                frame = frame.with_columns(pl.lit(file_id).alias("file_id"), pl.lit(source).alias("source_file"),
+                                           pl.lit(run_id, dtype=pl.Utf8).alias("run_id"))
+            _insert(con, storage_table(table), frame)
+            rows += frame.height
+        _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no)
+        con.execute("COMMIT")
+    except BaseException:
+        _rollback(con)
+        raise
+    return FileResult(path, fmt, rows, None, warnings)
+
+
+def _numeric_head(path: Path, alphabet: bytes) -> bool:
+    """Whether the first 64 KiB hold only `alphabet` (a log without status words, most likely)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return False
+    return bool(head) and not head.translate(None, alphabet)
+
+
+def _direct(con: duckdb.DuckDBPyConnection, path: Path, mod: Any, loader: Any, table: str, source: str, fmt: str,
+            run_id: str | None, study: str | None, origin: str, run_record: dict[str, Any] | None,
+            scan: FileScan | None) -> FileResult | None:
+    """One transaction of a format's DuckDB fast path; None (and the database untouched) when it
+    does not apply or fails: the caller then takes the exact parser. With `scan` None (compact
+    tables only) the file is hashed and checked in a thread while DuckDB reads it, and the result
+    is committed only if that check agrees (only digits, spaces and newlines, one row per line)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    con.execute("BEGIN TRANSACTION")
+    try:
+        file_no = _next_file_no(con)
+        link: dict[str, Any] = ({"file_no": file_no} if table in COMPACT else
+                                {"file_id": scan.sha256 if scan else None, "source_file": source, "run_id": run_id})
+        if scan is None:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pending = pool.submit(scan_file, path, mod.NUMERIC_ALPHABET)
+                try:
+                    loaded = loader(con, path, None, link, storage_table(table))
+                finally:
+                    check = pending.result()
+            if (loaded is None or check.foreign or not check.ends_with_newline or check.size == 0
+                    or loaded[0] != check.newlines):
+                _rollback(con)
+                return None
+        else:
+            check = scan
+            loaded = loader(con, path, scan, link, storage_table(table))
+            if loaded is None:
+                _rollback(con)
+                return None
+        # old rows of this content or source go now: the new rows' files row is not there yet
+        _forget(con, check.sha256, source, fmt)
+        if run_record is not None:
+            _store_run(con, run_record)
+        rows, items = loaded
+        warnings = _warning_texts(path, items)
+        _file_row(con, path, check.sha256, source, fmt, run_id, study, rows, len(warnings), origin, file_no)
+        con.execute("COMMIT")
+        return FileResult(path, fmt, rows, None, warnings, direct=True)
+    except Exception:
+        _rollback(con)  # the exact parser says what is wrong (or reads the file after all)
+        return None
+    except BaseException:
+        _rollback(con)
+        raise
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:  # no transaction open any more (a failed COMMIT ends it)
+        pass
+
+
+def _store_run(con: duckdb.DuckDBPyConnection, record: dict[str, Any]) -> None:
+    con.execute("DELETE FROM runs WHERE run_id = ?", [record["run_id"]])
+    _insert_row(con, "runs", {c: record.get(c) for c in RUNS})
+
+
+# ---------------------------------------------------------------- published reference results (data/external/)
+
+@dataclass
+class ExternalSummary:
+    files: int = 0
+    rows: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def external_manifest(root: Path = EXTERNAL_DIR) -> list[dict[str, Any]]:
+    """The entries of `root/manifest.yaml`, checked: every entry names an existing file and a known
+    format, and every file under `root` (but README.md and the manifest) has an entry."""
+    mf = root / "manifest.yaml"
+    if not mf.exists():
+        raise LabError(f"{mf}: missing (it lists the published files and their formats)")
+    try:
+        doc = yaml.safe_load(mf.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise LabError(f"{mf}:{mark.line + 1 if mark else '?'}: not valid YAML: {exc}") from None
+    entries = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise LabError(f"{mf}: expected a mapping with a 'files' list")
+    seen: set[str] = set()
+    for i, e in enumerate(entries):
+        where = f"{mf}: files[{i}]"
+        if not isinstance(e, dict) or not {"path", "format", "seed"} <= set(e):
+            raise LabError(f"{where}: needs path, format and seed")
+        if e["format"] not in parsers.FORMATS:
+            raise LabError(f"{where}: unknown format {e['format']!r} (known: {', '.join(parsers.FORMATS)})")
+        if not (root / e["path"]).is_file():
+            raise LabError(f"{where}: {root / e['path']}: no such file")
+        if e["path"] in seen:
+            raise LabError(f"{where}: {e['path']} listed twice")
+        seen.add(e["path"])
+        unknown = set(e.get("run") or {}) - set(RUNS) - {"settings", "note", "command"}
+        if unknown:
+            raise LabError(f"{where}: run keys that are no column of runs: {', '.join(sorted(unknown))}")
+    on_disk = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - {"README.md", "manifest.yaml"}
+    missing = sorted(on_disk - seen)
+    if missing:
+        raise LabError(f"{mf}: files not listed (add them, with their seed and format): {', '.join(missing)}")
+    return entries
+
+
+def published_run_id(path: str) -> str:
+    return f"{PUBLISHED}/{path.rsplit('.', 1)[0]}"
+
+
+def ingest_external(con: duckdb.DuckDBPyConnection, root: Path = EXTERNAL_DIR) -> ExternalSummary:
+    """Ingest the published results of `root` (data/external/) with the lab's parsers: files get
+    origin 'published' and a null study; a manifest entry with a `run` block also gets a `runs` row
+    (origin 'published', study null, run_id 'published/<path without suffix>'), in the same
+    transaction as its file. Re-running replaces what an earlier run stored."""
+    summary = ExternalSummary()
+    for e in external_manifest(root):
+        path = root / e["path"]
+        run = e.get("run")
+        run_id = published_run_id(e["path"]) if run else None
+        record = None
+        if run:
+            record = {k: None for k in RUNS}
+            record.update({k: v for k, v in run.items() if k in RUNS})
+            record.update({"run_id": run_id, "study": None, "origin": PUBLISHED, "status": "ok",
+                           "target_label": f"{run.get('target')} (published)", "fallback": False,
+                           "run_json": json.dumps({**e, "run_id": run_id}, sort_keys=True)})
+        res = ingest_file(con, path, fmt=e["format"], run_id=run_id, study=None,
+                          source_name=f"external/{e['path']}", origin=PUBLISHED, run_record=record)
+        summary.files += 1
+        summary.rows += res.rows
+        summary.warnings += res.warnings
+    return summary
+
+
+# ---------------------------------------------------------------- the documented schema
+
+def schema_markdown() -> str:
+    """Every table and column as Markdown (for the README): what fills the table, then its columns."""
+    owners = {t: (name, mod) for name, mod in parsers.FORMATS.items() for t in mod.TABLES}
+    out = ["Every table produced from a log file also has `file_id` (SHA-256 of the file), `source_file` "
+           "(`<study>/<run-id>/<file>`, or `external/<path>` for published results) and `run_id` (join with "
+           "`runs`). Units are in the column names (`_ms`, `_us`, `_s`, `_kb`, `_gb`, `_pct`, `_per_s`).", ""]
+    for table, cols in all_tables().items():
+        if table in TABLE_DOCS:
+            what = TABLE_DOCS[table]
+        else:
+            name, mod = owners[table]
+            what = f"format `{name}`: {mod.DESCRIPTION}"
+        if table in COMPACT:
+            what += (f". A view: the rows are stored in `{storage_table(table)}` (`file_no` and the columns "
+                     "below), file_id/source_file/run_id come from `files`")
+            narrow = ", ".join(f"`{c}` {t}" for c, t in COMPACT_TYPES.get(table, {}).items())
+            if narrow:
+                what += f"; stored narrower: {narrow}"
+            if table in COMPACT_OK:
+                what += f"; `{COMPACT_OK[table][0]}` '{COMPACT_OK[table][1]}' is stored as null"
+        out += [f"### `{table}`", "", what, "", "| column | type |", "|---|---|"]
+        out += [f"| `{c}` | {_duck_type(t)} |" for c, t in cols.items() if c not in LINK_COLUMNS or table in TABLE_DOCS]
+        out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- study folders (run.json etc.)
+
+def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = json.dumps(value) if isinstance(value, (list, bool)) or value is None else str(value)
+
+
+def _ts(text: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(text) if text else None
+
+
+def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
+    mount = rec.get("mount") or {}
+    pg = rec.get("postgres") or {}
+    pg_before = rec.get("postgres_before") or {}
+    bgw, bgw0 = pg.get("bgwriter") or {}, pg_before.get("bgwriter") or {}
+    dbs, dbs0 = pg.get("database_stats") or {}, pg_before.get("database_stats") or {}
+
+    def delta(a: dict[str, Any], b: dict[str, Any], k: str) -> int | None:
+        return a[k] - b[k] if k in a and k in b else None
+
+    fallback = bool(rec.get("fallback", mount.get("fallback", False)))
+    target = rec["target"]
+    wl = rec.get("workload_spec") or {}
+    return {
+        "run_id": rec["run_id"], "study": rec["study"], "origin": origin, "status": rec.get("status"),
+        "error": rec.get("error"), "target": target,
+        "target_label": f"{target} (FALLBACK: plain directory)" if fallback else target,
+        "fs": rec.get("fs"), "fallback": fallback, "mount_options": mount.get("mount_options"),
+        "device": mount.get("device"), "direct_io": mount.get("direct_io"),
+        "workload": rec.get("workload"), "tool": rec.get("tool"), "builtin": wl.get("builtin"),
+        "clients": rec.get("clients"), "threads": _threads(rec), "repeat": rec.get("repeat"),
+        "plan_index": rec.get("plan_index"), "duration_s": (rec.get("run") or {}).get("duration_s"),
+        "scale": (rec.get("dataset") or {}).get("scale"),
+        "started_at": _ts(rec.get("started_at")), "ended_at": _ts(rec.get("ended_at")), "wall_s": rec.get("wall_s"),
+        "pg_version": pg.get("version"), "kernel": (rec.get("host") or {}).get("kernel"),
+        "cpu_model": (rec.get("host") or {}).get("cpu_model"), "cpus": (rec.get("host") or {}).get("cpus"),
+        "mem_total_kb": (rec.get("host") or {}).get("mem_total_kb"), "git_commit": (rec.get("git") or {}).get("commit"),
+        "database_bytes_end": pg.get("database_bytes"), "fs_used_bytes_end": rec.get("fs_used_bytes"),
+        "checkpoints_timed": delta(bgw, bgw0, "checkpoints_timed"),
+        "checkpoints_req": delta(bgw, bgw0, "checkpoints_req"),
+        "xact_commit": delta(dbs, dbs0, "xact_commit"),
+        "run_json": json.dumps(rec, sort_keys=True),
+    }
+
+
+def _threads(rec: dict[str, Any]) -> int | None:
+    for cmd in rec.get("commands") or []:
+        if "-j" in cmd:
+            return int(cmd[cmd.index("-j") + 1])
+    return None
+
+
+def run_params(rec: dict[str, Any]) -> list[dict[str, str]]:
+    flat: dict[str, str] = {}
+    for key in ("target_spec", "workload_spec", "dataset", "run", "sampler", "postgres_settings_config"):
+        _flatten(key, rec.get(key), flat)
+    flat["clients"] = str(rec.get("clients"))
+    return [{"run_id": rec["run_id"], "key": k, "value": v} for k, v in sorted(flat.items())]
+
+
+def target_row(rec: dict[str, Any]) -> dict[str, Any]:
+    created, mount = rec.get("created") or {}, rec.get("mount") or {}
+    return {
+        "study": rec["study"], "target": rec["target"], "fs": (rec.get("spec") or {}).get("fs"),
+        "fallback": bool(mount.get("fallback", created.get("fallback", False))),
+        "mount_options": mount.get("mount_options"),
+        "mkfs_command": " ".join(created.get("mkfs_command") or []) or None,
+        "image_bytes": created.get("image_bytes"), "direct_io": mount.get("direct_io"),
+        "scale": (rec.get("load") or {}).get("scale"), "load_wall_s": (rec.get("load") or {}).get("wall_s"),
+        "database_bytes": (rec.get("postgres") or {}).get("database_bytes"),
+        "fs_used_bytes": rec.get("fs_used_bytes"), "target_json": json.dumps(rec, sort_keys=True),
+    }
+
+
+# Files of a run folder that are records, not logs: provenance (run.json), the server's log (read
+# by notebooks from the raw folder), the runners' own diagnostics (sysbench and fsmicro print only
+# errors and parameters on stderr; their failures are in run.json), and copies of pgbench scripts.
+RUN_FILES_SKIPPED = {"run.json", "run.incomplete.json", "postgresql.log", "sysbench.stderr", "fsmicro.stderr"}
+
+
+def _run_files(rdir: Path) -> Iterable[Path]:
+    return sorted(p for p in rdir.iterdir() if p.is_file() and p.name not in RUN_FILES_SKIPPED
+                  and not p.name.endswith(".tmp") and not p.name.startswith("script_"))
+
+
+@dataclass
+class StudySummary:
+    runs: int = 0
+    files: int = 0
+    rows: int = 0
+    failed_runs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    published_files: int = 0
+
+
+def ingest_study(raw: Path, db_path: Path, *, progress: bool = True,
+                 external: Path | None = EXTERNAL_DIR) -> StudySummary:
+    """(Re)build the study database from a data/raw/<study>/ folder, atomically, with the published
+    reference results of `external` (data/external/; None leaves them out)."""
+    if not raw.is_dir():
+        raise LabError(f"{raw}: no such study folder")
+    study_file = raw / "study.yaml"
+    if not study_file.exists():
+        raise LabError(f"{study_file}: missing (every study folder carries its resolved config)")
+    cfg = yaml.safe_load(study_file.read_text())
+    tmp = db_path.with_name(db_path.name + ".building")
+    tmp.unlink(missing_ok=True)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    summary = StudySummary()
+    con = duckdb.connect(str(tmp))
+    try:
+        create_schema(con)
+        _insert(con, "study", pl.DataFrame([{"study": cfg["study"], "title": cfg.get("title"),
+                                             "authors": json.dumps(cfg.get("authors", [])),
+                                             "config_yaml": study_file.read_text()}], schema=STUDY))
+        if external is not None:
+            ext = ingest_external(con, external)
+            summary.published_files = ext.files
+            summary.warnings += ext.warnings
+        for tj in sorted(raw.glob("_setup/*/target.json")):
+            _insert(con, "targets", pl.DataFrame([target_row(json.loads(tj.read_text()))], schema=TARGETS))
+        run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+        for i, rdir in enumerate(run_dirs, 1):
+            rj = rdir / "run.json"
+            if not rj.exists():
+                marker = rdir / "run.incomplete.json"
+                if marker.exists():
+                    summary.warnings.append(f"{rdir}: incomplete run (no run.json), left out")
+                continue
+            try:
+                rec = json.loads(rj.read_text())
+            except json.JSONDecodeError as exc:
+                raise LabError(f"{rj}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+            _insert(con, "runs", pl.DataFrame([run_row(rec)], schema=RUNS))
+            _insert(con, "run_params", pl.DataFrame(run_params(rec), schema=RUN_PARAMS))
+            summary.runs += 1
+            if rec.get("status") != "ok":
+                summary.failed_runs.append(f"{rec['run_id']}: {rec.get('status')}: {rec.get('error')}")
+            for f in _run_files(rdir):
+                if f.stat().st_size == 0:  # an empty stream (a tool that printed nothing) holds no rows
+                    summary.warnings.append(f"{f}: not ingested (empty file)")
+                    continue
+                # source_file is <study>/<run-id>/<file>: the same on every machine the folder is copied to
+                try:
+                    res = ingest_file(con, f, run_id=rec["run_id"], study=cfg["study"],
+                                      source_name=str(f.relative_to(raw.parent)))
+                except (parsers.ParseError, LabError) as exc:
+                    if rec.get("status") == "ok":
+                        raise
+                    # a failed run's partial logs: what parses is in, the rest is said (never half a file)
+                    summary.warnings.append(f"{f}: not ingested (partial output of a failed run): {exc}")
+                    continue
+                summary.files += 1
+                summary.rows += res.rows
+                summary.warnings += res.warnings
+            if progress and (i % 10 == 0 or i == len(run_dirs)):
+                print(f"[ingest {cfg['study']}] {i}/{len(run_dirs)} run folders, {summary.rows} rows",
+                      file=sys.stderr, flush=True)
+        con.execute("CHECKPOINT")
+    except BaseException:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    con.close()
+    os.replace(tmp, db_path)
+    return summary
+

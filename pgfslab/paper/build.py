@@ -1,0 +1,89 @@
+"""Build the whitepaper: execute paper/whitepaper.ipynb with papermill against the study
+database, stamp the notebook with title/authors/date taken from the data (never today's date,
+so a rebuild from the same raw folder gives the same paper), and export PDF and HTML."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from pgfslab.errors import LabError
+
+META_FILE = "paper_meta.json"
+
+
+def write_meta(build_dir: str | Path, **meta: Any) -> None:
+    """Called from the paper notebook: facts the exporter needs that only the data knows (abstract)."""
+    p = Path(build_dir) / META_FILE
+    p.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(p.read_text()) if p.exists() else {}
+    p.write_text(json.dumps({**old, **meta}, indent=2, default=str))
+
+
+def _study_meta(db: Path, study: str) -> dict[str, Any]:
+    from pgfslab.analysis import queries as data
+
+    info = data.study_info(db)
+    runs = data.runs(db, study)
+    last = runs["ended_at"].max() if runs.height else None
+    return {
+        "title": info.get("title") or f"pgfs-lab study {study}",
+        "authors": json.loads(info.get("authors") or "[]") or ["pgfs-lab"],
+        "date": last.date().isoformat() if last is not None else "undated",
+        "study": study,
+    }
+
+
+def build(db: Path, study: str, source: Path, executed: Path, pdf: Path, html: Path, *,
+          figures_dir: str | Path | None = None, tables_dir: str | Path | None = None,
+          papermill_options: dict[str, Any] | None = None) -> None:
+    """Execute the paper notebook against `db` and the executed notebooks' outputs (figures in
+    `figures_dir`, default figures/<study>; tables and their publications in `tables_dir`, default
+    <build dir>/tables, the build dir being the executed notebook's folder), then export PDF and HTML.
+    `papermill_options` go to papermill.execute_notebook (e.g. `km`, a running kernel's manager)."""
+    # nbformat's jsonschema would import the optional IRI checker rfc3987_syntax (~3 s of grammar building)
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    import papermill
+
+    from pgfslab.paper import pdf_export
+
+    executed, pdf, html = Path(executed), Path(pdf), Path(html)
+    build_dir = executed.parent
+    build_dir.mkdir(parents=True, exist_ok=True)
+    (build_dir / META_FILE).unlink(missing_ok=True)
+    try:
+        papermill.execute_notebook(
+            str(source), str(executed), kernel_name="python3", progress_bar=False,
+            # absolute: the notebook resolves relative paths against the repository, not this directory
+            parameters={"db": str(Path(db).absolute()), "study": study,
+                        "figures_dir": str(Path(figures_dir or f"figures/{study}").absolute()),
+                        "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
+                        "build_dir": str(build_dir.absolute())},
+            **(papermill_options or {}),
+        )
+    except papermill.PapermillExecutionError as exc:
+        raise LabError(f"{source}: cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} "
+                       f"(executed copy with the traceback: {executed})") from None
+    nb = nbformat.read(executed, as_version=4)
+    meta = _study_meta(db, study)
+    extra = build_dir / META_FILE
+    if extra.exists():
+        meta.update(json.loads(extra.read_text()))
+    nb.metadata["pgfs"] = meta
+    nbformat.write(nb, executed)
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    pdf_export.export_pdf(executed, pdf)
+    export_html(executed, html)
+
+
+def export_html(notebook: Path, html: Path) -> None:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True,
+                            embed_images=True)
+    body, _ = exporter.from_filename(str(notebook))
+    html.write_text(body)

@@ -1,0 +1,113 @@
+"""What every stage that touches the machine shares: the run.json schema version, JSON writing, setup folders and
+ports, copying the server log, progress lines, and the disk-full diagnosis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from pgfslab.config import study as cfgmod
+from pgfslab.config import targets as target_spec
+from pgfslab.host import postgres
+
+SCHEMA_VERSION = 1
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON atomically: a reader sees the old file or the whole new one, never half."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def setup_dir(study: str, target: str) -> Path:
+    return cfgmod.raw_dir(study) / "_setup" / target
+
+
+def server_port(cfg: dict[str, Any], target: str) -> int:
+    return int(cfg["postgres"]["port_base"]) + list(cfg["targets"]).index(target)
+
+
+def copy_log_since(log: Path, offset: int, dest: Path) -> None:
+    if log.exists():
+        with open(log, "rb") as src, open(dest, "wb") as out:
+            src.seek(offset)
+            shutil.copyfileobj(src, out)
+
+
+def log_size(log: Path) -> int:
+    return log.stat().st_size if log.exists() else 0
+
+
+def say(label: str, text: str) -> None:
+    print(f"[{label}] {text}", file=sys.stderr, flush=True)
+
+
+PG_TOOLS = {"pgbench", "sysbench", "durability"}
+
+
+def _size_text(spec: dict[str, Any]) -> str:
+    k = target_spec.kind(spec)
+    if k == "image":
+        return f"{spec['fs']}, {spec['size_gb']:g} GiB image"
+    if k == "tmpfs":
+        return f"tmpfs, {spec['size_gb']:g} GiB"
+    if k == "device":
+        return f"{spec['fs']} on device {spec['device']}"
+    if k == "existing":
+        return f"a directory on the file system at {spec.get('path')}"
+    return "a plain directory"
+
+
+def _advice(target: str, spec: dict[str, Any]) -> str:
+    k = target_spec.kind(spec)
+    if k in ("image", "tmpfs"):
+        return f"make targets.{target}.size_gb larger (now {spec['size_gb']:g}) or the data set smaller"
+    if k == "device":
+        return "use a larger device or a smaller data set"
+    return "free space there or use a smaller data set"
+
+
+def disk_full_message(cfg: dict[str, Any], target: str, texts: list[str], path: Path | None = None) -> str | None:
+    """One clear sentence when the outputs in `texts` show that the target ran out of space (ENOSPC),
+    naming the target and its size; None when they do not."""
+    hit = next((ln.strip() for t in texts for ln in t.splitlines() if postgres.ENOSPC.search(ln)), None)
+    if hit is None:
+        return None
+    spec = cfg["targets"][target]
+    free = ""
+    if path is not None:
+        with contextlib.suppress(OSError):
+            st = os.statvfs(path)
+            free = (f" ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB of "
+                    f"{st.f_blocks * st.f_frsize / 2**20:.0f} MiB free now)")
+    if len(hit) > 240:
+        hit = hit[:240] + "..."
+    return f"target {target} ({_size_text(spec)}) is full{free}: {hit} -- {_advice(target, spec)}"
+
+
+def texts(folder: Path, names: list[str] | None = None) -> list[str]:
+    """The text of a run's or set-up's logs (stdout/stderr of the tools, the server log)."""
+    out = []
+    files = [folder / n for n in names] if names else sorted(
+        p for p in folder.iterdir() if p.suffix in (".stderr", ".stdout") or p.name == "postgresql.log")
+    for f in files:
+        with contextlib.suppress(OSError):
+            out.append(f.read_text(errors="replace")[-200_000:])
+    return out
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]

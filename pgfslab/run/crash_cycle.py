@@ -1,0 +1,187 @@
+"""The durability check's crash cycle on one target: committed transactions logged client-side, a crash (kill -9
+of the postmaster or an emulated power loss), the restart, and the verification of every acknowledged commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pgfslab.config import study as cfgmod
+from pgfslab.errors import LabError
+from pgfslab.host import cgroups, postgres, powercut, targets
+from pgfslab.run.common import (
+    copy_log_since,
+    log_size,
+    now,
+    say,
+    server_port,
+    write_json,
+)
+from pgfslab.run.progress import Progress
+from pgfslab.run.sampler import Samplers
+from pgfslab.runners import process
+
+
+def _durability_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str,
+                    record: dict[str, Any]) -> process.Outcome:
+    """One durability check (pgfslab/runners/durability.py): write, crash, restart, verify.
+
+    Writes durability.json (the parser `durability` reads it). The run fails only when the cycle could
+    not be completed (no commit before the crash, no restart); lost transactions are its result."""
+    from pgfslab.runners import durability
+
+    wl = cfg["workloads"][spec.workload]
+    bindir = postgres.bindir(cfg["postgres"].get("bindir"))
+    user = cfg["postgres"]["user"]
+    settings = cfgmod.pg_settings_for(cfg, spec.target, spec.workload)
+    limits = cgroups.limits_from_config(cfg["resources"], mnt.device)
+    crash_after = float(wl.get("crash_after_s", 3))
+    requested = wl.get("crash", "power-loss")
+    crash = requested
+    can_cut, why = powercut.power_cut_possible(mnt)
+    rec: dict[str, Any] = {"format": durability.FORMAT, "run_id": spec.run_id, "target": spec.target,
+                           "workload": spec.workload, "clients": spec.clients, "crash_requested": requested,
+                           "crash_after_s": crash_after, "crashes": 0}
+    if requested == "power-loss" and not can_cut:
+        crash = "kill"
+        rec["crash_note"] = f"power-loss emulation not possible here ({why}): SIGKILL of every server process only"
+        say(label, f"WARNING: {rec['crash_note']}")
+    rec["crash"] = crash
+    out = rdir / "durability"
+    out.mkdir()
+    tag = f"{spec.run_id}@{now()}"
+    rec["tag"] = tag
+    port = server_port(cfg, spec.target)
+    wd = cfgmod.workdir(cfg)
+    server: dict[str, Any] = {}
+    record["server"] = server
+    record["postgres_settings"] = settings
+    error: str | None = None
+    t_start = time.monotonic()
+    # server logs to keep: name in the run folder -> (log on the target, offset); copied once
+    logs: dict[str, tuple[Path, int]] = {}
+
+    def keep_logs() -> None:
+        for name, (log, offset) in list(logs.items()):
+            with contextlib.suppress(OSError):
+                copy_log_since(log, offset, rdir / name)
+            del logs[name]
+    with cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg:
+        try:
+            # 1. write, then crash
+            with postgres.running(mnt.path / "pgdata", port, bindir, user, run_settings=settings,
+                                  wrap=cg.command) as cl:
+                logs["postgresql.log"] = (cl.log, log_size(cl.log))
+                server["start_notes"] = list(cl.notes)
+                record["postgres_before"] = cl.facts()
+                with cl.connect() as conn:
+                    durability.prepare(conn)
+                    effective = durability.settings(conn)
+                    scale = durability.scale_of(conn)
+                    before = durability.sums(conn)
+                if scale < 1:
+                    raise LabError(f"target {spec.target}: no pgbench tables to write (prepare the target again)")
+                rec["settings"] = effective
+                cmd = durability.client_command(cl.conninfo, tag, spec.clients, scale, out.resolve(), crash_after + 120)
+                record["commands"] = [cmd]
+                with Samplers(rdir, cfg["sampler"]):
+                    # before a power cut, the server log as the server wrote it (page cache included)
+                    crash_info = _write_and_crash(cg.command(cmd), cl, out, crash_after, crash, wd, mnt, label,
+                                                  keep_logs if crash == "power-loss" else None)
+                rec.update(crash_info)
+                rec["crashes"] = 1
+            server["cleanup"] = list(cl.notes)[len(server["start_notes"]):]
+            # 2. restart (after a power cut: the file system is mounted again from what the image holds)
+            vmnt = mnt
+            if crash == "power-loss":
+                vmnt = targets.remount(wd, spec.target, cfg["targets"][spec.target], user)
+                rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
+                record["mount_after_crash"] = vmnt.describe()
+                logs["durability/postgresql.after-crash.log"] = (vmnt.path / "postgresql.log",
+                                                                 log_size(vmnt.path / "postgresql.log"))
+            t0 = time.monotonic()
+            try:
+                with postgres.running(vmnt.path / "pgdata", port, bindir, user, run_settings=settings,
+                                      wrap=cg.command) as cl2:
+                    rec["restart_s"] = round(time.monotonic() - t0, 3)
+                    rec["restart_notes"] = list(cl2.notes)
+                    with cl2.connect() as conn:
+                        rec.update(durability.verify(conn, tag, out, before, effective, rec["crash_at"], crash))
+                    record["postgres"] = cl2.facts()
+            except LabError as exc:
+                rec["restart_error"] = " ".join(str(exc).split())[:600]
+            record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
+        finally:
+            keep_logs()
+    rec["verdict"] = durability.verdict(rec)
+    write_json(rdir / "durability.json", rec)
+    if rec.get("power_restored"):
+        error = f"power-loss emulation incomplete: {rec['power_restored']}"
+        rec["crash"] = "power-loss-incomplete"
+    elif rec.get("restart_error"):
+        error = f"server did not restart after the crash: {rec['restart_error']}"
+    elif not rec.get("committed_ids"):
+        error = f"no transaction committed in the {crash_after:g} s before the crash (see durability/client.stderr)"
+    server["crash"] = "caused by the durability check itself (not a failure of the run)"
+    say(label, rec["verdict"])
+    return process.Outcome(record["commands"][0] if record.get("commands") else [], 0,
+                           round(time.monotonic() - t_start, 3), False, error)
+
+
+def _write_and_crash(cmd: list[str], cl: postgres.Cluster, out: Path, crash_after: float, crash: str,
+                     wd: Path, mnt: targets.Mounted, label: str,
+                     before_cut: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Start the durability client, let it commit for `crash_after` seconds, crash the server (and, for
+    a power loss, the device first), wait for the client to see it. Returns the crash facts."""
+    import subprocess
+
+    info: dict[str, Any] = {}
+    progress = Progress(label)
+    with open(out / "client.stdout", "w") as so, open(out / "client.stderr", "w") as se:
+        p = subprocess.Popen(cmd, stdout=so, stderr=se, start_new_session=True)
+        try:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < crash_after:
+                if p.poll() is not None:
+                    info["client_exited_early"] = p.returncode
+                    break
+                time.sleep(0.2)
+                with contextlib.suppress(OSError, IndexError):
+                    progress.update((out / "client.stdout").read_text().splitlines()[-1])
+            info["write_s"] = round(time.monotonic() - t0, 3)
+            if before_cut is not None:
+                before_cut()
+            info["crash_at"] = time.time()
+            if crash == "power-loss":
+                info["power_cut"] = powercut.cut_power(wd, str(mnt.device))
+            info["postmaster_pid"] = cl.kill(9, all_processes=crash == "power-loss")
+            info["killed"] = "every server process (SIGKILL)" if crash == "power-loss" else "postmaster (SIGKILL)"
+            if crash == "power-loss":
+                # every server process must be gone before the file system is unmounted; one stuck in the
+                # kernel on the cut device (seen: ext4 retrying a truncate) needs the device back to finish
+                end = time.monotonic() + 15
+                while cl.processes() and time.monotonic() < end:
+                    time.sleep(0.1)
+                stuck = cl.processes()
+                if stuck:
+                    powercut.restore_power(wd, str(mnt.device))
+                    info["power_restored"] = (f"{len(stuck)} server process(es) stuck in the kernel 15 s after the "
+                                              "cut: device restored so they could finish; writes after the cut "
+                                              "may have reached the image")
+                    say(label, f"WARNING: {info['power_restored']}")
+                    cl.kill(9, all_processes=True)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process._stop(p)
+                info["client_stuck"] = True
+        except BaseException:
+            process._stop(p)
+            raise
+    info["client_returncode"] = p.returncode
+    info["client_errors"] = [ln for ln in (out / "client.stderr").read_text(errors="replace").splitlines() if ln][:10]
+    return info

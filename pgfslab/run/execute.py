@@ -1,0 +1,307 @@
+"""The two stages that touch the machine: preparing a target (mkfs, initdb, bulk load) and
+executing one run of the plan. Each owns everything it mounts or starts and releases it on
+every exit path; raw outputs are written under data/raw/<study>/ untouched, with provenance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgfslab.config import study as cfgmod
+from pgfslab.errors import LabError
+from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets
+from pgfslab.run import provenance
+from pgfslab.run.common import (
+    PG_TOOLS,
+    SCHEMA_VERSION,
+    copy_log_since,
+    disk_full_message,
+    log_size,
+    now,
+    one_line,
+    say,
+    server_port,
+    setup_dir,
+    texts,
+    write_json,
+)
+from pgfslab.run.crash_cycle import _durability_run
+from pgfslab.run.interrupt import release_after_interrupt
+from pgfslab.run.progress import Progress, fmt_s
+from pgfslab.run.sampler import Samplers
+from pgfslab.runners import fsmicro_spec, pgbench, process, sysbench
+
+
+def _study_eta(raw: Path, total: int) -> tuple[int, str]:
+    walls = []
+    for rj in raw.glob("*/run.json"):
+        with contextlib.suppress(Exception):
+            walls.append(float(json.loads(rj.read_text())["wall_s"]))
+    done = len(walls)
+    if not walls:
+        return done, "ETA unknown"
+    remaining = (total - done) * (sum(walls) / done)
+    return done, f"elapsed {fmt_s(sum(walls))}, ETA {fmt_s(remaining)}"
+
+
+def _compsize(path: Path) -> dict[str, Any] | None:
+    """btrfs-compsize of a directory: bytes on disk vs uncompressed (what compression saved)."""
+    from pgfslab.host import proc
+
+    if proc.which("compsize") is None:
+        return None
+    res = proc.run(["compsize", "-b", str(path)], check=False, timeout=300)
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if parts[:1] == ["TOTAL"] and len(parts) >= 5:
+            return {"disk_bytes": int(parts[2]), "uncompressed_bytes": int(parts[3]),
+                    "referenced_bytes": int(parts[4]), "command": ["compsize", "-b", str(path)]}
+    return {"error": (res.stderr or res.stdout).strip()[-300:]}
+
+
+def _duration(cfg: dict[str, Any], wl: dict[str, Any]) -> int:
+    return int(wl.get("duration_s") or cfg["run"]["duration_s"])
+
+
+def _scripts(cfg: dict[str, Any], wl: dict[str, Any], rdir: Path) -> list[tuple[Path, int]]:
+    """Custom pgbench scripts, copied into the run folder (the raw data carries what was run)."""
+    out = []
+    for item in wl.get("scripts") or []:
+        src = Path(item["file"])  # made absolute, relative to the config file, by config.load
+        if not src.exists():
+            raise LabError(f"pgbench script {src} not found (workloads: scripts are relative to the config file)")
+        dest = rdir / f"script_{src.name}"
+        shutil.copyfile(src, dest)
+        out.append((dest.resolve(), int(item.get("weight", 1))))
+    return out
+
+
+def _timeout(cfg: dict[str, Any], duration: float) -> float:
+    # no schema default for timeout_grace_s: a new key with a default would change every existing run's
+    # parameters and make Snakemake redo them
+    return duration * cfg["run"]["timeout_factor"] + float(cfg["run"].get("timeout_grace_s", 60))
+
+
+def _pg_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str,
+            record: dict[str, Any]) -> process.Outcome:
+    """One pgbench or sysbench run against the target's cluster (in its cgroup, with its samplers).
+
+    A server that crashes during the run is data: what it left is recorded (record["server"]), its
+    orphans and stale postmaster.pid are cleaned up, and the server log is kept on every exit path."""
+    wl = cfg["workloads"][spec.workload]
+    bindir = postgres.bindir(cfg["postgres"].get("bindir"))
+    user = cfg["postgres"]["user"]
+    settings = cfgmod.pg_settings_for(cfg, spec.target, spec.workload)
+    dataset = cfgmod.dataset_for(cfg, spec.target)
+    limits = cgroups.limits_from_config(cfg["resources"], mnt.device)
+    duration = _duration(cfg, wl)
+    timeout = _timeout(cfg, duration)
+    snaps = cfg.get("snapshots") if spec.target in cfgmod.snapshot_targets(cfg) else None
+    server: dict[str, Any] = {}
+    record["server"] = server
+    log_at: list[Any] = []
+    try:
+        with cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg, \
+                postgres.running(mnt.path / "pgdata", server_port(cfg, spec.target), bindir, user, run_settings=settings,
+                                 wrap=cg.command) as cl:
+            log_at[:] = [cl.log, log_size(cl.log)]
+            server["start_notes"] = list(cl.notes)
+            record["postgres_settings"] = settings
+            record["postgres_before"] = cl.facts()
+            if wl["tool"] == "pgbench":
+                cmd = pgbench.run_command(bindir / "pgbench", cl.client_args(), {**wl, "duration_s": duration},
+                                          spec.clients, cfg["run"], _scripts(cfg, wl, rdir))
+            else:
+                cmd = sysbench.run_command(cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients,
+                                           cfg["run"], dataset)
+            record["commands"] = [cmd]
+            with contextlib.ExitStack() as stack:
+                smp = stack.enter_context(Samplers(rdir, cfg["sampler"], cl.conninfo))
+                sched = None
+                if snaps:
+                    sched = stack.enter_context(snapshots.scheduled(
+                        mnt.path, mnt.mountpoint, snapshots.Schedule(snaps["interval_s"], snaps["keep_s"],
+                                                                     snaps.get("offset_s", 0)), rdir))
+                if wl["tool"] == "pgbench":
+                    outcome = pgbench.execute(cg.command(cmd), rdir, "pgbench.stdout", "pgbench.stderr", timeout,
+                                              Progress(label), duration)
+                else:
+                    outcome = sysbench.execute(cg.command(cmd), rdir, timeout, Progress(label))
+            record["sampler"] = {**cfg["sampler"], **smp.record()}
+            if sched is not None:
+                record["snapshots"] = sched.summary()
+            server["alive_after_run"] = cl.alive()
+            if server["alive_after_run"]:
+                try:
+                    record["postgres"] = cl.facts()
+                except psycopg.Error as exc:  # e.g. in crash recovery after a backend was killed
+                    server["facts_error"] = one_line(exc)
+            record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
+        server["cleanup"] = list(cl.notes)[len(server["start_notes"]):]
+    finally:
+        if log_at:
+            copy_log_since(log_at[0], log_at[1], rdir / "postgresql.log")
+    signs = postgres.crash_signs(texts(rdir, ["postgresql.log"])[0] if (rdir / "postgresql.log").exists() else "")
+    server["log_signs"] = signs
+    server["crashed"] = not server["alive_after_run"] or bool(signs)
+    return outcome
+
+
+def _run_error(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted,
+               record: dict[str, Any], outcome: process.Outcome) -> str | None:
+    """What went wrong in a run, most telling first: a full target, a server crash, the tool's error
+    (a timeout, a client that died); None for a good run."""
+    parts: list[str] = []
+    full = disk_full_message(cfg, spec.target, texts(rdir), mnt.mountpoint)
+    if full:
+        parts.append(full)
+    server = record.get("server") or {}
+    if server.get("crashed"):
+        if not server.get("alive_after_run"):
+            why = "postmaster gone"
+        else:
+            why = "the server restarted after a crash"
+        sign = (server.get("log_signs") or [""])[0]
+        parts.append(f"server crashed: {why} (see postgresql.log{': ' + sign if sign else ''})")
+    if outcome.error:
+        tool = str(record.get("tool"))
+        err = outcome.error if outcome.error.startswith(tool + ":") or not parts else f"{tool}: {outcome.error}"
+        parts.append(err)
+    return "; ".join(parts) or None
+
+
+def _fs_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str,
+            record: dict[str, Any]) -> process.Outcome:
+    """One file-system micro-benchmark run in the target's file system (no PostgreSQL)."""
+    wl = cfg["workloads"][spec.workload]
+    op = {k: v for k, v in wl.items() if k in cfgmod.TOOL_KEYS["fsmicro"]}
+    op.setdefault("duration_s", _duration(cfg, wl))
+    cmd = fsmicro_spec.command(op, mnt.path, rdir.resolve())
+    record["commands"] = [cmd]
+    timeout = _duration(cfg, wl) * cfg["run"]["timeout_factor"] + 600  # set-up (pre-created files) is extra
+    parse = process.regex_progress(r"(\d+) ops", lambda m: f"{m.group(0)}")
+    with Samplers(rdir, cfg["sampler"]) as smp:
+        outcome = process.execute(cmd, rdir, "fsmicro.stdout", "fsmicro.stderr", timeout, Progress(label), parse)
+    record["sampler"] = {**cfg["sampler"], **smp.record()}
+    return outcome
+
+
+def run_one(cfg: dict[str, Any], run_id: str) -> Path:
+    """Execute one run of the plan. Returns its run.json.
+
+    A workload that fails or times out is data: run.json records status `failed` with the error and
+    the partial logs stay. An interrupted run (Ctrl-C, SIGTERM, a lab error) leaves its partial
+    logs and a `run.incomplete.json` marker, and writes no run.json, so a re-run redoes it.
+    """
+    spec, total = cfgmod.find_run(cfg, run_id)
+    study = cfg["study"]
+    raw = cfgmod.raw_dir(study)
+    rdir = raw / run_id
+    if rdir.exists() and not any(rdir.iterdir()):
+        rdir.rmdir()  # Snakemake makes the output's folder before the job starts
+    if rdir.exists():
+        aside = raw / "_attempts" / f"{run_id}.{dt.datetime.now():%Y%m%dT%H%M%S}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(rdir, aside)
+        say(run_id, f"an earlier attempt was kept in {aside}")
+    rdir.mkdir(parents=True)
+    tspec = cfg["targets"][spec.target]
+    wl = cfg["workloads"][spec.workload]
+    user = cfg["postgres"]["user"]
+    setup = json.loads((setup_dir(study, spec.target) / "target.json").read_text())
+    done, eta = _study_eta(raw, total)
+    label = f"run {spec.plan_index + 1}/{total} {run_id}"
+    say(label, f"starting ({done} runs done; {eta})")
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id, "study": study, "plan_index": spec.plan_index, "plan_total": total,
+        "target": spec.target, "target_spec": tspec, "fs": tspec["fs"],
+        "workload": spec.workload, "workload_spec": wl, "tool": wl["tool"],
+        "clients": spec.clients, "repeat": spec.repeat, "duration_s": _duration(cfg, wl),
+        "dataset": cfgmod.dataset_for(cfg, spec.target), "run": cfg["run"], "sampler": cfg["sampler"],
+        "os": cfgmod.os_for(cfg, spec.workload), "resources": cfg["resources"],
+        "postgres_settings_config": cfg["postgres"]["settings"],
+        "status": "running", "started_at": now(),
+        "host": provenance.host(), "vm": provenance.vm_settings(),
+        "tools": provenance.tools(str(postgres.bindir(cfg["postgres"].get("bindir"))) if wl["tool"] in PG_TOOLS else ""),
+        "git": provenance.git(),
+        "target_setup": {"load_wall_s": (setup.get("load") or {}).get("wall_s"),
+                         "load_sysbench_wall_s": (setup.get("load_sysbench") or {}).get("wall_s"),
+                         "created": setup.get("created")},
+    }
+    write_json(rdir / "run.incomplete.json", record)
+    t0 = time.monotonic()
+    wd = cfgmod.workdir(cfg)
+    vm_rec: dict[str, Any] = {}
+    try:
+        with sysctl.applied(sysctl.settings_from_config(cfgmod.os_for(cfg, spec.workload))) as vm_rec, \
+                targets.mounted(wd, spec.target, tspec, user, study=study) as mnt:
+            record["vm_applied"] = vm_rec
+            record["mount"] = mnt.describe()
+            record["fallback"] = mnt.fallback
+            record["caches"] = sysctl.drop_caches() if cfg["run"]["drop_caches"] else "kept"
+            runner = {"fsmicro": _fs_run, "durability": _durability_run}.get(wl["tool"], _pg_run)
+            outcome = runner(cfg, spec, rdir, mnt, label, record)
+            record[wl["tool"]] = {"returncode": outcome.returncode, "wall_s": outcome.wall_s,
+                                  "timed_out": outcome.timed_out}
+            if wl["tool"] == "fsmicro":
+                error = disk_full_message(cfg, spec.target, texts(rdir), mnt.mountpoint) or outcome.error
+            else:
+                error = _run_error(cfg, spec, rdir, mnt, record, outcome)
+            record["fs_used_bytes"] = targets.used_bytes(mnt.mountpoint)
+            if mnt.fs == "btrfs" and not mnt.fallback:
+                record["compsize"] = _compsize(mnt.path)
+    except BaseException as exc:
+        record["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+        record["error"] = str(exc) or type(exc).__name__
+        if isinstance(exc, KeyboardInterrupt):
+            record["error"] = f"interrupted ({exc or 'Ctrl-C'})"
+        record["ended_at"] = now()
+        record["safety_net"] = release_after_interrupt(cfg, spec.target, vm_rec)
+        with contextlib.suppress(OSError):
+            write_json(rdir / "run.incomplete.json", record)
+        if isinstance(exc, (LabError, psycopg.Error)):
+            full = disk_full_message(cfg, spec.target, [str(exc), *texts(rdir)])
+            if full:
+                raise LabError(full) from None
+        raise
+    record["status"] = "ok" if error is None else "failed"
+    record["error"] = error
+    # a failed run keeps what its tools wrote before they stopped: the ingest takes what parses
+    record["partial"] = error is not None
+    record["ended_at"] = now()
+    record["wall_s"] = round(time.monotonic() - t0, 3)
+    record["files"] = sorted(p.name for p in rdir.iterdir() if p.name != "run.incomplete.json")
+    write_json(rdir / "run.json", record)
+    (rdir / "run.incomplete.json").unlink()
+    tps = _summary_tps(rdir)
+    say(label, f"{record['status']} in {record['wall_s']:.0f} s" + (f", {tps}" if tps else "")
+         + (f": {error}" if error else ""))
+    return rdir / "run.json"
+
+
+def _summary_tps(rdir: Path) -> str | None:
+    """The headline number of a finished run, for the progress line."""
+    with contextlib.suppress(OSError):
+        for name, prefix, idx in (("pgbench.stdout", "tps = ", 2), ("sysbench.stdout", "transactions:", 2)):
+            p = rdir / name
+            if p.exists():
+                for line in p.read_text().splitlines():
+                    if line.strip().startswith(prefix):
+                        return line.split()[idx].strip("(") + " tps"
+        p = rdir / "fsmicro.stdout"
+        if p.exists():
+            rows = [ln for ln in p.read_text().splitlines() if ln.startswith("fsbench/")]
+            return rows[-1].split(None, 2)[2] if rows else None
+    return None
+
+

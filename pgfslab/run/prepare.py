@@ -1,0 +1,118 @@
+"""Preparing a target once per study: its file system created and mounted, PostgreSQL initdb'd there, the data set
+loaded (the bulk load, timed), and the prepared state recorded in data/raw/<study>/_setup/<target>/target.json.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgfslab.config import study as cfgmod
+from pgfslab.errors import LabError
+from pgfslab.host import postgres, targets
+from pgfslab.run import provenance
+from pgfslab.run.common import (
+    PG_TOOLS,
+    SCHEMA_VERSION,
+    copy_log_since,
+    disk_full_message,
+    now,
+    say,
+    server_port,
+    setup_dir,
+    texts,
+    write_json,
+)
+from pgfslab.runners import pgbench, sysbench
+
+
+def prepare_target(cfg: dict[str, Any], target: str) -> Path:
+    """Create the target's file system and, when a workload needs PostgreSQL, initdb a cluster on it
+    and bulk-load the data (pgbench -i and/or sysbench prepare, each timed: the bulk-load result)."""
+    if target not in cfg["targets"]:
+        raise LabError(f"target {target!r} is not in study {cfg['study']!r} (targets: {', '.join(cfg['targets'])})")
+    spec = cfg["targets"][target]
+    study = cfg["study"]
+    out = setup_dir(study, target)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    wd = cfgmod.workdir(cfg)
+    user = cfg["postgres"]["user"]
+    tools = cfgmod.tools(cfg)
+    dataset = cfgmod.dataset_for(cfg, target)
+    record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "study": study, "target": target,
+                              "spec": spec, "dataset": dataset, "started_at": now()}
+    label = f"prepare {target}"
+    say(label, f"creating {spec['fs']} target")
+    record["created"] = targets.create(wd, target, spec, study=study,
+                                       data_subvolume=target in cfgmod.snapshot_targets(cfg))
+    bindir = postgres.bindir(cfg["postgres"].get("bindir")) if tools & PG_TOOLS else None
+    with targets.mounted(wd, target, spec, user, study=study) as mnt:
+        record["mount"] = mnt.describe()
+        try:
+            _prepare_on(cfg, target, mnt, out, bindir, tools, dataset, label, record)
+        except (LabError, psycopg.Error) as exc:
+            server_log = mnt.path / "postgresql.log"
+            if server_log.exists() and not (out / "postgresql.log").exists():
+                copy_log_since(server_log, 0, out / "postgresql.log")
+            full = disk_full_message(cfg, target, [str(exc), *texts(out)], mnt.mountpoint)
+            if full:
+                raise LabError(full) from None
+            raise
+    record["ended_at"] = now()
+    record["tools"] = provenance.tools(str(bindir) if bindir else "")
+    record["host"] = provenance.host()
+    record["git"] = provenance.git()
+    write_json(out / "target.json", record)
+    loads = [f"{k} {record[k]['wall_s']:.1f} s" for k in ("load", "load_sysbench") if k in record]
+    size = (record.get("postgres") or {}).get("database_bytes")
+    say(label, "done" + (f": {', '.join(loads)}" if loads else "")
+         + (f", database {size / 2**20:.0f} MiB" if size else ""))
+    return out / "target.json"
+
+
+def _prepare_on(cfg: dict[str, Any], target: str, mnt: targets.Mounted, out: Path, bindir: Path | None,
+                tools: set[str], dataset: dict[str, Any], label: str, record: dict[str, Any]) -> None:
+    """initdb and bulk loads on a mounted target (prepare_target's body)."""
+    user = cfg["postgres"]["user"]
+    if bindir is not None:
+        settings = cfgmod.pg_settings_for(cfg, target)
+        with postgres.running(mnt.path / "pgdata", server_port(cfg, target), bindir, user, init=True,
+                              run_settings=settings) as cl:
+            record["initdb"] = True
+            if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
+                cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset)
+                say(label, f"loading scale {dataset['scale']} with pgbench -i")
+                res = pgbench.execute(cmd, out, "pgbench_init.stdout", "pgbench_init.stderr", timeout_s=3600)
+                if res.returncode != 0:
+                    raise LabError(f"target {target}: pgbench -i failed: {res.error} "
+                                   f"(see {out / 'pgbench_init.stderr'})")
+                record["load"] = {"command": cmd, "wall_s": res.wall_s, "scale": dataset["scale"]}
+            if "sysbench" in tools:
+                cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset)
+                sb = dataset.get("sysbench") or {}
+                say(label, f"loading {sb.get('tables', 4)} sysbench tables of {sb.get('table_size', 100000)} rows")
+                res = sysbench.execute(cmd, out, 3600, stdout_name="sysbench_prepare.stdout",
+                                       stderr_name="sysbench_prepare.stderr")
+                if res.returncode != 0:
+                    raise LabError(f"target {target}: sysbench prepare failed: {res.error} "
+                                   f"(see {out / 'sysbench_prepare.stderr'})")
+                t0 = time.monotonic()
+                statements = sysbench.fillfactor_sql(dataset)
+                for sql in statements:
+                    cl.query(sql)
+                record["load_sysbench"] = {"command": cmd, "wall_s": res.wall_s, **sb,
+                                           "fillfactor_sql": statements,
+                                           "fillfactor_s": round(time.monotonic() - t0, 3)}
+            cl.query("CHECKPOINT")
+            record["postgres"] = cl.facts()
+            record["fs_used_bytes"] = targets.used_bytes(mnt.mountpoint)
+            log = cl.log
+        copy_log_since(log, 0, out / "postgresql.log")
+    else:
+        record["fs_used_bytes"] = targets.used_bytes(mnt.mountpoint)

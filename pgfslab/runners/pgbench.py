@@ -1,0 +1,70 @@
+"""pgbench: data loading (`pgbench -i`, timed as the bulk-load result) and timed runs with `-P`
+progress and an aggregate (or per-transaction) log.
+
+pgbench writes its summary to stdout, and `starting vacuum`, progress lines and all of `-i` to
+stderr; its logs go to the current directory, one file per thread (prefix.PID, prefix.PID.1, ...).
+So each run executes in its own run directory and both streams are kept as files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pgfslab.run.progress import Progress
+from pgfslab.runners.process import Outcome, regex_progress
+from pgfslab.runners.process import execute as _execute
+
+__all__ = ["Outcome", "execute", "init_command", "run_command"]
+
+PROGRESS = regex_progress(r"^progress: ([0-9.]+) s, ([0-9.]+) tps",
+                          lambda m: f"t={float(m.group(1)):.0f} s  {float(m.group(2)):.0f} tps")
+
+
+def init_command(pgbench: Path, conn: list[str], dataset: dict[str, Any]) -> list[str]:
+    extra: list[str] = []
+    if dataset.get("fillfactor"):
+        extra += ["-F", str(dataset["fillfactor"])]
+    if dataset.get("partitions"):
+        extra += [f"--partitions={dataset['partitions']}"]
+    return [str(pgbench), *conn, "-i", "-s", str(dataset["scale"]), *extra, "postgres"]
+
+
+def run_command(pgbench: Path, conn: list[str], workload: dict[str, Any], clients: int, run: dict[str, Any],
+                scripts: list[tuple[Path, int]] | None = None) -> list[str]:
+    """The pgbench command of one run. `scripts` are (path, weight) of custom scripts, already resolved."""
+    threads = min(workload.get("threads") or min(clients, os.cpu_count() or 1), clients)
+    cmd = [str(pgbench), *conn]
+    if workload.get("builtin"):
+        cmd += ["-b", workload["builtin"]]
+    for path, weight in scripts or []:
+        cmd += ["-f", f"{path}@{weight}"]
+    cmd += ["-c", str(clients), "-j", str(threads)]
+    if workload.get("transactions"):
+        cmd += ["-t", str(workload["transactions"])]
+    else:
+        cmd += ["-T", str(workload.get("duration_s") or run["duration_s"])]
+    cmd += ["-P", str(run["progress_interval_s"])]
+    if workload.get("rate_tps"):
+        cmd += [f"--rate={workload['rate_tps']:g}"]
+    if workload.get("latency_limit_ms"):
+        cmd += [f"--latency-limit={workload['latency_limit_ms']:g}"]
+    if workload.get("query_mode"):
+        cmd += ["-M", workload["query_mode"]]
+    if workload.get("per_statement"):
+        cmd += ["-r"]
+    log = workload.get("log", "aggregate")
+    if log == "aggregate":
+        cmd += ["--log", "--log-prefix=pgbench_log", f"--aggregate-interval={run['aggregate_interval_s']}"]
+    elif log == "transactions":
+        cmd += ["--log", "--log-prefix=pgbench_tx"]
+        if workload.get("sampling_rate"):
+            cmd += [f"--sampling-rate={workload['sampling_rate']:g}"]
+    return [*cmd, "postgres"]
+
+
+def execute(cmd: list[str], cwd: Path, stdout_name: str, stderr_name: str, timeout_s: float,
+            progress: Progress | None = None, duration_s: float | None = None) -> Outcome:
+    """Run a pgbench command in `cwd`, its progress lines (stderr) echoed to the progress line."""
+    return _execute(cmd, cwd, stdout_name, stderr_name, timeout_s, progress, PROGRESS, "stderr")

@@ -1,0 +1,73 @@
+"""sysbench OLTP against PostgreSQL: prepare (timed, the bulk load), an optional fillfactor change
+after it (seed 002: `ALTER TABLE ... SET (fillfactor=70)` then `VACUUM FULL`), and timed runs with
+`--report-interval=1`.
+
+sysbench prints interval lines and its summary on stdout; errors on stderr. Its pgsql driver
+connects as `sbtest` unless told otherwise, so the user is always passed; a socket directory works
+as `--pgsql-host`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pgfslab.errors import LabError
+from pgfslab.run.progress import Progress
+from pgfslab.runners.process import Outcome, regex_progress
+from pgfslab.runners.process import execute as _execute
+
+PROGRESS = regex_progress(r"^\[ *([0-9.]+)s \] thds: \d+ tps: ([0-9.]+)",
+                          lambda m: f"t={float(m.group(1)):.0f} s  {float(m.group(2)):.0f} tps")
+
+
+def binary() -> str:
+    found = shutil.which("sysbench")
+    if found is None:
+        raise LabError("sysbench not found (run `make setup`)")
+    return found
+
+
+def _conn(sockdir: Path, port: int) -> list[str]:
+    return ["--db-driver=pgsql", f"--pgsql-host={sockdir}", f"--pgsql-port={port}", "--pgsql-user=postgres",
+            "--pgsql-db=postgres"]
+
+
+def _data(dataset: dict[str, Any]) -> list[str]:
+    sb = dataset.get("sysbench") or {}
+    return [f"--tables={sb.get('tables', 4)}", f"--table-size={sb.get('table_size', 100000)}"]
+
+
+def prepare_command(sockdir: Path, port: int, dataset: dict[str, Any], threads: int = 1) -> list[str]:
+    # oltp_common's prepare creates and fills the sbtest tables (any oltp_* test name will do)
+    return [binary(), "oltp_read_write", *_conn(sockdir, port), *_data(dataset), f"--threads={threads}", "prepare"]
+
+
+def fillfactor_sql(dataset: dict[str, Any]) -> list[str]:
+    """Statements that rewrite every sbtest table with the configured fillfactor (empty if none)."""
+    sb = dataset.get("sysbench") or {}
+    ff = sb.get("fillfactor")
+    if not ff:
+        return []
+    out = []
+    for i in range(1, int(sb.get("tables", 4)) + 1):
+        out += [f"ALTER TABLE sbtest{i} SET (fillfactor = {int(ff)})", f"VACUUM FULL sbtest{i}"]
+    return out
+
+
+def run_command(sockdir: Path, port: int, workload: dict[str, Any], threads: int, run: dict[str, Any],
+                dataset: dict[str, Any]) -> list[str]:
+    cmd = [binary(), workload["test"], *_conn(sockdir, port), *_data(dataset), f"--threads={threads}",
+           f"--time={workload.get('duration_s') or run['duration_s']}",
+           f"--report-interval={run['progress_interval_s']}", f"--percentile={workload.get('percentile', 95)}"]
+    if workload.get("rand_type"):
+        cmd.append(f"--rand-type={workload['rand_type']}")
+    if workload.get("histogram"):
+        cmd.append("--histogram=on")
+    return [*cmd, "run"]
+
+
+def execute(cmd: list[str], cwd: Path, timeout_s: float, progress: Progress | None = None,
+            stdout_name: str = "sysbench.stdout", stderr_name: str = "sysbench.stderr") -> Outcome:
+    return _execute(cmd, cwd, stdout_name, stderr_name, timeout_s, progress, PROGRESS, "stdout")
