@@ -35,7 +35,7 @@ analyse: setup
 
 # Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
 # notebooks, the paper).
-test: setup
+test: setup lint
 	@cd $(LAB) && $(PY) -m pytest
 
 # The inner loop: the tests that need no root, no server and no notebook kernel (under a minute).

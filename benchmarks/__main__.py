@@ -38,8 +38,9 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], int]] = {"ingest": _ingest,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.__main__", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.__main__", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--only", action="append", choices=list(BENCHMARKS), help="run only this benchmark (repeatable)")
     p.add_argument("--lines", type=int, default=10_000_000, help="ingest: lines of the generated log [10,000,000]")
     p.add_argument("--repeat", type=int, default=1, help="ingest: runs per method, medians reported [1]")

@@ -64,14 +64,23 @@ def generate(path: Path, lines: int, *, failures: bool = False, seed: int = 1) -
         done_us[sel] = np.cumsum(latency[sel])
     order = np.argsort(done_us, kind="stable")
     start_us = 1_795_371_000 * 1_000_000
-    frame = pl.DataFrame({
-        "client_id": client[order], "tx_no": tx_no[order], "time": latency[order],
-        "script_no": np.zeros(lines, dtype=np.int64),
-        "epoch_s": (start_us + done_us[order]) // 1_000_000, "epoch_us": (start_us + done_us[order]) % 1_000_000,
-    })
+    frame = pl.DataFrame(
+        {
+            "client_id": client[order],
+            "tx_no": tx_no[order],
+            "time": latency[order],
+            "script_no": np.zeros(lines, dtype=np.int64),
+            "epoch_s": (start_us + done_us[order]) // 1_000_000,
+            "epoch_us": (start_us + done_us[order]) % 1_000_000,
+        }
+    )
     if failures:
-        frame = frame.with_columns(pl.when(pl.int_range(pl.len()) % 1000 == 999).then(pl.lit("failed"))
-                                   .otherwise(pl.col("time").cast(pl.String)).alias("time"))
+        frame = frame.with_columns(
+            pl.when(pl.int_range(pl.len()) % 1000 == 999)
+            .then(pl.lit("failed"))
+            .otherwise(pl.col("time").cast(pl.String))
+            .alias("time")
+        )
     frame.write_csv(path, separator=" ", include_header=False, quote_style="never")
 
 
@@ -111,14 +120,17 @@ def _child(method: str, log: Path, work: Path) -> dict[str, object]:
         db.unlink(missing_ok=True)
     ru = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
-    return {"method": method, "seconds": seconds, "cpu_s": cpu,
-            "peak_rss_mb": ru.ru_maxrss / 1024, "rows": rows}
+    return {"method": method, "seconds": seconds, "cpu_s": cpu, "peak_rss_mb": ru.ru_maxrss / 1024, "rows": rows}
 
 
 def _run_child(method: str, log: Path, work: Path) -> dict[str, object]:
-    out = subprocess.run([sys.executable, "-m", "benchmarks.ingest", "--child", method, "--log", str(log),
-                          "--work", str(work)], capture_output=True, text=True, check=False,
-                         cwd=Path(__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ingest", "--child", method, "--log", str(log), "--work", str(work)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     if out.returncode != 0:
         raise SystemExit(f"benchmark child {method!r} failed:\n{out.stderr.strip()}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -133,8 +145,9 @@ class Row:
     rows: int
 
 
-def run(lines: int, repeat: int = 1, methods: list[str] | None = None, failures: bool = False,
-        keep: Path | None = None) -> list[Row]:
+def run(
+    lines: int, repeat: int = 1, methods: list[str] | None = None, failures: bool = False, keep: Path | None = None
+) -> list[Row]:
     methods = methods or list(METHODS)
     with tempfile.TemporaryDirectory(prefix="pgfs-bench-", dir=keep) as d:
         work = Path(d)
@@ -142,14 +155,28 @@ def run(lines: int, repeat: int = 1, methods: list[str] | None = None, failures:
         t0 = time.perf_counter()
         # in a child too: this process stays small, so the children it forks start small (Linux
         # carries a parent's peak RSS over fork+exec into the child's ru_maxrss)
-        gen = subprocess.run([sys.executable, "-m", "benchmarks.ingest", "--generate", str(log), "--lines",
-                              str(lines), *(["--failures"] if failures else [])], capture_output=True, text=True,
-                             check=False, cwd=Path(__file__).resolve().parent.parent)
+        gen = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.ingest",
+                "--generate",
+                str(log),
+                "--lines",
+                str(lines),
+                *(["--failures"] if failures else []),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         if gen.returncode != 0:
             raise SystemExit(f"generating the log failed:\n{gen.stderr.strip()}")
         size_mb = log.stat().st_size / 1e6
-        print(f"generated {lines:,} lines ({size_mb:,.0f} MB) in {time.perf_counter() - t0:.1f} s: {log}",
-              file=sys.stderr)
+        print(
+            f"generated {lines:,} lines ({size_mb:,.0f} MB) in {time.perf_counter() - t0:.1f} s: {log}", file=sys.stderr
+        )
         samples: dict[str, list[dict[str, object]]] = {m: [] for m in methods}
         for i in range(repeat):
             for m in methods:  # interleaved: a burst of load elsewhere hits every method alike
@@ -157,39 +184,56 @@ def run(lines: int, repeat: int = 1, methods: list[str] | None = None, failures:
                 print(f"  [{i + 1}/{repeat}] {m}: {samples[m][-1]['seconds']:.2f} s", file=sys.stderr)
     out = []
     for m, runs in samples.items():
-        out.append(Row(m, min(float(r["seconds"]) for r in runs),  # type: ignore[arg-type]
-                       statistics.median(float(r["cpu_s"]) for r in runs),  # type: ignore[arg-type]
-                       max(float(r["peak_rss_mb"]) for r in runs), int(runs[0]["rows"])))  # type: ignore[arg-type]
+        out.append(
+            Row(
+                m,
+                min(float(r["seconds"]) for r in runs),  # type: ignore[arg-type]
+                statistics.median(float(r["cpu_s"]) for r in runs),  # type: ignore[arg-type]
+                max(float(r["peak_rss_mb"]) for r in runs),
+                int(runs[0]["rows"]),
+            )
+        )  # type: ignore[arg-type]
     return out
 
 
 def table(rows: list[Row], lines: int, repeat: int) -> str:
     base = next((r for r in rows if r.method == "duckdb"), None)
-    head = (f"ingest benchmark: pgbench per-transaction log, {lines:,} lines; {repeat} run(s) per method; "
-            f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    out = [head, "",
-           f"{'method':28s} {'wall s':>8s} {'x duckdb':>9s} {'cpu s':>8s} {'x duckdb':>9s} {'peak RSS MB':>12s} "
-           f"{'rows':>12s}",
-           f"{'':28s} {'(best)':>8s} {'':>9s} {'(median)':>8s}",
-           "-" * 92]
+    head = (
+        f"ingest benchmark: pgbench per-transaction log, {lines:,} lines; {repeat} run(s) per method; "
+        f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+    out = [
+        head,
+        "",
+        f"{'method':28s} {'wall s':>8s} {'x duckdb':>9s} {'cpu s':>8s} {'x duckdb':>9s} {'peak RSS MB':>12s} "
+        f"{'rows':>12s}",
+        f"{'':28s} {'(best)':>8s} {'':>9s} {'(median)':>8s}",
+        "-" * 92,
+    ]
     for r in rows:
         wall_x = f"{r.seconds / base.seconds:.2f}x" if base else "-"
         cpu_x = f"{r.cpu_s / base.cpu_s:.2f}x" if base else "-"
-        out.append(f"{METHODS[r.method]:28s} {r.seconds:8.2f} {wall_x:>9s} {r.cpu_s:8.2f} {cpu_x:>9s} "
-                   f"{r.peak_rss_mb:12.0f} {r.rows:12,d}")
+        out.append(
+            f"{METHODS[r.method]:28s} {r.seconds:8.2f} {wall_x:>9s} {r.cpu_s:8.2f} {cpu_x:>9s} "
+            f"{r.peak_rss_mb:12.0f} {r.rows:12,d}"
+        )
     lab = next((r for r in rows if r.method == "lab"), None)
     if base and lab:
         ratio, cpu_ratio = lab.seconds / base.seconds, lab.cpu_s / base.cpu_s
         verdict = "within" if ratio <= TARGET else "OVER"
-        out += ["", f"lab ingest: {ratio:.2f}x the bare DuckDB scan in wall time, {cpu_ratio:.2f}x in CPU time "
-                    f"(target <= {TARGET}x): {verdict} target"]
+        out += [
+            "",
+            f"lab ingest: {ratio:.2f}x the bare DuckDB scan in wall time, {cpu_ratio:.2f}x in CPU time "
+            f"(target <= {TARGET}x): {verdict} target",
+        ]
     out.append("(peak RSS includes the interpreter and its imports; cpu s: user+sys of the timed work, all threads)")
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ingest", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.ingest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--lines", type=int, default=10_000_000, help="lines of the generated log [10,000,000]")
     p.add_argument("--repeat", type=int, default=1, help="runs per method, interleaved; medians reported [1]")
     p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {', '.join(METHODS)}")

@@ -12,8 +12,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # PyPI name -> conda-forge name, where they differ
-CONDA_NAME = {"duckdb": "python-duckdb", "snakemake": "snakemake-minimal", "psycopg[binary]": "psycopg",
-              "IPython": "ipython", "pyyaml": "pyyaml", "pypandoc_binary": "pypandoc"}
+CONDA_NAME = {
+    "duckdb": "python-duckdb",
+    "snakemake": "snakemake-minimal",
+    "psycopg[binary]": "psycopg",
+    "IPython": "ipython",
+    "pyyaml": "pyyaml",
+    "pypandoc_binary": "pypandoc",
+}
 PIP_ONLY = {"typst", "vl-convert-python"}  # not on conda-forge at the lab's versions: installed by pip
 
 

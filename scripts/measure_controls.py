@@ -29,15 +29,24 @@ def timed(fn) -> float:
 
 
 def summary(xs: list[float], scale: float = 1000.0) -> dict[str, float]:
-    return {"median": round(statistics.median(xs) * scale, 1), "min": round(min(xs) * scale, 1),
-            "max": round(max(xs) * scale, 1), "n": len(xs)}
+    return {
+        "median": round(statistics.median(xs) * scale, 1),
+        "min": round(min(xs) * scale, 1),
+        "max": round(max(xs) * scale, 1),
+        "n": len(xs),
+    }
 
 
 def target_times(wd: Path, repeats: int) -> dict[str, dict]:
     out: dict[str, dict] = {}
-    kinds = {"ext4": {"fs": "ext4"}, "ext4-data=writeback": {"fs": "ext4", "mount_options": ["data=writeback"]},
-             "xfs": {"fs": "xfs"}, "btrfs": {"fs": "btrfs"}, "btrfs-nodatacow": {"fs": "btrfs", "mount_options": ["nodatacow"]},
-             "tmpfs": {"fs": "tmpfs"}}
+    kinds = {
+        "ext4": {"fs": "ext4"},
+        "ext4-data=writeback": {"fs": "ext4", "mount_options": ["data=writeback"]},
+        "xfs": {"fs": "xfs"},
+        "btrfs": {"fs": "btrfs"},
+        "btrfs-nodatacow": {"fs": "btrfs", "mount_options": ["nodatacow"]},
+        "tmpfs": {"fs": "tmpfs"},
+    }
     for label, extra in kinds.items():
         spec = {"size_gb": 1, "mkfs_options": [], "mount_options": [], "direct_io": True, **extra}
         create, mount = [], []
@@ -55,8 +64,9 @@ def device_check_time(tmp: Path, repeats: int) -> dict[str, float]:
     img = tmp / "dev.img"
     with open(img, "wb") as fh:
         fh.truncate(2**30)
-    dev = subprocess.run(["losetup", "--find", "--show", str(img)], check=True, capture_output=True,
-                         text=True).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
     try:
         xs = [timed(lambda: blockdev.check_device(dev, target="m", fs="ext4")) for _ in range(repeats)]
     finally:
@@ -68,13 +78,19 @@ def throttle_accuracy(tmp: Path) -> list[dict]:
     img = tmp / "throttle.img"
     with open(img, "wb") as fh:
         fh.truncate(256 * 2**20)
-    dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(img)], check=True,
-                         capture_output=True, text=True).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", "--direct-io=on", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
     rows = []
     try:
-        for kind, value, seconds in (("read_bps", 5_000_000, 2), ("read_bps", 20_000_000, 2),
-                                     ("write_bps", 5_000_000, 2), ("read_iops", 50, 2), ("read_iops", 200, 2),
-                                     ("write_iops", 100, 2)):
+        for kind, value, seconds in (
+            ("read_bps", 5_000_000, 2),
+            ("read_bps", 20_000_000, 2),
+            ("write_bps", 5_000_000, 2),
+            ("read_iops", 50, 2),
+            ("read_iops", 200, 2),
+            ("write_iops", 100, 2),
+        ):
             bs = 65536 if kind.endswith("bps") else 4096
             count = int(value * seconds / bs) if kind.endswith("bps") else value * seconds
             if kind.startswith("read"):
@@ -84,8 +100,15 @@ def throttle_accuracy(tmp: Path) -> list[dict]:
             with cgroups.limited(f"measure-{os.getpid()}", cgroups.Limits(device=dev, **{kind: value})) as cg:
                 took = timed(lambda cg=cg, cmd=cmd: subprocess.run(cg.command(cmd), check=True, capture_output=True))
             achieved = (count * bs if kind.endswith("bps") else count) / took
-            rows.append({"limit": kind, "value": value, "seconds": round(took, 3),
-                         "achieved": round(achieved), "achieved_over_limit": round(achieved / value, 3)})
+            rows.append(
+                {
+                    "limit": kind,
+                    "value": value,
+                    "seconds": round(took, 3),
+                    "achieved": round(achieved),
+                    "achieved_over_limit": round(achieved / value, 3),
+                }
+            )
     finally:
         subprocess.run(["losetup", "-d", dev], check=True)
     return rows

@@ -115,12 +115,15 @@ def machine_is_quiet() -> tuple[bool, str]:
             continue
         lab_run = b"pgfslab" in args and (b"run-one" in args or b"prepare" in args)
         if comm in BENCHMARK_CLIENTS or lab_run:
-            busy.append(f"{comm if not lab_run else 'pgfslab ' + args[args.index(b'pgfslab') + 1].decode()} "
-                        f"(pid {p.name})")
+            busy.append(
+                f"{comm if not lab_run else 'pgfslab ' + args[args.index(b'pgfslab') + 1].decode()} (pid {p.name})"
+            )
     if busy:
-        return False, (f"a benchmark or lab run is going on ({', '.join(busy[:3])}): changing machine-wide vm "
-                       "settings, dropping caches or writing hundreds of MB now would perturb its measurements; "
-                       "set PGFS_LAB_ALLOW_HOST_CHANGES=1 to run anyway")
+        return False, (
+            f"a benchmark or lab run is going on ({', '.join(busy[:3])}): changing machine-wide vm "
+            "settings, dropping caches or writing hundreds of MB now would perturb its measurements; "
+            "set PGFS_LAB_ALLOW_HOST_CHANGES=1 to run anyway"
+        )
     return True, ""
 
 
@@ -132,8 +135,9 @@ def leftovers(root: Path, study: str | None = None) -> list[str]:
     root_s = str(root.resolve())
     with open("/proc/self/mounts") as fh:
         found += [f"mount {line.split()[1]}" for line in fh if line.split()[1].startswith(root_s)]
-    loops = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
-                           capture_output=True, text=True).stdout
+    loops = subprocess.run(
+        ["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"], capture_output=True, text=True
+    ).stdout
     found += [f"loop {line}" for line in loops.splitlines() if root_s in line]
     for p in Path("/proc").iterdir():
         if not p.name.isdigit() or int(p.name) == os.getpid():
@@ -143,8 +147,10 @@ def leftovers(root: Path, study: str | None = None) -> list[str]:
             cwd = os.readlink(p / "cwd")
         except OSError:
             continue
-        if cwd.startswith(root_s + "/data/work") or (root_s in cmdline and any(
-                t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "durability.py"))):
+        if cwd.startswith(root_s + "/data/work") or (
+            root_s in cmdline
+            and any(t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "durability.py"))
+        ):
             found.append(f"process {p.name}: {cmdline}")
     if study:
         found += [f"cgroup {d}" for d in glob.glob(f"/sys/fs/cgroup/*/**/pgfs-lab/{study}-*", recursive=True)]

@@ -44,17 +44,17 @@ PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
 
 @dataclass
 class Execution:
-    notebook: str            # notebook file stem
-    name: str                # output name (<notebook>[-<workload>])
+    notebook: str  # notebook file stem
+    name: str  # output name (<notebook>[-<workload>])
     study: str
-    output: Path             # executed notebook
+    output: Path  # executed notebook
     returncode: int
     log: str
 
 
 @dataclass
 class Study:
-    name: str                # folder under tests/data/studies/ (= the study's name)
+    name: str  # folder under tests/data/studies/ (= the study's name)
     raw: Path
     db: Path
     figures: Path
@@ -88,8 +88,13 @@ def notebooks_for(cfg: dict) -> list[registry.Job]:
 
 
 def ingest(raw: Path, db: Path, *extra: str) -> None:
-    res = subprocess.run([PY, "-m", "pgfslab", "ingest-study", "--raw", str(raw), "--db", str(db), *extra],
-                         cwd=REPO, env=ENV, capture_output=True, text=True)
+    res = subprocess.run(
+        [PY, "-m", "pgfslab", "ingest-study", "--raw", str(raw), "--db", str(db), *extra],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         raise RuntimeError(f"ingest-study {raw} failed:\n{res.stdout}\n{res.stderr}")
 
@@ -138,9 +143,16 @@ def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int,
 
     kwargs = {"km": km} if (km := warm_kernel()) is not None else {}
     try:
-        pm.execute_notebook(str(NOTEBOOKS / f"{notebook}.ipynb"), str(out),
-                            parameters={k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()},
-                            kernel_name="python3", progress_bar=False, cwd=str(NOTEBOOKS), log_output=False, **kwargs)
+        pm.execute_notebook(
+            str(NOTEBOOKS / f"{notebook}.ipynb"),
+            str(out),
+            parameters={k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()},
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(NOTEBOOKS),
+            log_output=False,
+            **kwargs,
+        )
     except pm.PapermillExecutionError as exc:
         return 1, f"{exc.ename}: {exc.evalue}"
     return 0, ""
@@ -162,9 +174,17 @@ def _paper(st: Study) -> tuple[Path | None, str]:
     pdf = out / f"{st.study}.pdf"
     try:
         km = warm_kernel()
-        paper.build(st.db, st.study, REPO / "paper" / "whitepaper.ipynb", out / "paper.ipynb", pdf,
-                    out / f"{st.study}.html", figures_dir=st.figures, tables_dir=st.tables,
-                    papermill_options={"km": km} if km is not None else None)
+        paper.build(
+            st.db,
+            st.study,
+            REPO / "paper" / "whitepaper.ipynb",
+            out / "paper.ipynb",
+            pdf,
+            out / f"{st.study}.html",
+            figures_dir=st.figures,
+            tables_dir=st.tables,
+            papermill_options={"km": km} if km is not None else None,
+        )
     except Exception as exc:  # reported by the paper tests
         return None, f"{type(exc).__name__}: {exc}"
     return pdf, ""
@@ -183,8 +203,9 @@ def studies() -> dict[str, Study]:
         base = workdir() / name
         db = base / f"{name}.duckdb"
         db.parent.mkdir(parents=True, exist_ok=True)
-        out[name] = Study(name, raw, db, base / "figures", base / "tables",
-                          yaml.safe_load((raw / "study.yaml").read_text()))
+        out[name] = Study(
+            name, raw, db, base / "figures", base / "tables", yaml.safe_load((raw / "study.yaml").read_text())
+        )
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         list(pool.map(lambda st: ingest(st.raw, st.db), out.values()))
         jobs = [(st, job) for st in out.values() for job in notebooks_for(st.cfg)]
@@ -229,8 +250,12 @@ def _missing(item: tuple[str, tuple[Path, str, str | None]]) -> Execution:
     nb, (db, study, wl) = item
     out = workdir() / "missing" / f"{nb}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    params: dict[str, object] = {"db": db, "study": study, "figures_dir": workdir() / "missing" / "figs",
-                                 "tables_dir": workdir() / "missing" / "tables"}
+    params: dict[str, object] = {
+        "db": db,
+        "study": study,
+        "figures_dir": workdir() / "missing" / "figs",
+        "tables_dir": workdir() / "missing" / "tables",
+    }
     if wl:
         params["workload"] = wl
     rc, log = papermill(nb, out, params)

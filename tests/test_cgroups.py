@@ -40,8 +40,9 @@ def cgroup_of(pid: int, controller: str) -> str:
 
 
 def test_limits_from_config():
-    lim = cgroups.limits_from_config({"memory_limit_mb": 64, "blkio": {"read_bps": "5MB", "write_iops": 100}},
-                                     "/dev/loop7")
+    lim = cgroups.limits_from_config(
+        {"memory_limit_mb": 64, "blkio": {"read_bps": "5MB", "write_iops": 100}}, "/dev/loop7"
+    )
     assert lim == cgroups.Limits(64 * MiB, "/dev/loop7", 5_000_000, None, None, 100)
     assert lim.controllers() == ["memory", "io"]
     with pytest.raises(LabError, match="needs a block device"):
@@ -90,8 +91,9 @@ def test_page_cache_stays_within_the_limit(tmp_path):
     with open(f, "wb") as fh:
         fh.truncate(300 * MiB)
     with cgroups.limited(name("cache"), cgroups.Limits(memory_bytes=64 * MiB)) as cg:
-        res = subprocess.run(cg.command(["dd", f"if={f}", "of=/dev/null", "bs=1M"]), capture_output=True,
-                             text=True, timeout=60)
+        res = subprocess.run(
+            cg.command(["dd", f"if={f}", "of=/dev/null", "bs=1M"]), capture_output=True, text=True, timeout=60
+        )
         usage = cg.usage()["memory"]
     assert res.returncode == 0, res.stderr
     assert "314572800 bytes" in res.stderr
@@ -109,8 +111,12 @@ def test_writing_a_file_stays_within_the_limit(tmp_path):
         pytest.skip(why)
     f = tmp_path / "written"
     with cgroups.limited(name("write"), cgroups.Limits(memory_bytes=64 * MiB)) as cg:
-        res = subprocess.run(cg.command(["dd", "if=/dev/zero", f"of={f}", "bs=1M", "count=300"]),
-                             capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            cg.command(["dd", "if=/dev/zero", f"of={f}", "bs=1M", "count=300"]),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         usage = cg.usage()["memory"]
     assert res.returncode == 0, res.stderr
     assert f.stat().st_size == 300 * MiB
@@ -206,6 +212,7 @@ def test_wrapper_errors_are_clear():
     with cgroups.limited(name("err"), cgroups.Limits(memory_bytes=256 * MiB)) as cg:
         res = subprocess.run(cg.command(["pgfs-lab-no-such-command"]), capture_output=True, text=True)
     assert res.returncode == 127 and "command not found" in res.stderr
-    res = subprocess.run([sys.executable, str(cgroups.CGEXEC), "/etc/passwd", "--", "true"], capture_output=True,
-                         text=True)
+    res = subprocess.run(
+        [sys.executable, str(cgroups.CGEXEC), "/etc/passwd", "--", "true"], capture_output=True, text=True
+    )
     assert res.returncode == 126 and "not a cgroup.procs file" in res.stderr

@@ -26,10 +26,12 @@ def _theme() -> None:
 
 def progress_frame(seconds: int = 40, repeats: int = 2, seed: int = 3) -> pl.DataFrame:
     rng = random.Random(seed)
-    rows = [{"run_id": f"{t}-{r}", "target": t, "repeat": r, "t_s": float(s),
-             "tps": base + rng.gauss(0, 80)}
-            for t, base in zip(TARGETS, (1400.0, 1500.0, 900.0)) for r in range(1, repeats + 1)
-            for s in range(1, seconds + 1)]
+    rows = [
+        {"run_id": f"{t}-{r}", "target": t, "repeat": r, "t_s": float(s), "tps": base + rng.gauss(0, 80)}
+        for t, base in zip(TARGETS, (1400.0, 1500.0, 900.0))
+        for r in range(1, repeats + 1)
+        for s in range(1, seconds + 1)
+    ]
     return pl.DataFrame(rows)
 
 
@@ -39,15 +41,20 @@ def latency_frame() -> pl.DataFrame:
     for t in TARGETS:
         for s in range(1, 31):
             p = sorted(rng.expovariate(0.5) for _ in range(200))
-            rows.append({"target": t, "t_s": float(s), **{f"p{q}": p[int(q / 100 * 199)] for q in (25, 50, 75, 95, 99)}})
+            rows.append(
+                {"target": t, "t_s": float(s), **{f"p{q}": p[int(q / 100 * 199)] for q in (25, 50, 75, 95, 99)}}
+            )
     return pl.DataFrame(rows)
 
 
 def cells_frame() -> pl.DataFrame:
-    return pl.DataFrame({
-        "clients": [1, 4, 1, 4, 1, 4], "target": ["ext4", "ext4", "xfs", "xfs", "btrfs", "btrfs"],
-        "median": [500.0, 1500.0, 450.0, 1400.0, 300.0, 900.0],
-    }).with_columns(lo=pl.col("median") * 0.9, hi=pl.col("median") * 1.1)
+    return pl.DataFrame(
+        {
+            "clients": [1, 4, 1, 4, 1, 4],
+            "target": ["ext4", "ext4", "xfs", "xfs", "btrfs", "btrfs"],
+            "median": [500.0, 1500.0, 450.0, 1400.0, 300.0, 900.0],
+        }
+    ).with_columns(lo=pl.col("median") * 0.9, hi=pl.col("median") * 1.1)
 
 
 def all_charts() -> dict[str, alt.TopLevelMixin]:
@@ -56,12 +63,30 @@ def all_charts() -> dict[str, alt.TopLevelMixin]:
     cells = cells_frame()
     return {
         "throughput": charts.throughput_small_multiples(prog, facet="target", color_scale=colors, title="tpcb"),
-        "bars": charts.grouped_bars_with_error(cells, "clients", "median", "target", "lo", "hi", colors,
-                                               x_title="clients", y_title="median throughput (tps)"),
+        "bars": charts.grouped_bars_with_error(
+            cells,
+            "clients",
+            "median",
+            "target",
+            "lo",
+            "hi",
+            colors,
+            x_title="clients",
+            y_title="median throughput (tps)",
+        ),
         "percentiles": charts.percentile_bands(latency_frame(), "t_s", facet="target", color_scale=colors),
-        "scaling": charts.scaling_curve(cells, "clients", "median", "target", [(2, "2 CPUs")], color_scale=colors,
-                                        err_low="lo", err_high="hi", x_title="clients",
-                                        y_title="median throughput (tps)"),
+        "scaling": charts.scaling_curve(
+            cells,
+            "clients",
+            "median",
+            "target",
+            [(2, "2 CPUs")],
+            color_scale=colors,
+            err_low="lo",
+            err_high="hi",
+            x_title="clients",
+            y_title="median throughput (tps)",
+        ),
     }
 
 
@@ -89,8 +114,13 @@ def color_map(spec: Any) -> dict[str, str]:
 
 
 def test_moving_average_is_trailing_and_per_group() -> None:
-    df = pl.DataFrame({"run_id": ["a"] * 6 + ["b"] * 3, "t_s": [1.0, 2, 3, 4, 5, 7, 1, 2, 3],
-                       "tps": [10.0, 20, 30, 40, 50, 70, 1, 2, 3]})
+    df = pl.DataFrame(
+        {
+            "run_id": ["a"] * 6 + ["b"] * 3,
+            "t_s": [1.0, 2, 3, 4, 5, 7, 1, 2, 3],
+            "tps": [10.0, 20, 30, 40, 50, 70, 1, 2, 3],
+        }
+    )
     shuffled = df.sample(fraction=1.0, shuffle=True, seed=1)
     out = charts.moving_average(shuffled, "tps", window_s=3, by=["run_id"])
     got = {(r["run_id"], r["t_s"]): r["tps_ma3"] for r in out.iter_rows(named=True)}
@@ -110,16 +140,22 @@ def test_moving_average_matches_pure_python_on_15_s() -> None:
     out = charts.moving_average(df, "tps", 15, by="run_id")
     for run, grp in out.group_by("run_id"):
         tps = grp["tps"].to_list()
-        expected = [sum(tps[max(0, i - 14):i + 1]) / len(tps[max(0, i - 14):i + 1]) for i in range(len(tps))]
+        expected = [sum(tps[max(0, i - 14) : i + 1]) / len(tps[max(0, i - 14) : i + 1]) for i in range(len(tps))]
         assert grp["tps_ma15"].to_list() == pytest.approx(expected), run
 
 
 def test_downsample_keeps_bound_and_extremes() -> None:
     n = 10_000
-    big = pl.DataFrame({"g": ["a"] * n + ["b"] * n, "t": [float(i) for i in range(n)] * 2,
-                        "v": [float((i * 7919) % 1000) for i in range(2 * n)]})
-    big = big.with_columns(pl.when((pl.col("g") == "a") & (pl.col("t") == 4321)).then(5000.0)
-                           .otherwise(pl.col("v")).alias("v"))  # one spike
+    big = pl.DataFrame(
+        {
+            "g": ["a"] * n + ["b"] * n,
+            "t": [float(i) for i in range(n)] * 2,
+            "v": [float((i * 7919) % 1000) for i in range(2 * n)],
+        }
+    )
+    big = big.with_columns(
+        pl.when((pl.col("g") == "a") & (pl.col("t") == 4321)).then(5000.0).otherwise(pl.col("v")).alias("v")
+    )  # one spike
     small = pl.DataFrame({"g": ["c"] * 50, "t": [float(i) for i in range(50)], "v": [1.0] * 50})
     out = charts.downsample_time(pl.concat([big, small]), "t", "v", max_points=200, by="g")
     sizes = dict(out.group_by("g").len().iter_rows())
@@ -193,10 +229,12 @@ def test_save_chart_writes_vector_svg_pdf_and_png(tmp_path: Path, name: str) -> 
     svg = paths["svg"].read_text()
     texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     assert texts, "SVG text must be <text> elements, not paths"
-    wanted = {"throughput": ["time since start (s)", "throughput (tps)", "ext4"],
-              "bars": ["clients", "median throughput (tps)", "btrfs"],
-              "percentiles": ["time since start (s)", "latency (ms)", "p25–p50"],
-              "scaling": ["clients", "median throughput (tps)", "2 CPUs"]}[name]
+    wanted = {
+        "throughput": ["time since start (s)", "throughput (tps)", "ext4"],
+        "bars": ["clients", "median throughput (tps)", "btrfs"],
+        "percentiles": ["time since start (s)", "latency (ms)", "p25–p50"],
+        "scaling": ["clients", "median throughput (tps)", "2 CPUs"],
+    }[name]
     for title in wanted:
         assert title in texts, (title, texts[:20])
     assert "Liberation Sans" in svg
@@ -261,8 +299,12 @@ def test_cell_panels_one_row_per_target_one_column_per_client_count() -> None:
     df = pl.DataFrame({"target_label": ["ext4", "ext4", "xfs", "xfs"], "clients": [1, 16, 1, 16]})
     labelled, n_cols = charts.cell_panels(df)
     assert n_cols == 2
-    assert labelled["panel"].to_list() == ["ext4 ·  1 client", "ext4 · 16 clients",
-                                           "xfs ·  1 client", "xfs · 16 clients"]
+    assert labelled["panel"].to_list() == [
+        "ext4 ·  1 client",
+        "ext4 · 16 clients",
+        "xfs ·  1 client",
+        "xfs · 16 clients",
+    ]
     # sorted ascending (as the facet sorts), panels fill rows target by target
     assert sorted(labelled["panel"].to_list()) == labelled["panel"].to_list()
 
@@ -276,11 +318,16 @@ def test_panel_labels_keep_only_what_varies() -> None:
 
 
 def test_timeline_shades_windows_and_marks_events(tmp_path: Path) -> None:
-    rows = [{"panel": p, "key": k, "t_s": float(t), "MiB": float(t * (2 if k == "Dirty" else 1))}
-            for p in ("ext4", "xfs") for k in ("Dirty", "Writeback") for t in range(30)]
+    rows = [
+        {"panel": p, "key": k, "t_s": float(t), "MiB": float(t * (2 if k == "Dirty" else 1))}
+        for p in ("ext4", "xfs")
+        for k in ("Dirty", "Writeback")
+        for t in range(30)
+    ]
     windows = pl.DataFrame({"panel": ["ext4", "xfs"], "start_s": [5.0, 12.0], "end_s": [9.0, 12.0]})
-    chart = charts.timeline_with_windows(pl.DataFrame(rows), "t_s", "MiB", "key", "panel", windows,
-                                         title="dirty", y_title="MiB")
+    chart = charts.timeline_with_windows(
+        pl.DataFrame(rows), "t_s", "MiB", "key", "panel", windows, title="dirty", y_title="MiB"
+    )
     spec = charts.chart_spec(chart)
     marks = [lay["mark"]["type"] if isinstance(lay["mark"], dict) else lay["mark"] for lay in spec["spec"]["layer"]]
     assert marks == ["rect", "rule", "line"]  # a window is shaded, an instant is a dashed rule
@@ -290,19 +337,33 @@ def test_timeline_shades_windows_and_marks_events(tmp_path: Path) -> None:
 
 
 def test_grouped_bars_log_axis_draws_dots_with_independent_panels() -> None:
-    df = pl.DataFrame({"bench": ["a", "a", "b", "b"], "stat": ["p50", "p99"] * 2, "target": ["ext4"] * 4,
-                       "ms": [0.02, 0.5, 3.0, 90.0]})
-    spec = charts.chart_spec(charts.grouped_bars_with_error(df, "stat", "ms", "target", column="bench", log_y=True,
-                                                            resolve_y="independent", columns=2, x_sort=None))
+    df = pl.DataFrame(
+        {
+            "bench": ["a", "a", "b", "b"],
+            "stat": ["p50", "p99"] * 2,
+            "target": ["ext4"] * 4,
+            "ms": [0.02, 0.5, 3.0, 90.0],
+        }
+    )
+    spec = charts.chart_spec(
+        charts.grouped_bars_with_error(
+            df, "stat", "ms", "target", column="bench", log_y=True, resolve_y="independent", columns=2, x_sort=None
+        )
+    )
     assert spec["spec"]["layer"][0]["mark"]["type"] == "point"
     assert spec["spec"]["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
     assert spec["resolve"]["scale"]["y"] == "independent" and spec["columns"] == 2
 
 
 def test_comparison_dots_stack_one_panel_per_measure(tmp_path: Path) -> None:
-    df = pl.DataFrame({"kind": ["tps", "tps", "tps", "savings %"], "item": ["a", "b", "c", "zstd"],
-                       "source": ["this lab", "published", "this lab", "published"],
-                       "value": [100.0, 50_000.0, 0.0, 60.0]})
+    df = pl.DataFrame(
+        {
+            "kind": ["tps", "tps", "tps", "savings %"],
+            "item": ["a", "b", "c", "zstd"],
+            "source": ["this lab", "published", "this lab", "published"],
+            "value": [100.0, 50_000.0, 0.0, 60.0],
+        }
+    )
     chart = charts.comparison_dots(df, "value", "item", "source", "kind")
     spec = charts.chart_spec(chart)
     assert len(spec["vconcat"]) == 2

@@ -21,8 +21,9 @@ TPS = {
 }
 
 
-def build_db(path: Path, tps: dict[tuple[str, str, int], list[float]] = TPS, study: str = "s1",
-             failed_run: bool = True) -> Path:
+def build_db(
+    path: Path, tps: dict[tuple[str, str, int], list[float]] = TPS, study: str = "s1", failed_run: bool = True
+) -> Path:
     con = duckdb.connect(str(path))
     try:
         ingest.create_schema(con)
@@ -34,12 +35,18 @@ def build_db(path: Path, tps: dict[tuple[str, str, int], list[float]] = TPS, stu
                 con.execute(
                     "INSERT INTO runs (run_id, study, status, target, target_label, fs, fallback, workload, builtin,"
                     " clients, repeat, plan_index) VALUES (?, ?, 'ok', ?, ?, ?, false, ?, ?, ?, ?, ?)",
-                    [run_id, study, target, target, target, workload, workload, clients, repeat, i])
-                con.execute("INSERT INTO pgbench_summary (run_id, tps, latency_avg_ms) VALUES (?, ?, ?)",
-                            [run_id, v, 1000.0 * clients / v])
+                    [run_id, study, target, target, target, workload, workload, clients, repeat, i],
+                )
+                con.execute(
+                    "INSERT INTO pgbench_summary (run_id, tps, latency_avg_ms) VALUES (?, ?, ?)",
+                    [run_id, v, 1000.0 * clients / v],
+                )
         if failed_run:  # a failed run without a summary must be ignored, not counted as a repeat
-            con.execute("INSERT INTO runs (run_id, study, status, target, workload, clients, repeat, plan_index)"
-                        " VALUES (?, ?, 'failed', 'xfs', 'tpcb', 1, 99, 999)", [f"{study}-failed", study])
+            con.execute(
+                "INSERT INTO runs (run_id, study, status, target, workload, clients, repeat, plan_index)"
+                " VALUES (?, ?, 'failed', 'xfs', 'tpcb', 1, 99, 999)",
+                [f"{study}-failed", study],
+            )
     finally:
         con.close()
     return path
@@ -74,16 +81,46 @@ def test_fail_on_regression_exit_code(db, capsys):
     # the other way round xfs -> ext4 at 1 client is an improvement; select gets slower: regression
     assert main(["compare", "--db", str(db), "--baseline", "xfs", "--candidate", "ext4", "--fail-on-regression"]) == 1
     # without the regressing cells there is nothing to fail on
-    assert main(["compare", "--db", str(db), "--baseline", "ext4", "--candidate", "xfs", "--workload", "select",
-                 "--fail-on-regression"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--db",
+                str(db),
+                "--baseline",
+                "ext4",
+                "--candidate",
+                "xfs",
+                "--workload",
+                "select",
+                "--fail-on-regression",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "tpcb/c=1" not in out.split("study s1")[-1]
 
 
 def test_latency_metric_lower_is_better(db, capsys):
     # latency = 1000 * clients / tps: xfs at 1 client has the higher latency -> regression
-    assert main(["compare", "--db", str(db), "--baseline", "ext4", "--candidate", "xfs", "--metric",
-                 "latency_avg_ms", "--fail-on-regression"]) == 1
+    assert (
+        main(
+            [
+                "compare",
+                "--db",
+                str(db),
+                "--baseline",
+                "ext4",
+                "--candidate",
+                "xfs",
+                "--metric",
+                "latency_avg_ms",
+                "--fail-on-regression",
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     assert "latency_avg_ms (lower is better)" in out
     assert rows(out)["tpcb/c=1"][7].startswith("+")
@@ -92,8 +129,23 @@ def test_latency_metric_lower_is_better(db, capsys):
 def test_small_samples_never_significant(tmp_path, capsys):
     tps = {("ext4", "tpcb", 1): [100.0, 101, 99], ("xfs", "tpcb", 1): [50.0, 51, 49]}
     db = build_db(tmp_path / "small.duckdb", tps)
-    assert main(["compare", "--db", str(db), "--baseline", "ext4", "--candidate", "xfs", "--adjust", "none",
-                 "--fail-on-regression"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--db",
+                str(db),
+                "--baseline",
+                "ext4",
+                "--candidate",
+                "xfs",
+                "--adjust",
+                "none",
+                "--fail-on-regression",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "~" in rows(out)["tpcb/c=1"] and "(p=0.100" in rows(out)["tpcb/c=1"]
     assert "need >= 4 samples to detect a difference at alpha level 0.05" in out
@@ -104,12 +156,57 @@ def test_adjust_none_vs_holm(tmp_path, capsys):
     sep = ([100.0, 101, 102, 103], [90.0, 91, 92, 93])
     tps = {(t, "tpcb", c): sep[i] for c in (1, 2, 4) for i, t in enumerate(("ext4", "xfs"))}
     db = build_db(tmp_path / "three.duckdb", tps)
-    assert main(["compare", "--db", str(db), "--baseline", "ext4", "--candidate", "xfs", "--adjust", "none",
-                 "--fail-on-regression"]) == 1
-    assert main(["compare", "--db", str(db), "--baseline", "ext4", "--candidate", "xfs", "--adjust", "holm",
-                 "--fail-on-regression"]) == 0
-    assert main(["compare", "--db", str(db), "--baseline", "ext4", "--candidate", "xfs", "--adjust", "bh",
-                 "--fail-on-regression"]) == 1  # BH: 3 x 0.029 / 3 = 0.029 < 0.05
+    assert (
+        main(
+            [
+                "compare",
+                "--db",
+                str(db),
+                "--baseline",
+                "ext4",
+                "--candidate",
+                "xfs",
+                "--adjust",
+                "none",
+                "--fail-on-regression",
+            ]
+        )
+        == 1
+    )
+    assert (
+        main(
+            [
+                "compare",
+                "--db",
+                str(db),
+                "--baseline",
+                "ext4",
+                "--candidate",
+                "xfs",
+                "--adjust",
+                "holm",
+                "--fail-on-regression",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "compare",
+                "--db",
+                str(db),
+                "--baseline",
+                "ext4",
+                "--candidate",
+                "xfs",
+                "--adjust",
+                "bh",
+                "--fail-on-regression",
+            ]
+        )
+        == 1
+    )  # BH: 3 x 0.029 / 3 = 0.029 < 0.05
     capsys.readouterr()
 
 

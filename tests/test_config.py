@@ -98,17 +98,24 @@ def test_default_study_meets_its_brief():
 
 # --- target kinds, os, resources and snapshots sections ------------------------------------------
 
+
 def full() -> dict:
     cfg = base()
-    cfg["targets"].update({
-        "wb": {"fs": "ext4", "mount_options": ["data=writeback"]},
-        "nocow": {"fs": "btrfs", "mount_options": ["nodatacow"]},
-        "ram": {"fs": "tmpfs", "size_gb": 2},
-        "host": {"fs": "existing", "path": "/srv/pg"},
-        "disk": {"fs": "btrfs", "device": "/dev/disk/by-id/nvme-XYZ", "format": True},
-    })
-    cfg["os"] = {"vm_dirty_background_bytes": "32MB", "vm_dirty_bytes": 1073741824,
-                 "vm": {"dirty_expire_centisecs": 500}, "drop_caches": True}
+    cfg["targets"].update(
+        {
+            "wb": {"fs": "ext4", "mount_options": ["data=writeback"]},
+            "nocow": {"fs": "btrfs", "mount_options": ["nodatacow"]},
+            "ram": {"fs": "tmpfs", "size_gb": 2},
+            "host": {"fs": "existing", "path": "/srv/pg"},
+            "disk": {"fs": "btrfs", "device": "/dev/disk/by-id/nvme-XYZ", "format": True},
+        }
+    )
+    cfg["os"] = {
+        "vm_dirty_background_bytes": "32MB",
+        "vm_dirty_bytes": 1073741824,
+        "vm": {"dirty_expire_centisecs": 500},
+        "drop_caches": True,
+    }
     cfg["resources"] = {"memory_limit_mb": 512}
     cfg["snapshots"] = {"interval_s": 300, "keep_s": 900, "targets": ["c", "disk"]}
     return cfg
@@ -147,29 +154,38 @@ def _set(path: str, value):
         for k in head:
             node = node.setdefault(k, {})
         node[last] = value
+
     return mutate
 
 
-@pytest.mark.parametrize("mutate, where", [
-    (_set("os.vm_dirty_bytes", "lots"), "my.yaml: os.vm_dirty_bytes"),
-    (_set("os.vm", {"drop_caches": 3}), "my.yaml: os.vm"),
-    (_set("os.vm", {"dirty_ratio": 10}), "my.yaml: os: vm.dirty_bytes and vm.dirty_ratio cannot both be set"),
-    (_set("resources.memory_limit_mb", 8), "my.yaml: resources.memory_limit_mb"),
-    (_set("resources.blkio", {"read_bps": "fast"}), "my.yaml: resources.blkio.read_bps"),
-    (_set("resources.blkio", {"read_mbps": 5}), "my.yaml: resources.blkio: unknown key"),
-    (_set("snapshots", {"interval_s": 300, "targets": ["c"]}), "my.yaml: snapshots: 'keep_s' is a required"),
-    (_set("snapshots.targets", ["a"]), "my.yaml: snapshots.targets: a is ext4 (image)"),
-    (_set("snapshots.targets", ["ram"]), "my.yaml: snapshots.targets: ram is tmpfs"),
-    (_set("snapshots.targets", ["zz"]), "my.yaml: snapshots.targets: 'zz' is not a target"),
-    (_set("targets.disk.format", False), "my.yaml: targets.disk: device /dev/disk/by-id/nvme-XYZ would be erased"),
-    (_set("targets.disk.device", "sdb"), "my.yaml: targets.disk.device"),
-    (lambda c: c["targets"]["wb"].update(device="/dev/disk/by-id/nvme-XYZ", format=True),
-     "my.yaml: targets.disk: device /dev/disk/by-id/nvme-XYZ is also target wb's"),
-    (_set("targets.host.path", None), "my.yaml: targets.host.path"),
-    (_set("targets.nocow.mount_options", ["nodatacow", "compress=zstd"]), "my.yaml: targets.nocow: btrfs nodatacow"),
-    (_set("targets.a.mount_options", ["nodatacow"]), "my.yaml: targets.a: mount option 'nodatacow' is a btrfs"),
-    (_set("targets.ram.device", "/dev/sdq"), "my.yaml: targets.ram: `device` needs fs"),
-])
+@pytest.mark.parametrize(
+    "mutate, where",
+    [
+        (_set("os.vm_dirty_bytes", "lots"), "my.yaml: os.vm_dirty_bytes"),
+        (_set("os.vm", {"drop_caches": 3}), "my.yaml: os.vm"),
+        (_set("os.vm", {"dirty_ratio": 10}), "my.yaml: os: vm.dirty_bytes and vm.dirty_ratio cannot both be set"),
+        (_set("resources.memory_limit_mb", 8), "my.yaml: resources.memory_limit_mb"),
+        (_set("resources.blkio", {"read_bps": "fast"}), "my.yaml: resources.blkio.read_bps"),
+        (_set("resources.blkio", {"read_mbps": 5}), "my.yaml: resources.blkio: unknown key"),
+        (_set("snapshots", {"interval_s": 300, "targets": ["c"]}), "my.yaml: snapshots: 'keep_s' is a required"),
+        (_set("snapshots.targets", ["a"]), "my.yaml: snapshots.targets: a is ext4 (image)"),
+        (_set("snapshots.targets", ["ram"]), "my.yaml: snapshots.targets: ram is tmpfs"),
+        (_set("snapshots.targets", ["zz"]), "my.yaml: snapshots.targets: 'zz' is not a target"),
+        (_set("targets.disk.format", False), "my.yaml: targets.disk: device /dev/disk/by-id/nvme-XYZ would be erased"),
+        (_set("targets.disk.device", "sdb"), "my.yaml: targets.disk.device"),
+        (
+            lambda c: c["targets"]["wb"].update(device="/dev/disk/by-id/nvme-XYZ", format=True),
+            "my.yaml: targets.disk: device /dev/disk/by-id/nvme-XYZ is also target wb's",
+        ),
+        (_set("targets.host.path", None), "my.yaml: targets.host.path"),
+        (
+            _set("targets.nocow.mount_options", ["nodatacow", "compress=zstd"]),
+            "my.yaml: targets.nocow: btrfs nodatacow",
+        ),
+        (_set("targets.a.mount_options", ["nodatacow"]), "my.yaml: targets.a: mount option 'nodatacow' is a btrfs"),
+        (_set("targets.ram.device", "/dev/sdq"), "my.yaml: targets.ram: `device` needs fs"),
+    ],
+)
 def test_new_sections_errors_name_the_key(mutate, where):
     cfg = full()
     mutate(cfg)
@@ -198,7 +214,10 @@ def test_blkio_needs_block_device_targets():
         ({"tool": "sysbench", "clients": [1]}, "sysbench needs `test`"),
         ({"tool": "fsmicro"}, "fsmicro needs `op`"),
         ({"tool": "fsmicro", "op": "statfs", "clients": [4]}, "clients must be [1]"),
-        ({"tool": "sysbench", "test": "oltp_read_only", "builtin": "tpcb-like"}, "'builtin' (pgbench) not valid for tool sysbench"),
+        (
+            {"tool": "sysbench", "test": "oltp_read_only", "builtin": "tpcb-like"},
+            "'builtin' (pgbench) not valid for tool sysbench",
+        ),
         ({"tool": "pgbench", "builtin": "tpcb-like", "op": "statfs"}, "'op' (fsmicro) not valid for tool pgbench"),
         ({"tool": "pgbench", "builtin": "tpcb-like", "sampling_rate": 0.1}, "sampling_rate needs log: transactions"),
         ({"tool": "fsmicro", "op": "statfs", "files": 10}, "statfs does not take files"),
@@ -223,14 +242,18 @@ def test_target_and_workload_overrides_merge_over_the_study():
     cfg["workloads"]["w"]["os"] = {"vm_dirty_background_bytes": "32MB"}
     c = config.validate(cfg)
     assert config.pg_settings_for(c, "a", "w") == {"shared_buffers": "64MB", "fsync": "on", "synchronous_commit": "off"}
-    assert config.pg_settings_for(c, "b", "w") == {"shared_buffers": "64MB", "fsync": "off", "synchronous_commit": "off"}
+    assert config.pg_settings_for(c, "b", "w") == {
+        "shared_buffers": "64MB",
+        "fsync": "off",
+        "synchronous_commit": "off",
+    }
     assert config.dataset_for(c, "b")["sysbench"] == {"tables": 2, "table_size": 1000, "fillfactor": 70}
     assert config.dataset_for(c, "a")["sysbench"] == {"tables": 2, "table_size": 1000}
     os_w = config.os_for(c, "w")
     assert os_w["vm_dirty_bytes"] == "1GB" and os_w["vm_dirty_background_bytes"] == "32MB"
 
 
-@pytest.mark.parametrize("value", ["x'; DROP TABLE t", "1\ninclude '/etc/passwd'", "$(reboot)", "a\"b", "on;off"])
+@pytest.mark.parametrize("value", ["x'; DROP TABLE t", "1\ninclude '/etc/passwd'", "$(reboot)", 'a"b', "on;off"])
 def test_postgres_setting_values_cannot_escape_the_config_file(value):
     cfg = base()
     cfg["postgres"] = {"settings": {"work_mem": value}}

@@ -18,16 +18,27 @@ from pgfslab.host import postgres
 
 REPO = Path(__file__).resolve().parent.parent
 
-ATTACKS = ["x'; DROP TABLE pgbench_accounts; --", "1\ninclude '/etc/passwd'", "$(reboot)", "`reboot`",
-           "on\n", "a;reboot", "a|reboot", 'a"b', "a\\b"]
+ATTACKS = [
+    "x'; DROP TABLE pgbench_accounts; --",
+    "1\ninclude '/etc/passwd'",
+    "$(reboot)",
+    "`reboot`",
+    "on\n",
+    "a;reboot",
+    "a|reboot",
+    'a"b',
+    "a\\b",
+]
 
 
 def base() -> dict:
     return {
         "study": "t",
         "targets": {"a": {"fs": "ext4"}, "e": {"fs": "existing", "path": "/srv/data"}},
-        "workloads": {"w": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1]},
-                      "s": {"tool": "pgbench", "scripts": [{"file": "my.sql"}], "clients": [1]}},
+        "workloads": {
+            "w": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1]},
+            "s": {"tool": "pgbench", "scripts": [{"file": "my.sql"}], "clients": [1]},
+        },
     }
 
 
@@ -92,9 +103,17 @@ def test_an_innocent_config_passes() -> None:
     assert cfg["workloads"]["w"]["tool"] == "pgbench"
 
 
-@pytest.mark.parametrize("name, value", [("shared_buffers", "1\ninclude '/etc/passwd'"), ("x'; DROP", "1"),
-                                         ("work_mem", "4MB' \ninclude '/etc/passwd"), ("a\nb", "1"),
-                                         ("fsync", "on\n"), ("search_path", "a\\'")])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("shared_buffers", "1\ninclude '/etc/passwd'"),
+        ("x'; DROP", "1"),
+        ("work_mem", "4MB' \ninclude '/etc/passwd"),
+        ("a\nb", "1"),
+        ("fsync", "on\n"),
+        ("search_path", "a\\'"),
+    ],
+)
 def test_server_config_lines_refuse_what_validation_refuses(name: str, value: str) -> None:
     """The second line of defence, where the config file is written."""
     with pytest.raises(LabError, match="refusing PostgreSQL setting"):
@@ -114,14 +133,23 @@ def test_data_directory_that_pg_ctl_shell_would_expand_is_refused(bad: str) -> N
         postgres._check_shell_safe(Path(bad))
 
 
-SHELL_USES = re.compile(r"shell\s*=\s*True|os\.system\s*\(|os\.popen\s*\(|commands\.getoutput|pty\.spawn|"
-                        r"subprocess\.(?:getoutput|getstatusoutput)\s*\(")
+SHELL_USES = re.compile(
+    r"shell\s*=\s*True|os\.system\s*\(|os\.popen\s*\(|commands\.getoutput|pty\.spawn|"
+    r"subprocess\.(?:getoutput|getstatusoutput)\s*\("
+)
 
 
 def test_no_shell_is_ever_used() -> None:
     """Commands are argument lists: nothing in the lab's Python calls a shell."""
     offenders = []
-    for path in sorted([*REPO.glob("pgfslab/**/*.py"), *REPO.glob("benchmarks/*.py"), *REPO.glob("scripts/*.py"), *REPO.glob("tests/*.py")]):
+    for path in sorted(
+        [
+            *REPO.glob("pgfslab/**/*.py"),
+            *REPO.glob("benchmarks/*.py"),
+            *REPO.glob("scripts/*.py"),
+            *REPO.glob("tests/*.py"),
+        ]
+    ):
         if path.name == Path(__file__).name:
             continue
         for no, line in enumerate(path.read_text().splitlines(), 1):

@@ -12,13 +12,34 @@ from pgfslab.ingest.parsers import ParseError, durability
 from pgfslab.runners import durability as runner
 
 RECORD = {
-    "format": "pgfs-lab durability v1", "run_id": "ext4.crash.c4.r1", "target": "ext4", "workload": "crash",
-    "clients": 4, "crash_requested": "power-loss", "crash_after_s": 3.0, "crashes": 1, "crash": "power-loss",
-    "write_s": 3.01, "committed_ids": 442, "present_ids": 410, "lost_ids": 32, "lost_within_window": 32,
-    "lost_allowed": 32, "lost_allowed_reason": "within the synchronous_commit=off window", "violations": 0,
-    "in_doubt_present": 0, "oldest_lost_ms": 10.9, "balances_ok": True, "synchronous_commit": "off",
-    "fsync": "on", "full_page_writes": "on", "wal_writer_delay_ms": 200.0, "window_ms": 600.0,
-    "restart_s": 1.786, "amcheck": "ok", "verdict": "power-loss crash after 442 committed transactions: 32 lost",
+    "format": "pgfs-lab durability v1",
+    "run_id": "ext4.crash.c4.r1",
+    "target": "ext4",
+    "workload": "crash",
+    "clients": 4,
+    "crash_requested": "power-loss",
+    "crash_after_s": 3.0,
+    "crashes": 1,
+    "crash": "power-loss",
+    "write_s": 3.01,
+    "committed_ids": 442,
+    "present_ids": 410,
+    "lost_ids": 32,
+    "lost_within_window": 32,
+    "lost_allowed": 32,
+    "lost_allowed_reason": "within the synchronous_commit=off window",
+    "violations": 0,
+    "in_doubt_present": 0,
+    "oldest_lost_ms": 10.9,
+    "balances_ok": True,
+    "synchronous_commit": "off",
+    "fsync": "on",
+    "full_page_writes": "on",
+    "wal_writer_delay_ms": 200.0,
+    "window_ms": 600.0,
+    "restart_s": 1.786,
+    "amcheck": "ok",
+    "verdict": "power-loss crash after 442 committed transactions: 32 lost",
     "lost_sample": [{"id": 1, "acked_ms_before_crash": 3.0}],
 }
 
@@ -47,12 +68,16 @@ def test_failed_restart_has_null_counts(tmp_path: Path) -> None:
     assert row["lost_ids"] is None and row["restart_error"] == "server did not start"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty file"), ('{"format": "pgfs-lab durability v1", "crash": ', "not valid JSON"),
-    ('{"format": "something else"}', "not a durability check result"),
-    ('{"format": "pgfs-lab durability v1"}', "missing key"),
-    ('{"format": "pgfs-lab durability v1", "crash": "kill", "crashes": "one"}', "key 'crashes'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty file"),
+        ('{"format": "pgfs-lab durability v1", "crash": ', "not valid JSON"),
+        ('{"format": "something else"}', "not a durability check result"),
+        ('{"format": "pgfs-lab durability v1"}', "missing key"),
+        ('{"format": "pgfs-lab durability v1", "crash": "kill", "crashes": "one"}', "key 'crashes'"),
+    ],
+)
 def test_damaged_files_raise_with_the_reason(tmp_path: Path, text: str, message: str) -> None:
     p = tmp_path / "durability.json"
     p.write_text(text)

@@ -27,14 +27,29 @@ TINY: dict[str, dict[str, Any]] = {
     "create_fsync_timed": {"op": "create_fsync", "duration_s": 0.3, "size_bytes": 4096},
     "delete": {"op": "delete", "files": 60, "size_bytes": 8192},
     "delete_bg_fsync_dir": {"op": "delete", "files": 20, "size_bytes": 4096, "bg_files": 30, "fsync_dir": True},
-    "delete_small_dir": {"op": "delete_small_dir", "bg_files": 30, "bg_size_bytes": 4096,
-                         "size_bytes": 65536, "count": 30},
-    "delete_small_dir_unlink_open": {"op": "delete_small_dir", "bg_files": 5, "size_bytes": 65536,
-                                     "count": 10, "unlink_open": True, "fsync_dir": True},
-    "delete_large_dir": {"op": "delete_large_dir", "bg_files": 150, "bg_size_bytes": 0,
-                         "size_bytes": 65536, "duration_s": 0.3},
-    "write_fsync": {"op": "write_fsync", "size_bytes": 65536, "max_file_bytes": 300_000, "count": 20,
-                    "fill": "random"},
+    "delete_small_dir": {
+        "op": "delete_small_dir",
+        "bg_files": 30,
+        "bg_size_bytes": 4096,
+        "size_bytes": 65536,
+        "count": 30,
+    },
+    "delete_small_dir_unlink_open": {
+        "op": "delete_small_dir",
+        "bg_files": 5,
+        "size_bytes": 65536,
+        "count": 10,
+        "unlink_open": True,
+        "fsync_dir": True,
+    },
+    "delete_large_dir": {
+        "op": "delete_large_dir",
+        "bg_files": 150,
+        "bg_size_bytes": 0,
+        "size_bytes": 65536,
+        "duration_s": 0.3,
+    },
+    "write_fsync": {"op": "write_fsync", "size_bytes": 65536, "max_file_bytes": 300_000, "count": 20, "fill": "random"},
     "statfs": {"op": "statfs", "size_bytes": 1000, "count": 60},
 }
 
@@ -44,10 +59,16 @@ def _parse(stdout: str) -> dict[str, Any]:
     i = lines.index(fspec.HEADER)
     f = lines[i + 1].split()
     bench = next(ln for ln in lines if ln.startswith("fsbench/")).split()
-    return {"optype": f[0], "elapsed": float(f[1].rstrip("s")), "n": int(f[2]), "rate": float(f[3]),
-            "ms": dict(zip(("avg", "p50", "p95", "p99", "max"), f[4:9])), "row": lines[i + 1],
-            "name": bench[0].removeprefix("fsbench/"),
-            "partial": [ln for ln in lines if ln.startswith("# partial:")]}
+    return {
+        "optype": f[0],
+        "elapsed": float(f[1].rstrip("s")),
+        "n": int(f[2]),
+        "rate": float(f[3]),
+        "ms": dict(zip(("avg", "p50", "p95", "p99", "max"), f[4:9])),
+        "row": lines[i + 1],
+        "name": bench[0].removeprefix("fsbench/"),
+        "partial": [ln for ln in lines if ln.startswith("# partial:")],
+    }
 
 
 def _csv(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -67,8 +88,9 @@ def _nearest_rank(values: np.ndarray, q: float) -> int:
     return s[max(1, rank) - 1]
 
 
-def _run(spec: dict[str, Any], tmp: Path, capsys: pytest.CaptureFixture[str],
-         extra: list[str] | None = None) -> tuple[int, str, str, Path, Path]:
+def _run(
+    spec: dict[str, Any], tmp: Path, capsys: pytest.CaptureFixture[str], extra: list[str] | None = None
+) -> tuple[int, str, str, Path, Path]:
     """fsmicro.main in this process (a Python + numpy start costs seconds on a busy machine) with
     the arguments command() builds; returns (exit status, stdout, stderr, --dir, --out)."""
     work, out = tmp / "fs", tmp / "run"
@@ -147,11 +169,14 @@ def test_default_layout_is_pebbles(tmp_path: Path, capsys: pytest.CaptureFixture
     assert lines[2:] == ["", f"fsbench/create_empty  5 {_parse(stdout)['rate']:0.1f} ops/sec"]
 
 
-@pytest.mark.parametrize("ms_decimals, row", [
-    # seed 003, create_empty ext4 run 1, and delete_small_dir_2MB ext4 run 1 (pebble's later "%5.5f")
-    (1, "create_emp   600.0s         386438          644.1      1.6      1.6      2.0      2.5     67.1"),
-    (5, "delete_sma   600.0s          40001           66.7 0.05900 0.04096 0.05734 0.06553 75.49747"),
-])
+@pytest.mark.parametrize(
+    "ms_decimals, row",
+    [
+        # seed 003, create_empty ext4 run 1, and delete_small_dir_2MB ext4 run 1 (pebble's later "%5.5f")
+        (1, "create_emp   600.0s         386438          644.1      1.6      1.6      2.0      2.5     67.1"),
+        (5, "delete_sma   600.0s          40001           66.7 0.05900 0.04096 0.05734 0.06553 75.49747"),
+    ],
+)
 def test_format_row_reproduces_seed_003_rows(ms_decimals: int, row: str) -> None:
     f = row.split()
     ms = dict(zip(("avg", "p50", "p95", "p99", "max"), map(float, f[4:])))
@@ -159,17 +184,20 @@ def test_format_row_reproduces_seed_003_rows(ms_decimals: int, row: str) -> None
     assert fsmicro.format_row(name, float(f[1][:-1]), int(f[2]), ms, ms_decimals) == row
 
 
-@pytest.mark.parametrize("spec, name", [
-    ({"op": "create_fsync"}, "create_empty"),
-    ({"op": "create_fsync", "size_bytes": 100_000}, "create_100KB"),
-    ({"op": "delete"}, "delete_10k_2MB"),
-    ({"op": "delete", "files": 100_000}, "delete_100k_2MB"),
-    ({"op": "delete", "files": 2_000, "size_bytes": 200_000_000, "bg_files": 8_000}, "delete_10k_2k_200MB"),
-    ({"op": "delete_small_dir"}, "delete_small_dir_2MB"),
-    ({"op": "delete_large_dir", "size_bytes": 200_000_000}, "delete_large_dir_200MB"),
-    ({"op": "write_fsync"}, "write_sync_10MB"),
-    ({"op": "statfs"}, "statfs_many_files"),
-])
+@pytest.mark.parametrize(
+    "spec, name",
+    [
+        ({"op": "create_fsync"}, "create_empty"),
+        ({"op": "create_fsync", "size_bytes": 100_000}, "create_100KB"),
+        ({"op": "delete"}, "delete_10k_2MB"),
+        ({"op": "delete", "files": 100_000}, "delete_100k_2MB"),
+        ({"op": "delete", "files": 2_000, "size_bytes": 200_000_000, "bg_files": 8_000}, "delete_10k_2k_200MB"),
+        ({"op": "delete_small_dir"}, "delete_small_dir_2MB"),
+        ({"op": "delete_large_dir", "size_bytes": 200_000_000}, "delete_large_dir_200MB"),
+        ({"op": "write_fsync"}, "write_sync_10MB"),
+        ({"op": "statfs"}, "statfs_many_files"),
+    ],
+)
 def test_seed_003_names(spec: dict[str, Any], name: str) -> None:
     assert fspec.label(fspec.resolve(spec)) == name
 
@@ -182,10 +210,17 @@ def test_resolve_defaults_and_limits() -> None:
     p = fspec.resolve({"op": "delete"})
     assert (p["duration_s"], p["count"], p["files"], p["size_bytes"]) == (None, None, 10_000, 2_000_000)
     assert fspec.resolve({"op": "delete_large_dir"})["bg_files"] == 100_000
-    for bad in ({"op": "fio"}, {"op": "statfs", "files": 3}, {"op": "delete", "files": 5, "count": 6},
-                {"op": "write_fsync", "size_bytes": 10, "max_file_bytes": 5}, {"op": "statfs", "count": 0},
-                {"op": "statfs", "count": 1.5}, {"op": "delete", "fsync_dir": "yes"},
-                {"op": "write_fsync", "fill": "zeros"}, {"op": "create_fsync", "duration_s": -1}):
+    for bad in (
+        {"op": "fio"},
+        {"op": "statfs", "files": 3},
+        {"op": "delete", "files": 5, "count": 6},
+        {"op": "write_fsync", "size_bytes": 10, "max_file_bytes": 5},
+        {"op": "statfs", "count": 0},
+        {"op": "statfs", "count": 1.5},
+        {"op": "delete", "fsync_dir": "yes"},
+        {"op": "write_fsync", "fill": "zeros"},
+        {"op": "create_fsync", "duration_s": -1},
+    ):
         with pytest.raises(ValueError):
             fspec.resolve(bad)
     with pytest.raises(LabError, match="does not take files"):
@@ -208,21 +243,28 @@ def test_runs_by_path_from_any_directory(tmp_path: Path) -> None:
     work, out = tmp_path / "fs", tmp_path / "run"
     work.mkdir()
     out.mkdir()
-    proc = subprocess.run(fspec.command({"op": "statfs", "count": 3, "size_bytes": 10}, work, out),
-                          cwd=out, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        fspec.command({"op": "statfs", "count": 3, "size_bytes": 10}, work, out),
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert _parse(proc.stdout)["n"] == 3 and (out / fspec.CSV_NAME).is_file()
     assert list(work.iterdir()) == []
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--op", "create_fsync", "--count", "3"], "required"),
-    (["--op", "create_fsync", "--files", "3"], "does not take files"),
-    (["--op", "delete", "--files", "2", "--count", "3"], "count 3 > files 2"),
-    (["--op", "statfs", "--count", "-1"], ">= 1"),
-])
-def test_bad_input_exits_2(argv: list[str], message: str, tmp_path: Path,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--op", "create_fsync", "--count", "3"], "required"),
+        (["--op", "create_fsync", "--files", "3"], "does not take files"),
+        (["--op", "delete", "--files", "2", "--count", "3"], "count 3 > files 2"),
+        (["--op", "statfs", "--count", "-1"], ">= 1"),
+    ],
+)
+def test_bad_input_exits_2(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if message != "required":
         argv = [*argv, "--dir", str(tmp_path), "--out", str(tmp_path / "run")]
     with pytest.raises(SystemExit) as exc:
@@ -318,16 +360,22 @@ def test_on_a_loop_mounted_ext4_image(tmp_path: Path, capsys: pytest.CaptureFixt
     mnt.mkdir()
     with open(img, "wb") as fh:
         fh.truncate(64 << 20)
-    dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(img)],
-                         capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", "--direct-io=on", str(img)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout.strip()
     mounted = False
     try:
         subprocess.run(["mkfs.ext4", "-q", dev], check=True, capture_output=True, timeout=60)
         subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True, timeout=30)
         mounted = True
         before = sorted(os.listdir(mnt))  # lost+found: --dir need not be empty, only its own subdirectory
-        for i, spec in enumerate(({"op": "create_fsync", "count": 50},
-                                  {"op": "write_fsync", "size_bytes": 1 << 20, "count": 5})):
+        for i, spec in enumerate(
+            ({"op": "create_fsync", "count": 50}, {"op": "write_fsync", "size_bytes": 1 << 20, "count": 5})
+        ):
             capsys.readouterr()
             assert fsmicro.main(fspec.command(spec, mnt, tmp_path / f"run{i}")[3:]) == 0
             ops, _, _ = _csv(tmp_path / f"run{i}" / fspec.CSV_NAME)

@@ -37,6 +37,7 @@ EXTERNAL = TESTS.parent / "data" / "external"
 
 # ----------------------------------------------------------------------------- helpers
 
+
 def new_db(path: Path | str = ":memory:") -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
     ingest.create_schema(con)
@@ -45,13 +46,21 @@ def new_db(path: Path | str = ":memory:") -> duckdb.DuckDBPyConnection:
 
 def snapshot(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table and view (sorted), the sequence excluded: the whole database state."""
-    names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal UNION ALL "
-                                       "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
-    return {n: sorted(con.execute(f'SELECT COLUMNS(*)::VARCHAR FROM "{n}"').fetchall(), key=repr)
-            for n in sorted(names)}
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT internal UNION ALL "
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+        ).fetchall()
+    ]
+    return {
+        n: sorted(con.execute(f'SELECT COLUMNS(*)::VARCHAR FROM "{n}"').fetchall(), key=repr) for n in sorted(names)
+    }
 
 
-def rows_of(con: duckdb.DuckDBPyConnection, table: str, exclude: tuple[str, ...] = ("file_id",)) -> list[tuple[Any, ...]]:
+def rows_of(
+    con: duckdb.DuckDBPyConnection, table: str, exclude: tuple[str, ...] = ("file_id",)
+) -> list[tuple[Any, ...]]:
     cols = ", ".join(f'"{c}"' for c in ingest.all_tables()[table] if c not in exclude)
     return con.execute(f'SELECT {cols} FROM "{table}"').fetchall()
 
@@ -66,8 +75,14 @@ def write(tmp: Path, name: str, content: str | bytes) -> Path:
 def loaded(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """A database holding a few real files of several formats (the txlog one by the fast path)."""
     con = new_db(tmp_path / "db.duckdb")
-    for f in (PG15 / "tpcb.stdout", PG15 / "tpcb.stderr", PG15 / "tx_sampled.25763", PG15 / "meminfo.log",
-              SYSBENCH / "oltp_read_write_hist_p99.stdout", DATA / "proc" / "diskstats.log"):
+    for f in (
+        PG15 / "tpcb.stdout",
+        PG15 / "tpcb.stderr",
+        PG15 / "tx_sampled.25763",
+        PG15 / "meminfo.log",
+        SYSBENCH / "oltp_read_write_hist_p99.stdout",
+        DATA / "proc" / "diskstats.log",
+    ):
         ingest.ingest_file(con, f, run_id="run-1", study="s")
     yield con
     con.close()
@@ -80,23 +95,36 @@ BAD_INPUTS: dict[str, tuple[str | None, bytes]] = {
     "empty": ("pgbench-summary", b""),
     "wrong tool (sysbench as pgbench)": ("pgbench-summary", (PG15 / "sysbench_oltp_rw.stdout").read_bytes()),
     "wrong tool (pgbench as sysbench)": ("sysbench", (PG15 / "tpcb.stdout").read_bytes()),
-    "client id beyond a C int in a txlog": ("pgbench-txlog", b"0 1 100 0 1795371086 279608\n"
-                                                             b"2147483648 1 100 0 1795371086 1\n"),
-    "huge count in a txlog": ("pgbench-txlog", b"0 1 100 0 1795371086 279608\n0 " + b"9" * 25 + b" 100 0 1795371086 1\n"),
+    "client id beyond a C int in a txlog": (
+        "pgbench-txlog",
+        b"0 1 100 0 1795371086 279608\n2147483648 1 100 0 1795371086 1\n",
+    ),
+    "huge count in a txlog": (
+        "pgbench-txlog",
+        b"0 1 100 0 1795371086 279608\n0 " + b"9" * 25 + b" 100 0 1795371086 1\n",
+    ),
     "huge count in diskstats": ("diskstats", b"@ 1.5\n 8 0 sda 1 2 3 4 5 6 7 8 9 10 " + b"9" * 25 + b"\n"),
-    "huge number in fs-ops": ("fs-ops", b"____optype__elapsed_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)"
-                              b"__p99(ms)_pMax(ms)\ncreate 1.0s " + b"9" * 25 + b" 1.0 1.0 1.0 1.0 1.0 1.0\n"),
-    "huge number in a published table": ("published-table", b"seed,fs,mount_options,workload,scale,logical_gb,"
-                                         b"physical_gb,space_savings_min_pct,space_savings_max_pct,note\n"
-                                         b"x,btrfs,,w," + b"9" * 25 + b",1,1,,,\n"),
+    "huge number in fs-ops": (
+        "fs-ops",
+        b"____optype__elapsed_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)"
+        b"__p99(ms)_pMax(ms)\ncreate 1.0s " + b"9" * 25 + b" 1.0 1.0 1.0 1.0 1.0 1.0\n",
+    ),
+    "huge number in a published table": (
+        "published-table",
+        b"seed,fs,mount_options,workload,scale,logical_gb,"
+        b"physical_gb,space_savings_min_pct,space_savings_max_pct,note\n"
+        b"x,btrfs,,w," + b"9" * 25 + b",1,1,,,\n",
+    ),
 }
 
 
 # ----------------------------------------------------------------------------- one transaction per file
 
+
 @pytest.mark.parametrize("case", list(BAD_INPUTS), ids=lambda c: c.replace(" ", "_"))
-def test_bad_file_fails_cleanly_and_changes_nothing(case: str, loaded: duckdb.DuckDBPyConnection,
-                                                    tmp_path: Path) -> None:
+def test_bad_file_fails_cleanly_and_changes_nothing(
+    case: str, loaded: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     fmt, content = BAD_INPUTS[case]
     path = write(tmp_path, "bad.log", content)
     before = snapshot(loaded)
@@ -109,8 +137,9 @@ def test_bad_file_fails_cleanly_and_changes_nothing(case: str, loaded: duckdb.Du
 
 
 @pytest.mark.parametrize("fail_at", [1, 2, 3])
-def test_failure_midway_through_a_file_rolls_back(loaded: duckdb.DuckDBPyConnection, fail_at: int,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_midway_through_a_file_rolls_back(
+    loaded: duckdb.DuckDBPyConnection, fail_at: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """rr.stdout fills two tables and `files`: the insert fails after 0, 1 or 2 of them went in."""
     assert ingest.ingest_file(new_db(), PG15 / "rr.stdout").rows == 1 + 11  # the summary and its 11 statements
     before = snapshot(loaded)
@@ -122,6 +151,7 @@ def test_failure_midway_through_a_file_rolls_back(loaded: duckdb.DuckDBPyConnect
             if calls["n"] == fail_at:
                 raise OSError("disk full (simulated)")
             real(con, table, data)
+
         return insert
 
     monkeypatch.setattr(ingest, "_insert", flaky(ingest._insert))  # the tables' rows
@@ -131,8 +161,9 @@ def test_failure_midway_through_a_file_rolls_back(loaded: duckdb.DuckDBPyConnect
     assert snapshot(loaded) == before
 
 
-def test_failure_midway_through_the_fast_path_rolls_back(loaded: duckdb.DuckDBPyConnection, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_midway_through_the_fast_path_rolls_back(
+    loaded: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The big-log fast path inserts its rows, then the files row fails: nothing stays, and an
     interrupt (^C) is not swallowed by the fallback to the exact parser."""
     src = write(tmp_path, "tx.log", (PG15 / "rr_tx.25806").read_bytes())
@@ -159,8 +190,9 @@ def test_failure_midway_through_the_fast_path_rolls_back(loaded: duckdb.DuckDBPy
     assert snapshot(loaded) == before
 
 
-def test_failed_reingest_of_a_changed_file_keeps_the_old_rows(loaded: duckdb.DuckDBPyConnection,
-                                                                tmp_path: Path) -> None:
+def test_failed_reingest_of_a_changed_file_keeps_the_old_rows(
+    loaded: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     path = write(tmp_path, "run.stdout", (PG15 / "select.stdout").read_bytes())
     ingest.ingest_file(loaded, path, run_id="run-3")
     before = snapshot(loaded)
@@ -171,6 +203,7 @@ def test_failed_reingest_of_a_changed_file_keeps_the_old_rows(loaded: duckdb.Duc
 
 
 # ----------------------------------------------------------------------------- re-ingest replaces
+
 
 def test_reingest_replaces_rows(loaded: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     before = snapshot(loaded)
@@ -197,15 +230,23 @@ def test_reingest_replaces_rows(loaded: duckdb.DuckDBPyConnection, tmp_path: Pat
     ingest.ingest_file(loaded, s1)
     ingest.ingest_file(loaded, s1)
     # -r on the TPC-B-like script: its 11 statements, once
-    assert loaded.execute("SELECT count(*) FROM pgbench_statement WHERE source_file = ?", [str(s1)]).fetchall()[0][0] \
-        == 11
+    assert (
+        loaded.execute("SELECT count(*) FROM pgbench_statement WHERE source_file = ?", [str(s1)]).fetchall()[0][0] == 11
+    )
 
 
 def test_files_table_records_each_file(loaded: duckdb.DuckDBPyConnection) -> None:
-    files = loaded.execute("SELECT source_file, format, origin, rows, bytes, file_no FROM files ORDER BY file_no"
-                           ).fetchall()
-    assert [Path(f[0]).name for f in files] == ["tpcb.stdout", "tpcb.stderr", "tx_sampled.25763", "meminfo.log",
-                                                "oltp_read_write_hist_p99.stdout", "diskstats.log"]
+    files = loaded.execute(
+        "SELECT source_file, format, origin, rows, bytes, file_no FROM files ORDER BY file_no"
+    ).fetchall()
+    assert [Path(f[0]).name for f in files] == [
+        "tpcb.stdout",
+        "tpcb.stderr",
+        "tx_sampled.25763",
+        "meminfo.log",
+        "oltp_read_write_hist_p99.stdout",
+        "diskstats.log",
+    ]
     assert {f[2] for f in files} == {"local"}
     for src, _, _, _n, size, _ in files:
         assert size == Path(src).stat().st_size
@@ -216,10 +257,14 @@ def test_files_table_records_each_file(loaded: duckdb.DuckDBPyConnection) -> Non
 
 # ----------------------------------------------------------------------------- the command line
 
+
 def test_keep_going_lists_failures_and_exits_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = [PG15 / "tpcb.stdout", SYSBENCH / "oltp_read_only.stdout", PG15 / "skip_tx.25812"]
-    bad = [write(tmp_path, "empty.stdout", b""), write(tmp_path, "garbage.bin", bytes(range(256))),
-           write(tmp_path, "cut.stdout", (SYSBENCH / "oltp_write_only.stdout").read_bytes()[:1200])]
+    bad = [
+        write(tmp_path, "empty.stdout", b""),
+        write(tmp_path, "garbage.bin", bytes(range(256))),
+        write(tmp_path, "cut.stdout", (SYSBENCH / "oltp_write_only.stdout").read_bytes()[:1200]),
+    ]
     db = tmp_path / "k.duckdb"
     assert main(["ingest", "--db", str(db), "--keep-going", *map(str, good[:2]), *map(str, bad), str(good[2])]) == 1
     err = capsys.readouterr().err
@@ -228,8 +273,9 @@ def test_keep_going_lists_failures_and_exits_nonzero(tmp_path: Path, capsys: pyt
         assert f"  {b}" in err
     assert f"  {bad[2]}:" in err and "truncated sysbench report" in err
     with duckdb.connect(str(db), read_only=True) as con:
-        assert sorted(Path(r[0]).name for r in con.execute("SELECT source_file FROM files").fetchall()) == \
-            sorted(p.name for p in good)
+        assert sorted(Path(r[0]).name for r in con.execute("SELECT source_file FROM files").fetchall()) == sorted(
+            p.name for p in good
+        )
     # without --keep-going the first failure stops the command (exit 2), the files before it stay
     db2 = tmp_path / "k2.duckdb"
     assert main(["ingest", "--db", str(db2), str(good[0]), str(bad[0]), str(good[1])]) == 2
@@ -244,9 +290,21 @@ def test_schema_command_shows_every_table(capsys: pytest.CaptureFixture[str]) ->
     assert main(["schema", "--markdown"]) == 0
     md = capsys.readouterr().out
     tables = ingest.all_tables()
-    for t in ("sysbench_interval", "sysbench_summary", "sysbench_histogram", "diskstats", "vmstat", "fs_ops",
-              "fs_ops_interval", "published_sysbench_variance", "published_space", "published_compression",
-              "published_benchstat", "runs", "files"):
+    for t in (
+        "sysbench_interval",
+        "sysbench_summary",
+        "sysbench_histogram",
+        "diskstats",
+        "vmstat",
+        "fs_ops",
+        "fs_ops_interval",
+        "published_sysbench_variance",
+        "published_space",
+        "published_compression",
+        "published_benchstat",
+        "runs",
+        "files",
+    ):
         assert t in tables
     for t, cols in tables.items():
         assert f"\n{t}\n" in "\n" + text
@@ -258,8 +316,10 @@ def test_schema_command_shows_every_table(capsys: pytest.CaptureFixture[str]) ->
 
 # ----------------------------------------------------------------------------- the fast path = the exact parser
 
-def both_paths(path: Path, cons: tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection] | None = None,
-               **kw: Any) -> tuple[Any, Any]:
+
+def both_paths(
+    path: Path, cons: tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection] | None = None, **kw: Any
+) -> tuple[Any, Any]:
     """(rows and warnings, or the error text) of the fast path and of the exact parser. Databases
     may be reused: ingesting the same source name again replaces its rows."""
     out = []
@@ -277,8 +337,11 @@ def both_paths(path: Path, cons: tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBP
     return out[0], out[1]
 
 
-TXLOGS = [p for p in sorted(PG15.iterdir()) + sorted((DATA / "docs").iterdir())
-          if p.is_file() and parsers.detect_format(p) == "pgbench-txlog"]
+TXLOGS = [
+    p
+    for p in sorted(PG15.iterdir()) + sorted((DATA / "docs").iterdir())
+    if p.is_file() and parsers.detect_format(p) == "pgbench-txlog"
+]
 
 
 @pytest.mark.parametrize("path", TXLOGS, ids=lambda p: p.name)
@@ -296,16 +359,47 @@ def test_fast_path_gives_the_exact_parsers_rows(path: Path) -> None:
 
 # lines in the shape of a per-transaction log with the spellings DuckDB reads more laxly than pgbench
 # writes: decimals and exponents in integer columns, signs, blank lines, CR, stray spaces
-_TOK = st.sampled_from(["0", "1", "7", "42", "1795371086", "279608", "999999", "1000000", "1.5", "1e3", "+5", "-1",
-                        "007", "failed", "skipped", "serialization", "ok", "inf", "nan", "9" * 20, ""])
+_TOK = st.sampled_from(
+    [
+        "0",
+        "1",
+        "7",
+        "42",
+        "1795371086",
+        "279608",
+        "999999",
+        "1000000",
+        "1.5",
+        "1e3",
+        "+5",
+        "-1",
+        "007",
+        "failed",
+        "skipped",
+        "serialization",
+        "ok",
+        "inf",
+        "nan",
+        "9" * 20,
+        "",
+    ]
+)
 _TX_LINE = st.one_of(
-    st.tuples(st.integers(0, 9), st.integers(0, 99), st.sampled_from(["1500", "23", "failed", "skipped"]),
-              st.integers(0, 1), st.integers(1795371000, 1795371999), st.integers(0, 999999)).map(
-        lambda t: " ".join(map(str, t))),
+    st.tuples(
+        st.integers(0, 9),
+        st.integers(0, 99),
+        st.sampled_from(["1500", "23", "failed", "skipped"]),
+        st.integers(0, 1),
+        st.integers(1795371000, 1795371999),
+        st.integers(0, 999999),
+    ).map(lambda t: " ".join(map(str, t))),
     st.lists(_TOK, min_size=5, max_size=9).map(" ".join),
 )
-_TX_FILE = st.builds(lambda ls, end: "\n".join(ls) + end, st.lists(_TX_LINE, min_size=1, max_size=6),
-                     st.sampled_from(["\n", "\n", "", "\r\n", "\n\n"]))
+_TX_FILE = st.builds(
+    lambda ls, end: "\n".join(ls) + end,
+    st.lists(_TX_LINE, min_size=1, max_size=6),
+    st.sampled_from(["\n", "\n", "", "\r\n", "\n\n"]),
+)
 
 
 @pytest.fixture(scope="module")
@@ -323,8 +417,9 @@ def two_dbs() -> Iterator[tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnec
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_TX_FILE, seventh=st.sampled_from([None, None, "lag", "retries"]))
-def test_fuzz_fast_path_agrees_with_the_exact_parser(scratch: Path, two_dbs: Any, text: str,
-                                                     seventh: str | None) -> None:
+def test_fuzz_fast_path_agrees_with_the_exact_parser(
+    scratch: Path, two_dbs: Any, text: str, seventh: str | None
+) -> None:
     path = scratch / "fuzz_tx.log"
     path.write_text(text)
     opts = {} if seventh is None else {"seventh_column": seventh}
@@ -339,8 +434,9 @@ def test_fuzz_fast_path_agrees_with_the_exact_parser(scratch: Path, two_dbs: Any
         con.execute("BEGIN")
         scan = ingest.scan_file(path, pgbench_txlog.DIRECT_ALPHABET, pgbench_txlog.DIRECT_COUNT)
         try:
-            got = pgbench_txlog.load_direct(con, path, scan, {"file_no": -1}, "pgbench_txlog_rows",
-                                            seventh_column=seventh)  # type: ignore[arg-type]
+            got = pgbench_txlog.load_direct(
+                con, path, scan, {"file_no": -1}, "pgbench_txlog_rows", seventh_column=seventh
+            )  # type: ignore[arg-type]
         except Exception:
             got = None
         try:
@@ -360,11 +456,24 @@ def test_fuzz_fast_path_agrees_with_the_exact_parser(scratch: Path, two_dbs: Any
 
 # ----------------------------------------------------------------------------- fuzz: rows or ParseError, never partial
 
-_WORDS = ["@ 1.5", "[ 1s ] thds: 2 tps: 1.00 qps: 2.00 (r/w/o: 1.00/0.50/0.50) lat (ms,95%): 1.00 err/s: 0.00 "
-          "reconn/s: 0.00", "SQL statistics:", "    read:   5", "nr_dirty 12", " 8 0 sda 1 2 3 4 5 6 7 8 9 10 11",
-          "____optype__elapsed_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)",
-          "create 1.0s 10 10.0 1.0 1.0 1.0 1.0 1.0", "transaction type: x", "progress: 1.0 s, 1.0 tps, lat 1.0 ms "
-          "stddev 0.1", "0 1 100 0 1795371086 279608", "MemFree: 12 kB", "9" * 25, "\x00", "é", ""]
+_WORDS = [
+    "@ 1.5",
+    "[ 1s ] thds: 2 tps: 1.00 qps: 2.00 (r/w/o: 1.00/0.50/0.50) lat (ms,95%): 1.00 err/s: 0.00 reconn/s: 0.00",
+    "SQL statistics:",
+    "    read:   5",
+    "nr_dirty 12",
+    " 8 0 sda 1 2 3 4 5 6 7 8 9 10 11",
+    "____optype__elapsed_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)",
+    "create 1.0s 10 10.0 1.0 1.0 1.0 1.0 1.0",
+    "transaction type: x",
+    "progress: 1.0 s, 1.0 tps, lat 1.0 ms stddev 0.1",
+    "0 1 100 0 1795371086 279608",
+    "MemFree: 12 kB",
+    "9" * 25,
+    "\x00",
+    "é",
+    "",
+]
 _LINES = st.lists(st.sampled_from(_WORDS) | st.text(max_size=20), max_size=10).map("\n".join)
 
 
@@ -377,9 +486,12 @@ def base_db() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=_LINES | st.text(max_size=200), fmt=st.sampled_from([None, *parsers.FORMATS]), end=st.sampled_from(["", "\n"]))
-def test_fuzz_ingest_is_all_or_nothing(scratch: Path, base_db: duckdb.DuckDBPyConnection, text: str, fmt: str | None,
-                                       end: str) -> None:
+@given(
+    text=_LINES | st.text(max_size=200), fmt=st.sampled_from([None, *parsers.FORMATS]), end=st.sampled_from(["", "\n"])
+)
+def test_fuzz_ingest_is_all_or_nothing(
+    scratch: Path, base_db: duckdb.DuckDBPyConnection, text: str, fmt: str | None, end: str
+) -> None:
     path = scratch / "fuzz.log"
     path.write_text(text + end, encoding="utf-8", errors="surrogatepass")
     con = base_db
@@ -401,8 +513,9 @@ def test_fuzz_ingest_is_all_or_nothing(scratch: Path, base_db: duckdb.DuckDBPyCo
             assert n == frame.height, table
         for table in list(ingest.all_tables()):
             if table in expected or table == "files":
-                others = con.execute(f'SELECT COLUMNS(*)::VARCHAR FROM "{table}" WHERE run_id IS DISTINCT FROM ?',
-                                     ["fuzz"]).fetchall()
+                others = con.execute(
+                    f'SELECT COLUMNS(*)::VARCHAR FROM "{table}" WHERE run_id IS DISTINCT FROM ?', ["fuzz"]
+                ).fetchall()
                 assert sorted(others, key=repr) == before[table], table
             else:
                 assert after[table] == before[table], table
@@ -415,11 +528,15 @@ def test_fuzz_ingest_is_all_or_nothing(scratch: Path, base_db: duckdb.DuckDBPyCo
 
 # ----------------------------------------------------------------------------- published results
 
+
 def test_external_manifest_matches_the_folder_and_readme() -> None:
     entries = ingest.external_manifest(EXTERNAL)
     readme = (EXTERNAL / "README.md").read_text()
     listed = {e["path"] for e in entries}
-    on_disk = {str(p.relative_to(EXTERNAL)) for p in EXTERNAL.rglob("*") if p.is_file()} - {"README.md", "manifest.yaml"}
+    on_disk = {str(p.relative_to(EXTERNAL)) for p in EXTERNAL.rglob("*") if p.is_file()} - {
+        "README.md",
+        "manifest.yaml",
+    }
     assert listed == on_disk
     seeds = {p.name for p in Path("/work/shared/seeds").glob("*.txt")} or {e["seed"] for e in entries}
     for e in entries:
@@ -437,8 +554,13 @@ def test_external_manifest_matches_the_folder_and_readme() -> None:
 def test_external_files_are_committed(repo: Path) -> None:
     import subprocess
 
-    out = subprocess.run(["git", "check-ignore", "-v", *map(str, sorted(EXTERNAL.rglob("*")))], cwd=repo,
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        ["git", "check-ignore", "-v", *map(str, sorted(EXTERNAL.rglob("*")))],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 1 and out.stdout == "", out.stdout  # 1: none of them is ignored
 
 
@@ -447,9 +569,21 @@ def test_ingest_external_and_study(tmp_path: Path) -> None:
     run = raw / "mini-ext4-tpcb-c2-r0"
     run.mkdir(parents=True)
     (raw / "study.yaml").write_text(yaml.safe_dump({"study": "mini", "title": "Mini", "authors": ["x"]}))
-    (run / "run.json").write_text(json.dumps({"run_id": "mini-ext4-tpcb-c2-r0", "study": "mini", "status": "ok",
-                                              "target": "ext4", "fs": "ext4", "workload": "tpcb", "clients": 2,
-                                              "repeat": 0, "plan_index": 0}))
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "run_id": "mini-ext4-tpcb-c2-r0",
+                "study": "mini",
+                "status": "ok",
+                "target": "ext4",
+                "fs": "ext4",
+                "workload": "tpcb",
+                "clients": 2,
+                "repeat": 0,
+                "plan_index": 0,
+            }
+        )
+    )
     shutil.copy(PG15 / "tpcb.stdout", run / "pgbench.stdout")
     shutil.copy(PG15 / "tpcb.stderr", run / "pgbench.stderr")
     db = tmp_path / "mini.duckdb"
@@ -462,13 +596,17 @@ def test_ingest_external_and_study(tmp_path: Path) -> None:
         runs = con.execute("SELECT origin, study, count(*) FROM runs GROUP BY ALL ORDER BY ALL").fetchall()
         assert runs == [("local", "mini", 1), ("published", None, sum(1 for e in entries if e.get("run")))]
         # the CSV tables are there, with their published values
-        assert con.execute("SELECT tps_variance FROM published_sysbench_variance WHERE device = 'Intel' AND "
-                           "workload = 'oltp_write_only' AND threads = 64").fetchall() == [(2753378.0,)]
+        assert con.execute(
+            "SELECT tps_variance FROM published_sysbench_variance WHERE device = 'Intel' AND "
+            "workload = 'oltp_write_only' AND threads = 64"
+        ).fetchall() == [(2753378.0,)]
         assert con.execute("SELECT count(*) FROM published_benchstat").fetchall()[0][0] == 9
         # a published pgbench report joins its run like a local one
-        pub = con.execute("SELECT r.fs, r.clients, s.tps FROM pgbench_summary s JOIN runs r USING (run_id) "
-                          "WHERE r.origin = 'published' AND r.target = 'zerofs-zfs-nbd-l2arc' AND "
-                          "r.workload = 'tpcb'").fetchall()
+        pub = con.execute(
+            "SELECT r.fs, r.clients, s.tps FROM pgbench_summary s JOIN runs r USING (run_id) "
+            "WHERE r.origin = 'published' AND r.target = 'zerofs-zfs-nbd-l2arc' AND "
+            "r.workload = 'tpcb'"
+        ).fetchall()
         assert pub == [("zfs", 50, 53041.006947)]
         fs = con.execute("SELECT count(*) FROM fs_ops f JOIN runs r USING (run_id) WHERE r.fs = 'ext4'").fetchall()
         assert fs[0][0] > 0
@@ -486,8 +624,9 @@ def test_ingest_external_and_study(tmp_path: Path) -> None:
     ingest.ingest_external(con, EXTERNAL)
     two = snapshot(con)
     assert a.files == len(entries)
-    assert {k: v for k, v in one.items() if k not in ("files", "runs")} == \
-        {k: v for k, v in two.items() if k not in ("files", "runs")}
+    assert {k: v for k, v in one.items() if k not in ("files", "runs")} == {
+        k: v for k, v in two.items() if k not in ("files", "runs")
+    }
     assert len(one["files"]) == len(two["files"]) and len(one["runs"]) == len(two["runs"])
 
 
@@ -512,12 +651,15 @@ def test_external_manifest_errors(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- export and old databases
 
-def test_export_writes_every_table_with_run_metadata(loaded: duckdb.DuckDBPyConnection, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_export_writes_every_table_with_run_metadata(
+    loaded: duckdb.DuckDBPyConnection, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ingest.ingest_external(loaded, EXTERNAL)
     loaded.execute("CHECKPOINT")
-    db = Path(loaded.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
-                             ).fetchall()[0][0])
+    db = Path(
+        loaded.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    )
     expected = {t: loaded.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0] for t in ingest.all_tables()}
     txlog = sorted(loaded.execute("SELECT * FROM pgbench_txlog").fetchall(), key=repr)
     loaded.close()
@@ -536,8 +678,9 @@ def test_export_writes_every_table_with_run_metadata(loaded: duckdb.DuckDBPyConn
             assert "run_id" in cols
     assert sorted(con.execute(f"SELECT * FROM '{out / 'pgbench_txlog.parquet'}'").fetchall(), key=repr) == txlog
     # every row of a log table finds its run's metadata in runs.parquet, or is from a file without a run
-    joined = con.execute(f"SELECT count(*) FROM '{out / 'sysbench_interval.parquet'}' i "
-                         f"JOIN '{out / 'files.parquet'}' f USING (file_id)").fetchall()[0][0]
+    joined = con.execute(
+        f"SELECT count(*) FROM '{out / 'sysbench_interval.parquet'}' i JOIN '{out / 'files.parquet'}' f USING (file_id)"
+    ).fetchall()[0][0]
     assert joined == expected["sysbench_interval"]
     with pytest.raises(LabError, match="no such database"):
         export.export_parquet(tmp_path / "missing.duckdb", out)
@@ -547,16 +690,21 @@ def test_old_database_is_migrated(tmp_path: Path) -> None:
     """A database of the previous schema: files without origin/file_no, pgbench_txlog a plain table."""
     db = tmp_path / "old.duckdb"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE files (file_id VARCHAR, source_file VARCHAR, format VARCHAR, run_id VARCHAR, "
-                "study VARCHAR, bytes BIGINT, rows BIGINT, warnings BIGINT, ingested_at TIMESTAMPTZ)")
+    con.execute(
+        "CREATE TABLE files (file_id VARCHAR, source_file VARCHAR, format VARCHAR, run_id VARCHAR, "
+        "study VARCHAR, bytes BIGINT, rows BIGINT, warnings BIGINT, ingested_at TIMESTAMPTZ)"
+    )
     cols = ", ".join(f'"{c}" {ingest._duck_type(t)}' for c, t in pgbench_txlog.SCHEMA.items())
     con.execute(f"CREATE TABLE pgbench_txlog (file_id VARCHAR, source_file VARCHAR, run_id VARCHAR, {cols})")
     con.execute("INSERT INTO files VALUES ('abc', 'old/tx.log', 'pgbench-txlog', 'r0', 's', 10, 2, 0, now())")
-    con.execute("INSERT INTO pgbench_txlog VALUES ('abc', 'old/tx.log', 'r0', 0, 1, 100, 'ok', 0, 5, NULL, NULL), "
-                "('abc', 'old/tx.log', 'r0', 1, 1, NULL, 'failed', 0, 6, NULL, NULL)")
+    con.execute(
+        "INSERT INTO pgbench_txlog VALUES ('abc', 'old/tx.log', 'r0', 0, 1, 100, 'ok', 0, 5, NULL, NULL), "
+        "('abc', 'old/tx.log', 'r0', 1, 1, NULL, 'failed', 0, 6, NULL, NULL)"
+    )
     ingest.create_schema(con)
-    assert con.execute("SELECT source_file, run_id, client_id, status FROM pgbench_txlog ORDER BY client_id"
-                       ).fetchall() == [("old/tx.log", "r0", 0, "ok"), ("old/tx.log", "r0", 1, "failed")]
+    assert con.execute(
+        "SELECT source_file, run_id, client_id, status FROM pgbench_txlog ORDER BY client_id"
+    ).fetchall() == [("old/tx.log", "r0", 0, "ok"), ("old/tx.log", "r0", 1, "failed")]
     assert con.execute("SELECT origin, file_no IS NOT NULL FROM files").fetchall() == [(None, True)]
     ingest.ingest_file(con, PG15 / "tx_sampled.25763")  # and it keeps working
     assert con.execute("SELECT count(DISTINCT file_id) FROM pgbench_txlog").fetchall()[0][0] == 2

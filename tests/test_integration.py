@@ -51,8 +51,20 @@ NOTEBOOK = REPO / "notebooks" / "throughput_stability.ipynb"
 
 
 def snakemake(cwd: Path, *config: str, dry_run: bool = False, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"), "--cores", "1",
-           "--scheduler", "greedy", "--rerun-incomplete", "--config", *config]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "workflow" / "Snakefile"),
+        "--cores",
+        "1",
+        "--scheduler",
+        "greedy",
+        "--rerun-incomplete",
+        "--config",
+        *config,
+    ]
     if dry_run:
         cmd += ["--dry-run", "--quiet", "rules"]
     res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
@@ -77,8 +89,12 @@ def study() -> Iterator[Path]:
         yield work
     finally:
         if leftovers(work):  # release whatever a failure left, so the machine stays clean
-            subprocess.run([sys.executable, "-m", "pgfslab", "release", "--config", "study.yaml"], cwd=work,
-                           env=dict(os.environ), capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "pgfslab", "release", "--config", "study.yaml"],
+                cwd=work,
+                env=dict(os.environ),
+                capture_output=True,
+            )
         if not leftovers(work):
             shutil.rmtree(work, ignore_errors=True)
 
@@ -131,11 +147,11 @@ def test_database_holds_what_the_logs_say(study: Path) -> None:
             assert tps[run_id] == pytest.approx(summary_tps(raw / run_id / "pgbench.stdout"), rel=1e-6)
         progress = dict(con.execute("SELECT run_id, count(*) FROM pgbench_progress GROUP BY run_id").fetchall())
         for run_id in run_ids():
-            lines = [ln for ln in (raw / run_id / "pgbench.stderr").read_text().splitlines()
-                     if ln.startswith("progress: ")]
+            lines = [
+                ln for ln in (raw / run_id / "pgbench.stderr").read_text().splitlines() if ln.startswith("progress: ")
+            ]
             assert progress[run_id] == len(lines) >= DURATION_S - 1
-        samples = dict(con.execute(
-            "SELECT run_id, count(DISTINCT ts) FROM meminfo GROUP BY run_id").fetchall())
+        samples = dict(con.execute("SELECT run_id, count(DISTINCT ts) FROM meminfo GROUP BY run_id").fetchall())
         for run_id in run_ids():
             stamps = [ln for ln in (raw / run_id / "meminfo.log").read_text().splitlines() if ln.startswith("@ ")]
             assert samples[run_id] == len(stamps) >= DURATION_S
@@ -189,9 +205,11 @@ def test_changed_notebook_reruns_only_notebook_and_paper(study: Path) -> None:
     finally:
         NOTEBOOK.write_bytes(original)
         os.utime(NOTEBOOK, ns=(before.st_atime_ns, before.st_mtime_ns))
-    table = res.stdout[res.stdout.index("Job stats:"):].splitlines()[3:]  # after the header and the ---- line
-    counts = {line.split()[0]: int(line.split()[1])
-              for line in table[:table.index(next(t for t in table if t.startswith("total")))]}
+    table = res.stdout[res.stdout.index("Job stats:") :].splitlines()[3:]  # after the header and the ---- line
+    counts = {
+        line.split()[0]: int(line.split()[1])
+        for line in table[: table.index(next(t for t in table if t.startswith("total")))]
+    }
     assert counts == {"notebook": 1, "paper": 1, "all": 1}, res.stdout  # the one notebook, not the other six
 
 
@@ -202,8 +220,10 @@ def test_raw_folder_alone_rebuilds_database_and_paper(study: Path, tmp_path: Pat
     assert leftovers(tmp_path) == []
     assert not (tmp_path / "data" / "work").exists(), "re-analysis must not create targets"
     q = "SELECT run_id, tps FROM pgbench_summary ORDER BY run_id"
-    with duckdb.connect(str(study / "data" / f"{STUDY}.duckdb"), read_only=True) as a, \
-            duckdb.connect(str(tmp_path / "data" / f"{STUDY}.duckdb"), read_only=True) as b:
+    with (
+        duckdb.connect(str(study / "data" / f"{STUDY}.duckdb"), read_only=True) as a,
+        duckdb.connect(str(tmp_path / "data" / f"{STUDY}.duckdb"), read_only=True) as b,
+    ):
         assert a.execute(q).fetchall() == b.execute(q).fetchall()
     flat = " ".join(pdf_text(tmp_path / "paper" / f"{STUDY}.pdf").split())
     assert "Figure 1:" in flat and all(t in flat for t in TARGETS)

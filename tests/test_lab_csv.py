@@ -87,8 +87,10 @@ def test_fsmicro_ops_damage(tmp_path: Path) -> None:
 
 def test_snapshots_log(tmp_path: Path) -> None:
     p = tmp_path / "snapshots.csv"
-    p.write_text(",".join(snapshots.CSV_FIELDS) + "\n1795420900.123,create,pgfslab-snap-0001,41.7\n"
-                 "1795420930.125,delete,pgfslab-snap-0001,12.0\n")
+    p.write_text(
+        ",".join(snapshots.CSV_FIELDS) + "\n1795420900.123,create,pgfslab-snap-0001,41.7\n"
+        "1795420930.125,delete,pgfslab-snap-0001,12.0\n"
+    )
     assert parsers.detect_format(p) == "snapshots"
     df = parsers.parse(p)["snapshots"]
     assert df["action"].to_list() == ["create", "delete"] and df["duration_ms"].to_list() == [41.7, 12.0]
@@ -100,8 +102,12 @@ def test_snapshots_log(tmp_path: Path) -> None:
 
 def test_benchstat_grid_adjusts_over_every_comparison() -> None:
     rng = np.random.default_rng(1)
-    rows = [{"bench": b, "cfg": c, "v": base * (1 + 0.5 * (c == "b")) + rng.normal(0, 1)}
-            for b, base in (("x", 100.0), ("y", 50.0)) for c in ("a", "b", "c") for _ in range(8)]
+    rows = [
+        {"bench": b, "cfg": c, "v": base * (1 + 0.5 * (c == "b")) + rng.normal(0, 1)}
+        for b, base in (("x", 100.0), ("y", 50.0))
+        for c in ("a", "b", "c")
+        for _ in range(8)
+    ]
     df = pl.DataFrame(rows)
     grid = stats.benchstat_grid(df, "v", "bench", "cfg", "a", adjust="holm")
     tests = grid.filter(pl.col("benchmark") != "geomean")
@@ -113,8 +119,10 @@ def test_benchstat_grid_adjusts_over_every_comparison() -> None:
     one = stats.benchstat(df, "v", "bench", "cfg", "a", "b")
     geo = grid.filter((pl.col("benchmark") == "geomean") & (pl.col("candidate") == "b"))
     assert geo["delta_pct"][0] == pytest.approx(one.filter(pl.col("benchmark") == "geomean")["delta_pct"][0])
-    assert math.isclose(tests.filter(pl.col("candidate") == "b")["center_baseline"][0],
-                        float(np.median(df.filter((pl.col("bench") == "x") & (pl.col("cfg") == "a"))["v"])))
+    assert math.isclose(
+        tests.filter(pl.col("candidate") == "b")["center_baseline"][0],
+        float(np.median(df.filter((pl.col("bench") == "x") & (pl.col("cfg") == "a"))["v"])),
+    )
 
 
 def test_block_length_and_run_mean_ci_of_very_short_runs() -> None:

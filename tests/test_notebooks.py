@@ -41,10 +41,12 @@ def study_with(st: dict[str, recorded.Study], tool: str) -> recorded.Study:
 
 # ------------------------------------------------------------------ plain readers of the raw files
 
+
 def raw_runs(s: recorded.Study) -> dict[str, dict]:
     """run folder name -> its run.json (plain json)."""
-    return {p.name: json.loads((p / "run.json").read_text()) for p in sorted(s.raw.iterdir())
-            if (p / "run.json").exists()}
+    return {
+        p.name: json.loads((p / "run.json").read_text()) for p in sorted(s.raw.iterdir()) if (p / "run.json").exists()
+    }
 
 
 def per_second(run_dir: Path) -> list[tuple[float, float]]:
@@ -69,7 +71,9 @@ def summary_tps(run_dir: Path) -> float:
     pg = run_dir / "pgbench.stdout"
     if pg.exists():
         return float(re.search(r"tps = ([0-9.]+) \(without initial connection time\)", pg.read_text())[1])
-    return float(re.search(r"transactions:\s+\d+\s+\(([0-9.]+) per sec\.\)", (run_dir / "sysbench.stdout").read_text())[1])
+    return float(
+        re.search(r"transactions:\s+\d+\s+\(([0-9.]+) per sec\.\)", (run_dir / "sysbench.stdout").read_text())[1]
+    )
 
 
 def mser5_trim(xs: list[float]) -> int:
@@ -77,7 +81,7 @@ def mser5_trim(xs: list[float]) -> int:
     k = len(xs) // 5
     if k < 2:
         return 0
-    z = [sum(xs[i * 5:(i + 1) * 5]) / 5 for i in range(k)]
+    z = [sum(xs[i * 5 : (i + 1) * 5]) / 5 for i in range(k)]
     best, best_d = None, 0
     for d in range(k // 2 + 1):
         rest = z[d:]
@@ -124,15 +128,15 @@ def colored_share(data: bytes) -> float:
     assert (bit_depth, color_type) == (8, 6), "expected 8-bit RGBA"
     pos, idat = 8, b""
     while pos < len(data):
-        n = struct.unpack(">I", data[pos:pos + 4])[0]
-        kind = data[pos + 4:pos + 8]
+        n = struct.unpack(">I", data[pos : pos + 4])[0]
+        kind = data[pos + 4 : pos + 8]
         if kind == b"IDAT":
-            idat += data[pos + 8:pos + 8 + n]
+            idat += data[pos + 8 : pos + 8 + n]
         pos += 12 + n
     raw, stride, bpp = zlib.decompress(idat), w * 4, 4
     prev, colored = bytearray(stride), 0
     for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], prev[i - bpp] if i >= bpp else 0
@@ -146,7 +150,7 @@ def colored_share(data: bytes) -> float:
                 pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
         for x in range(0, stride, 4 * 3):  # every third pixel is enough
-            r, g, bl, al = line[x:x + 4]
+            r, g, bl, al = line[x : x + 4]
             if al > 0 and max(r, g, bl) - min(r, g, bl) > 60:
                 colored += 1
         prev = line
@@ -154,6 +158,7 @@ def colored_share(data: bytes) -> float:
 
 
 # ------------------------------------------------------------------ every notebook ran, with real figures
+
 
 def all_executions(st: dict[str, recorded.Study]) -> list[recorded.Execution]:
     return [ex for s in st.values() for ex in s.executions.values()]
@@ -220,6 +225,7 @@ def test_figures_name_every_target(st: dict[str, recorded.Study]) -> None:
 
 # ------------------------------------------------------------------ tables against the raw files
 
+
 def test_throughput_run_means_and_mser_trim(st: dict[str, recorded.Study]) -> None:
     for s in st.values():
         for name, ex in s.executions.items():
@@ -260,8 +266,9 @@ def test_variance_table(st: dict[str, recorded.Study]) -> None:
         assert table.height == len(cells)
         first_col = "workload" if compared == "target_label" else "target_label"
         for (first, clients, level), runs in cells.items():
-            row = table.filter((pl.col(first_col) == first) & (pl.col("clients") == clients)
-                               & (pl.col("level") == level)).row(0, named=True)
+            row = table.filter(
+                (pl.col(first_col) == first) & (pl.col("clients") == clients) & (pl.col("level") == level)
+            ).row(0, named=True)
             pooled = [x for r in runs for x in r]
             assert row["n"] == len(pooled)
             assert row["mean"] == pytest.approx(statistics.fmean(pooled), rel=1e-9)
@@ -269,11 +276,18 @@ def test_variance_table(st: dict[str, recorded.Study]) -> None:
             grand = statistics.fmean(pooled)
             within = [x - statistics.fmean(r) + grand for r in runs for x in r]
             assert row["variance_within"] == pytest.approx(statistics.variance(within), rel=1e-9)
-            assert row["run_median"] == pytest.approx(statistics.median(
-                [summary_tps(s.raw / d) for d, rec in raw_runs(s).items()
-                 if (rec["target"] if compared == "target_label" else rec["workload"]) == level
-                 and (rec["workload"] if compared == "target_label" else rec["target"]) == first
-                 and rec["clients"] == clients]), rel=1e-9)
+            assert row["run_median"] == pytest.approx(
+                statistics.median(
+                    [
+                        summary_tps(s.raw / d)
+                        for d, rec in raw_runs(s).items()
+                        if (rec["target"] if compared == "target_label" else rec["workload"]) == level
+                        and (rec["workload"] if compared == "target_label" else rec["target"]) == first
+                        and rec["clients"] == clients
+                    ]
+                ),
+                rel=1e-9,
+            )
 
 
 def test_latency_table(st: dict[str, recorded.Study]) -> None:
@@ -290,8 +304,12 @@ def test_latency_table(st: dict[str, recorded.Study]) -> None:
                 if rec["workload"] == wl:
                     by_cell[(rec["target"], rec["clients"])].append(s.raw / d)
             for (target, clients), dirs in by_cell.items():
-                rows = {r["stat"]: r for r in table.filter((pl.col("target_label") == target)
-                                                           & (pl.col("clients") == clients)).iter_rows(named=True)}
+                rows = {
+                    r["stat"]: r
+                    for r in table.filter(
+                        (pl.col("target_label") == target) & (pl.col("clients") == clients)
+                    ).iter_rows(named=True)
+                }
                 if (dirs[0] / "sysbench.stdout").exists():  # --histogram: sysbench's percentile rule
                     hist: dict[float, int] = defaultdict(int)
                     for d in dirs:
@@ -313,7 +331,9 @@ def test_latency_table(st: dict[str, recorded.Study]) -> None:
                     n = s_ = 0.0
                     lo, hi = math.inf, 0.0
                     for d in dirs:
-                        lines = [ln.split() for f in sorted(d.glob("pgbench_log.*")) for ln in f.read_text().splitlines()]
+                        lines = [
+                            ln.split() for f in sorted(d.glob("pgbench_log.*")) for ln in f.read_text().splitlines()
+                        ]
                         first = min(int(x[0]) for x in lines)
                         for x in lines:
                             if int(x[0]) - first + 1 > trim and int(x[1]) > 0:
@@ -342,12 +362,19 @@ def test_dirty_memory_table(st: dict[str, recorded.Study]) -> None:
             assert row["writeback_max_mib"] == pytest.approx(max(meminfo(s.raw / d, "Writeback")) / 1024)
             log = (s.raw / d / "postgresql.log").read_text()
             end = benchmark_end(s.raw / d)  # checkpoints that started while the benchmark ran
-            starts = [ln for ln in log.splitlines() if "LOG:  checkpoint starting:" in ln and "shutdown" not in ln
-                      and datetime.datetime.strptime(ln[:23] + " +0000", "%Y-%m-%d %H:%M:%S.%f %z").timestamp() <= end]
+            starts = [
+                ln
+                for ln in log.splitlines()
+                if "LOG:  checkpoint starting:" in ln
+                and "shutdown" not in ln
+                and datetime.datetime.strptime(ln[:23] + " +0000", "%Y-%m-%d %H:%M:%S.%f %z").timestamp() <= end
+            ]
             assert row["checkpoints_log"] == len(starts), d
             if (s.raw / d / "pgstat.csv").exists():
                 rows = [ln.split(",") for ln in (s.raw / d / "pgstat.csv").read_text().splitlines()[2:]]
-                assert row["checkpoints_pgstat"] == (int(rows[-1][1]) + int(rows[-1][2])) - (int(rows[0][1]) + int(rows[0][2]))
+                assert row["checkpoints_pgstat"] == (int(rows[-1][1]) + int(rows[-1][2])) - (
+                    int(rows[0][1]) + int(rows[0][2])
+                )
             if row["n_in"]:
                 assert 0 < row["time_share"] <= 1 and 0 <= row["variance_share"] <= 1
             checked += 1
@@ -436,8 +463,11 @@ def test_published_comparison_table(st: dict[str, recorded.Study]) -> None:
             if kind.startswith("pgbench"):
                 for row in lab.filter(pl.col("kind") == kind).iter_rows(named=True):
                     builtin, target, c = row["item"].split(" · ")
-                    v = [summary_tps(s.raw / d) for d, rec in raw_runs(s).items()
-                         if rec["target"] == target and f"c={rec['clients']}" == c]
+                    v = [
+                        summary_tps(s.raw / d)
+                        for d, rec in raw_runs(s).items()
+                        if rec["target"] == target and f"c={rec['clients']}" == c
+                    ]
                     assert row["value"] == pytest.approx(statistics.median(v), rel=1e-9)
                     checked += 1
         pub = table.filter((pl.col("source") == "published") & pl.col("kind").str.starts_with("pgbench"))
@@ -448,6 +478,7 @@ def test_published_comparison_table(st: dict[str, recorded.Study]) -> None:
 
 
 # ------------------------------------------------------------------ without data: one line
+
 
 @pytest.mark.parametrize("notebook", ANALYSIS_NOTEBOOKS)
 def test_missing_data_is_one_line(st: dict[str, recorded.Study], notebook: str) -> None:
@@ -466,9 +497,18 @@ def test_targets_parameter_keeps_only_those_targets(st: dict[str, recorded.Study
     wl = next(iter(s.cfg["workloads"]))
     out = recorded.workdir() / "filtered"
     out.mkdir(parents=True, exist_ok=True)
-    rc, log = recorded.papermill("throughput_stability", out / "nb.ipynb",
-                                 {"db": s.db, "study": s.study, "workload": wl, "targets": keep,
-                                  "figures_dir": out / "figs", "tables_dir": out / "tables"})
+    rc, log = recorded.papermill(
+        "throughput_stability",
+        out / "nb.ipynb",
+        {
+            "db": s.db,
+            "study": s.study,
+            "workload": wl,
+            "targets": keep,
+            "figures_dir": out / "figs",
+            "tables_dir": out / "tables",
+        },
+    )
     recorded.stop_kernels()
     assert rc == 0, log
     table = pl.read_parquet(out / "tables" / f"throughput_stability-{wl}.parquet")
@@ -478,8 +518,11 @@ def test_targets_parameter_keeps_only_those_targets(st: dict[str, recorded.Study
 
 # ------------------------------------------------------------------ opened as a researcher opens them
 
+
 @pytest.mark.parametrize("notebook", ["throughput_stability", "dirty_memory_checkpoints"])
-def test_runs_as_jupyterlab_runs_it_with_repository_relative_paths(st: dict[str, recorded.Study], notebook: str) -> None:
+def test_runs_as_jupyterlab_runs_it_with_repository_relative_paths(
+    st: dict[str, recorded.Study], notebook: str
+) -> None:
     """No papermill: the notebook file as committed, executed top to bottom by nbclient (JupyterLab's executor)
     with the kernel in notebooks/ and no PYTHONPATH; only its parameters cell edited, as a researcher edits it,
     to paths relative to the repository. The figure lands under the repository, not under notebooks/."""
@@ -498,15 +541,23 @@ def test_runs_as_jupyterlab_runs_it_with_repository_relative_paths(st: dict[str,
     nb = nbformat.read(recorded.NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     workload = next(iter(registry.series_workloads(s.cfg)))
-    params.source += (f"\ndb = {str(rel / 'study.duckdb')!r}\nstudy = {s.study!r}\nworkload = {workload!r}\n"
-                      f"figures_dir = {str(rel / 'figures')!r}\ntables_dir = {str(rel / 'tables')!r}\n"
-                      f"raw_dir = {str(rel / 'raw')!r}\n")
+    params.source += (
+        f"\ndb = {str(rel / 'study.duckdb')!r}\nstudy = {s.study!r}\nworkload = {workload!r}\n"
+        f"figures_dir = {str(rel / 'figures')!r}\ntables_dir = {str(rel / 'tables')!r}\n"
+        f"raw_dir = {str(rel / 'raw')!r}\n"
+    )
     assert "PYTHONPATH" not in __import__("os").environ
     try:
-        NotebookClient(nb, kernel_name="python3", timeout=300,
-                       resources={"metadata": {"path": str(recorded.NOTEBOOKS)}}).execute()
-        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-                  if o.get("output_type") == "error"]
+        NotebookClient(
+            nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(recorded.NOTEBOOKS)}}
+        ).execute()
+        errors = [
+            o
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.get("outputs", [])
+            if o.get("output_type") == "error"
+        ]
         assert not errors
         name = f"{notebook}-{workload}" if notebook in registry.PER_WORKLOAD else notebook
         assert (root / "figures" / f"{name}.svg").stat().st_size > 1000

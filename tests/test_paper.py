@@ -15,8 +15,13 @@ from pathlib import Path
 import pytest
 import recorded
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("pdftotext") is None or shutil.which("pdffonts") is None,
-                                reason="poppler-utils (pdftotext, pdffonts, pdftoppm) not installed")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("pdftotext") is None or shutil.which("pdffonts") is None,
+        reason="poppler-utils (pdftotext, pdffonts, pdftoppm) not installed",
+    ),
+]
 
 
 def flat(text: str) -> str:
@@ -35,8 +40,9 @@ def papers() -> dict[str, tuple[recorded.Study, str]]:
     out = {}
     for name, st in recorded.studies().items():
         assert st.paper_pdf is not None, f"{name}: paper not built: {st.paper_log[-3000:]}"
-        text = subprocess.run(["pdftotext", "-layout", str(st.paper_pdf), "-"], capture_output=True,
-                              text=True, check=True).stdout
+        text = subprocess.run(
+            ["pdftotext", "-layout", str(st.paper_pdf), "-"], capture_output=True, text=True, check=True
+        ).stdout
         out[name] = (st, text)
     return out
 
@@ -57,11 +63,20 @@ def test_title_sections_and_date(papers: dict[str, tuple[recorded.Study, str]]) 
         assert flat(st.cfg["title"]) in f
         for author in st.cfg["authors"]:
             assert author in f
-        for section in ("Setup", "Methodology", "Results", "Comparison with published results",
-                        "Threats to validity", "Appendix"):
+        for section in (
+            "Setup",
+            "Methodology",
+            "Results",
+            "Comparison with published results",
+            "Threats to validity",
+            "Appendix",
+        ):
             assert re.search(rf"\d+ {section}", f), f"{st.name}: section {section!r} missing"
-        ended = max(json.loads((p / "run.json").read_text())["ended_at"][:10]
-                    for p in st.raw.iterdir() if (p / "run.json").exists())
+        ended = max(
+            json.loads((p / "run.json").read_text())["ended_at"][:10]
+            for p in st.raw.iterdir()
+            if (p / "run.json").exists()
+        )
         assert ended in f, f"{st.name}: the date of the data ({ended}) is not on the paper"
         assert "Abstract." in f
 
@@ -87,7 +102,9 @@ def test_setup_lists_every_target(papers: dict[str, tuple[recorded.Study, str]])
         setup = flat(text.split("Methodology")[0])
         for target in st.cfg["targets"]:
             assert target in setup, f"{st.name}: target {target} not in the setup section"
-        rec = json.loads(next(p / "run.json" for p in sorted(st.raw.iterdir()) if (p / "run.json").exists()).read_text())
+        rec = json.loads(
+            next(p / "run.json" for p in sorted(st.raw.iterdir()) if (p / "run.json").exists()).read_text()
+        )
         assert rec["host"]["kernel"] in setup
         if rec["tool"] != "fsmicro":
             assert rec["postgres"]["version"].split(" on ")[0].split(" (")[0] in setup
@@ -103,9 +120,10 @@ def test_numbers_come_from_the_data(papers: dict[str, tuple[recorded.Study, str]
 def test_no_nan_none_or_traceback(papers: dict[str, tuple[recorded.Study, str]]) -> None:
     for st, text in papers.values():
         f = flat(text)
-        for bad in (r"\bnan\b", r"\bNaN\b", r"\bNone\b", r"Traceback", r"\bnull\b", r"\binf\b", r"Error:",
-                    r"STOP:"):
-            assert not re.search(bad, f), f"{st.name}: {bad!r} in the paper: ...{f[max(0, re.search(bad, f).start() - 80):][:160]}..."
+        for bad in (r"\bnan\b", r"\bNaN\b", r"\bNone\b", r"Traceback", r"\bnull\b", r"\binf\b", r"Error:", r"STOP:"):
+            assert not re.search(bad, f), (
+                f"{st.name}: {bad!r} in the paper: ...{f[max(0, re.search(bad, f).start() - 80) :][:160]}..."
+            )
 
 
 def test_fonts_embedded_and_pages_render(papers: dict[str, tuple[recorded.Study, str]], tmp_path: Path) -> None:
@@ -113,8 +131,12 @@ def test_fonts_embedded_and_pages_render(papers: dict[str, tuple[recorded.Study,
         fonts = subprocess.run(["pdffonts", str(st.paper_pdf)], capture_output=True, text=True, check=True).stdout
         rows = fonts.splitlines()[2:]
         assert rows and all(r.split()[-5] == "yes" for r in rows), f"{st.name}: fonts not embedded:\n{fonts}"
-        pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(st.paper_pdf)], capture_output=True,
-                                                                  text=True, check=True).stdout)[1])
+        pages = int(
+            re.search(
+                r"Pages:\s+(\d+)",
+                subprocess.run(["pdfinfo", str(st.paper_pdf)], capture_output=True, text=True, check=True).stdout,
+            )[1]
+        )
         assert 4 <= pages <= 40, (st.name, pages)
         out = tmp_path / st.name
         subprocess.run(["pdftoppm", "-r", "20", "-png", str(st.paper_pdf), str(out)], check=True, capture_output=True)

@@ -40,11 +40,22 @@ SYSBENCH = DATA / "sysbench"
 PROC = DATA / "proc"
 EXTERNAL = Path(__file__).resolve().parent.parent / "data" / "external"
 ALL_FILES = sorted(p for d in (PG15, DOCS, SYSBENCH, PROC) for p in d.iterdir() if p.is_file())
-MODULES = [pgbench_summary, pgbench_progress, pgbench_aggregate, pgbench_txlog, meminfo, diskstats, vmstat, sysbench,
-           fs_ops, published_table]
+MODULES = [
+    pgbench_summary,
+    pgbench_progress,
+    pgbench_aggregate,
+    pgbench_txlog,
+    meminfo,
+    diskstats,
+    vmstat,
+    sysbench,
+    fs_ops,
+    published_table,
+]
 
 
 # ----------------------------------------------------------------------------- helpers (independent of the parsers)
+
 
 def raw_lines(path: Path) -> list[str]:
     return path.read_text().splitlines()
@@ -59,7 +70,7 @@ def value_after(path: Path, prefix: str) -> str:
     """The text after `prefix` on the first line that starts with it."""
     for line in raw_lines(path):
         if line.startswith(prefix):
-            return line[len(prefix):].strip()
+            return line[len(prefix) :].strip()
     raise AssertionError(f"{path.name}: no line starting with {prefix!r}")
 
 
@@ -107,11 +118,21 @@ def expected_format(path: Path) -> str | None:
 
 # ----------------------------------------------------------------------------- interface and schemas
 
+
 def test_formats_registry() -> None:
     # (the lab's own CSV logs, registered after these, are tested with their runners)
-    assert list(parsers.FORMATS)[:10] == ["meminfo", "pgbench-summary", "pgbench-progress", "pgbench-aggregate",
-                                          "pgbench-txlog", "diskstats", "vmstat", "sysbench", "fs-ops",
-                                          "published-table"]
+    assert list(parsers.FORMATS)[:10] == [
+        "meminfo",
+        "pgbench-summary",
+        "pgbench-progress",
+        "pgbench-aggregate",
+        "pgbench-txlog",
+        "diskstats",
+        "vmstat",
+        "sysbench",
+        "fs-ops",
+        "published-table",
+    ]
     tables: list[str] = []
     for name, mod in parsers.FORMATS.items():
         assert mod.NAME == name
@@ -157,9 +178,14 @@ def test_detection(path: Path) -> None:
 
 
 def test_detection_by_content_not_name(tmp_path: Path) -> None:
-    for src, fmt in [(PG15 / "tpcb_agg.25515", "pgbench-aggregate"), (PG15 / "tx_sampled.25763", "pgbench-txlog"),
-                     (PG15 / "tpcb.stdout", "pgbench-summary"), (PG15 / "meminfo.log", "meminfo"),
-                     (DOCS / "pre15_txlog.log", "pgbench-txlog"), (DOCS / "pre15_aggregate.log", "pgbench-aggregate")]:
+    for src, fmt in [
+        (PG15 / "tpcb_agg.25515", "pgbench-aggregate"),
+        (PG15 / "tx_sampled.25763", "pgbench-txlog"),
+        (PG15 / "tpcb.stdout", "pgbench-summary"),
+        (PG15 / "meminfo.log", "meminfo"),
+        (DOCS / "pre15_txlog.log", "pgbench-txlog"),
+        (DOCS / "pre15_aggregate.log", "pgbench-aggregate"),
+    ]:
         dst = tmp_path / "renamed"
         shutil.copyfile(src, dst)
         assert parsers.detect_format(dst) == fmt, src.name
@@ -180,15 +206,25 @@ def test_detection_by_content_not_name(tmp_path: Path) -> None:
 
 def test_tables_load_into_duckdb() -> None:
     """Every dtype in TABLES maps onto a DuckDB column and real frames insert by name."""
-    duck = {pl.String: "VARCHAR", pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN",
-            pl.Datetime("us", "UTC"): "TIMESTAMPTZ"}
+    duck = {
+        pl.String: "VARCHAR",
+        pl.Int64: "BIGINT",
+        pl.Float64: "DOUBLE",
+        pl.Boolean: "BOOLEAN",
+        pl.Datetime("us", "UTC"): "TIMESTAMPTZ",
+    }
     con = duckdb.connect()
     for mod in parsers.FORMATS.values():
         for table, schema in mod.TABLES.items():
             cols = ", ".join(f'"{c}" {duck[t]}' for c, t in schema.items())
             con.execute(f'CREATE TABLE "{table}" ({cols})')
-    for path in [PG15 / "rr.stdout", PG15 / "rragg.stderr", PG15 / "rr_agg.25563", PG15 / "skip_tx.25812",
-                 PG15 / "meminfo.log"]:
+    for path in [
+        PG15 / "rr.stdout",
+        PG15 / "rragg.stderr",
+        PG15 / "rr_agg.25563",
+        PG15 / "skip_tx.25812",
+        PG15 / "meminfo.log",
+    ]:
         out = parsers.parse(path)
         out.pop("_warnings", None)
         for table, frame in out.items():
@@ -200,6 +236,7 @@ def test_tables_load_into_duckdb() -> None:
 
 
 # ----------------------------------------------------------------------------- pgbench-summary
+
 
 def test_summary_pg15_duration_run() -> None:
     path = PG15 / "tpcb.stdout"  # -T 5 -P 1 -c 2 -j 2, scale 1
@@ -228,7 +265,7 @@ def test_summary_transaction_count_and_statements() -> None:
     assert s["latency_stddev_ms"] is None  # neither -P nor --rate nor -L: pgbench prints no stddev
     st_ = out["pgbench_statement"]
     lines = raw_lines(path)
-    body = lines[lines.index("statement latencies in milliseconds and failures:") + 1:]
+    body = lines[lines.index("statement latencies in milliseconds and failures:") + 1 :]
     assert st_.height == len(body) == 11  # the TPC-B-like script's 11 commands
     assert st_["statement"].to_list() == [ln.split(None, 2)[2] for ln in body]
     assert st_["statement_no"].to_list() == list(range(11))
@@ -275,8 +312,11 @@ def test_summary_rate_limit_connect_partitions() -> None:
     assert 0 < rate["lag_avg_ms"] <= rate["lag_max_ms"]
     assert rate["tps"] == pytest.approx(200, rel=0.1)
     skip = one(PG15 / "skip.stdout", "pgbench_summary").row(0, named=True)
-    assert skip["skipped_transactions"] == int(value_after(PG15 / "skip.stdout", "number of transactions skipped:")
-                                               .split()[0]) > 0
+    assert (
+        skip["skipped_transactions"]
+        == int(value_after(PG15 / "skip.stdout", "number of transactions skipped:").split()[0])
+        > 0
+    )
     assert skip["late_transactions"] <= skip["transactions_processed"]
     conn = one(PG15 / "connect.stdout", "pgbench_summary").row(0, named=True)  # -C
     assert conn["average_connection_time_ms"] > 0 and conn["initial_connection_time_ms"] is None
@@ -306,8 +346,11 @@ def test_summary_older_versions_from_docs() -> None:
     assert s10["latency_avg_ms"] is None and s10["transactions_target"] == 1000 and s10["tps"] == 85.296346
 
     s14 = one(DOCS / "pg14_typical.stdout", "pgbench_summary").row(0, named=True)
-    assert (s14["initial_connection_time_ms"], s14["tps"], s14["tps_including_connections"]) == (45.758, 896.967014,
-                                                                                                   None)
+    assert (s14["initial_connection_time_ms"], s14["tps"], s14["tps_including_connections"]) == (
+        45.758,
+        896.967014,
+        None,
+    )
     assert s14["max_tries"] is None
 
     out17 = parsers.parse(DOCS / "pg17_report_latencies.stdout")
@@ -323,7 +366,7 @@ def test_summary_not_a_report_or_truncated(tmp_path: Path) -> None:
     lines = (PG15 / "tpcb.stdout").read_text().splitlines(keepends=True)
     cut = next(i for i, ln in enumerate(lines) if ln.startswith("number of threads"))
     with pytest.raises(ParseError, match=r"truncated.*number of transactions actually processed") as exc:
-        pgbench_summary.parse(write(tmp_path, "a.stdout", "".join(lines[:cut + 1])))
+        pgbench_summary.parse(write(tmp_path, "a.stdout", "".join(lines[: cut + 1])))
     assert exc.value.line == cut + 1
     # cut inside the last line: the torn line is dropped, and then the report lacks its tps
     text = (PG15 / "tpcb.stdout").read_text()
@@ -345,6 +388,7 @@ def test_summary_unknown_and_aborted_lines_warn(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- pgbench-progress
+
 
 def test_progress_pg15() -> None:
     p = one(PG15 / "tpcb.stderr", "pgbench_progress")  # -T 5 -P 1
@@ -403,6 +447,7 @@ def test_progress_empty_torn_interleaved_and_foreign(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- pgbench-aggregate
 
+
 def agg_frames(prefix: str) -> pl.DataFrame:
     return pl.concat([one(p, "pgbench_aggregate") for p in sorted(PG15.glob(prefix + ".*"))])
 
@@ -445,7 +490,6 @@ def test_aggregate_lag_and_failure_columns() -> None:
     assert (rr["retries"] >= rr["retried"]).all()
 
 
-
 def test_aggregate_idle_interval_has_no_latency(tmp_path: Path) -> None:
     """pgbench writes 0 for min and max of an interval without transactions (seen here in real runs when
     a checkpoint stalls the client): no latency, not a latency of 0 µs."""
@@ -459,13 +503,16 @@ def test_aggregate_idle_interval_has_no_latency(tmp_path: Path) -> None:
     assert out.head(len(lines))["latency_min_us"].null_count() == 0
     assert out["latency_min_us"].min() > 0
 
+
 def test_aggregate_older_layouts() -> None:
     six = one(DOCS / "pre15_aggregate.log", "pgbench_aggregate")
     rows = fields(DOCS / "pre15_aggregate.log")
     assert six["n_tx"].to_list() == [int(r[1]) for r in rows]
     assert six["latency_max_us"].to_list() == [float(r[5]) for r in rows]
-    assert six.select(pl.col("^lag_.*$"), "skipped", "retried", "retries").null_count().sum_horizontal()[0] \
+    assert (
+        six.select(pl.col("^lag_.*$"), "skipped", "retried", "retries").null_count().sum_horizontal()[0]
         == 7 * six.height
+    )
     eleven = one(DOCS / "pre15_aggregate_rate.log", "pgbench_aggregate")
     assert eleven["skipped"].to_list() == [int(r[10]) for r in fields(DOCS / "pre15_aggregate_rate.log")]
     assert eleven["lag_max_us"].is_not_null().all() and eleven["retried"].is_null().all()
@@ -502,6 +549,7 @@ def test_aggregate_torn_and_bad_lines(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- pgbench-txlog
 
+
 def test_txlog_rows_statuses_and_times() -> None:
     path = PG15 / "tx_sampled.25763"  # --sampling-rate=0.01, 6 columns
     t = one(path, "pgbench_txlog")
@@ -515,7 +563,8 @@ def test_txlog_rows_statuses_and_times() -> None:
     assert abs(t.height - 0.01 * n) <= 5 * math.sqrt(n * 0.01 * 0.99)
     # sampled latencies agree with the run's average
     assert t["latency_us"].mean() / 1000 == pytest.approx(
-        float(value_after(PG15 / "tx.stdout", "latency average =").split()[0]), rel=0.3)
+        float(value_after(PG15 / "tx.stdout", "latency average =").split()[0]), rel=0.3
+    )
     assert (t["epoch_us"].diff().drop_nulls() >= 0).all()  # one thread writes in completion order
 
 
@@ -586,17 +635,26 @@ def test_txlog_bad_lines(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match="beyond a 32-bit int") as exc:
         pgbench_txlog.parse(write(tmp_path, "e", "".join(big)))
     assert exc.value.line == 4
-    assert pgbench_txlog.parse(write(tmp_path, "f", "".join(lines[:3] + [f"{2**31 - 1} 5 100 0 1795371086 279608\n"]
-                                                          + lines[4:])))["pgbench_txlog"]["client_id"].max() == 2**31 - 1
+    assert (
+        pgbench_txlog.parse(
+            write(tmp_path, "f", "".join(lines[:3] + [f"{2**31 - 1} 5 100 0 1795371086 279608\n"] + lines[4:]))
+        )["pgbench_txlog"]["client_id"].max()
+        == 2**31 - 1
+    )
 
 
 def test_txlog_large_file_is_vectorized(tmp_path: Path) -> None:
     n = 200_000
-    frame = pl.DataFrame({
-        "c": pl.int_range(0, n, eager=True) % 8, "t": pl.int_range(0, n, eager=True) // 8,
-        "l": (pl.int_range(0, n, eager=True) % 5000 + 100).cast(pl.String), "s": pl.repeat(0, n, eager=True),
-        "e": 1795371000 + pl.int_range(0, n, eager=True) // 10000, "u": pl.int_range(0, n, eager=True) * 37 % 999999,
-    }).with_columns(pl.when(pl.col("t") % 97 == 0).then(pl.lit("failed")).otherwise(pl.col("l")).alias("l"))
+    frame = pl.DataFrame(
+        {
+            "c": pl.int_range(0, n, eager=True) % 8,
+            "t": pl.int_range(0, n, eager=True) // 8,
+            "l": (pl.int_range(0, n, eager=True) % 5000 + 100).cast(pl.String),
+            "s": pl.repeat(0, n, eager=True),
+            "e": 1795371000 + pl.int_range(0, n, eager=True) // 10000,
+            "u": pl.int_range(0, n, eager=True) * 37 % 999999,
+        }
+    ).with_columns(pl.when(pl.col("t") % 97 == 0).then(pl.lit("failed")).otherwise(pl.col("l")).alias("l"))
     path = tmp_path / "big.log"
     frame.write_csv(path, separator=" ", include_header=False, quote_style="never")
     t = one(path, "pgbench_txlog")
@@ -605,6 +663,7 @@ def test_txlog_large_file_is_vectorized(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- meminfo
+
 
 def test_meminfo_real_sampler_output() -> None:
     path = PG15 / "meminfo.log"
@@ -637,7 +696,7 @@ def test_meminfo_cut_off_and_bad(tmp_path: Path) -> None:
     assert exc.value.line == 1
     lines = text.splitlines(keepends=True)
     second = [i for i, ln in enumerate(lines) if ln.startswith("@ ")][1]
-    merged = "".join(lines[:second] + lines[second + 1:])  # a marker lost: two samples run together
+    merged = "".join(lines[:second] + lines[second + 1 :])  # a marker lost: two samples run together
     with pytest.raises(ParseError, match="'MemTotal' repeated within one sample") as exc:
         meminfo.parse(write(tmp_path, "dup.log", merged))
     assert exc.value.line == second + 1
@@ -651,6 +710,7 @@ def test_meminfo_cut_off_and_bad(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- sysbench
 
+
 def sysbench_intervals(path: Path) -> list[list[str]]:
     """The tokens of the '[ Ns ] thds: ...' lines, read with str.split."""
     return [ln.split() for ln in raw_lines(path) if ln.startswith("[ ") and " thds: " in ln]
@@ -658,13 +718,15 @@ def sysbench_intervals(path: Path) -> list[list[str]]:
 
 def report_value(path: Path, label: str) -> list[str]:
     """The tokens after `label` on the one line whose stripped text starts with it."""
-    hits = [ln.strip()[len(label):].split() for ln in raw_lines(path) if ln.strip().startswith(label)]
+    hits = [ln.strip()[len(label) :].split() for ln in raw_lines(path) if ln.strip().startswith(label)]
     assert len(hits) == 1, (path.name, label, hits)
     return hits[0]
 
 
 SYSBENCH_RUNS = sorted(p for p in SYSBENCH.glob("oltp_*.stdout") if "killed" not in p.name) + [
-    PG15 / "sysbench_oltp_rw.stdout", SYSBENCH / "v11_oltp_read_write.stdout"]
+    PG15 / "sysbench_oltp_rw.stdout",
+    SYSBENCH / "v11_oltp_read_write.stdout",
+]
 
 
 @pytest.mark.parametrize("path", SYSBENCH_RUNS, ids=lambda p: p.name)
@@ -685,7 +747,8 @@ def test_sysbench_intervals_and_report_match_the_text(path: Path) -> None:
     assert s["sysbench_version"] == raw_lines(path)[0].split()[1]
     assert s["threads"] == int(value_after(path, "Number of threads:"))
     assert (s["queries_read"], s["queries_write"], s["queries_other"], s["queries_total"]) == tuple(
-        int(report_value(path, k + ":")[0]) for k in ("read", "write", "other", "total"))
+        int(report_value(path, k + ":")[0]) for k in ("read", "write", "other", "total")
+    )
     assert s["queries_total"] == s["queries_read"] + s["queries_write"] + s["queries_other"]
     tx = report_value(path, "transactions:")
     assert (s["transactions"], s["tps"]) == (int(tx[0]), float(tx[1].lstrip("(")))
@@ -705,10 +768,15 @@ def test_sysbench_intervals_and_report_match_the_text(path: Path) -> None:
 
 def test_sysbench_scripts_and_options() -> None:
     """What the commands in tests/data/README.md imply, checked on the parsed values."""
+
     def summary(name: str) -> dict[str, object]:
         return one(SYSBENCH / name, "sysbench_summary").row(0, named=True)
 
-    ro, wo, ps = summary("oltp_read_only.stdout"), summary("oltp_write_only.stdout"), summary("oltp_point_select.stdout")
+    ro, wo, ps = (
+        summary("oltp_read_only.stdout"),
+        summary("oltp_write_only.stdout"),
+        summary("oltp_point_select.stdout"),
+    )
     assert ro["queries_write"] == 0 and ro["queries_read"] > 0
     assert wo["queries_read"] == 0 and wo["queries_write"] > 0
     assert ps["queries_read"] == ps["transactions"] and ps["qps"] == ps["tps"]  # one SELECT per event
@@ -721,7 +789,9 @@ def test_sysbench_scripts_and_options() -> None:
     assert p99["latency_pct"].to_list() == [99] * p99.height  # --percentile=99
     assert summary("oltp_read_only_p99.stdout")["latency_pct"] == 99
     p0 = parsers.parse(SYSBENCH / "oltp_point_select_p0.stdout")  # --percentile=0: disabled
-    assert p0["sysbench_interval"]["latency_ms"].is_null().all() and p0["sysbench_interval"]["latency_pct"].is_null().all()
+    assert (
+        p0["sysbench_interval"]["latency_ms"].is_null().all() and p0["sysbench_interval"]["latency_pct"].is_null().all()
+    )
     assert p0["sysbench_summary"]["latency_pct_ms"].is_null().all()
     rate = parsers.parse(SYSBENCH / "oltp_point_select_rate.stdout")  # --rate=200
     assert rate["sysbench_summary"]["target_tps"][0] == 200.0
@@ -778,13 +848,13 @@ def test_sysbench_bad_files(tmp_path: Path) -> None:
         sysbench.parse(write(tmp_path, "cut.stdout", cut))
     assert exc.value.line == cut.count("\n")
     with pytest.raises(ParseError, match="a second 'SQL statistics:' report"):
-        sysbench.parse(write(tmp_path, "two.stdout", text + text[text.index("SQL statistics:"):]))
+        sysbench.parse(write(tmp_path, "two.stdout", text + text[text.index("SQL statistics:") :]))
     big = text.replace("transactions:                        ", "transactions:                        9" + "9" * 25, 1)
     with pytest.raises(ParseError, match="out of range|too large"):
         sysbench.parse(write(tmp_path, "big.stdout", big))
     lines = text.splitlines(keepends=True)
     first = next(i for i, ln in enumerate(lines) if ln.startswith("[ "))
-    junk = lines[:first] + [ln.replace("tps:", "tx:") for ln in lines[first:first + 3]] + lines[first + 3:]
+    junk = lines[:first] + [ln.replace("tps:", "tx:") for ln in lines[first : first + 3]] + lines[first + 3 :]
     with pytest.raises(ParseError, match="unrecognised interval line") as exc:
         sysbench.parse(write(tmp_path, "junk.stdout", "".join(junk)))
     assert exc.value.line == first + 1
@@ -794,6 +864,7 @@ def test_sysbench_bad_files(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- diskstats, vmstat
+
 
 def sampler_blocks(path: Path) -> list[tuple[float, list[str]]]:
     blocks: list[tuple[float, list[str]]] = []
@@ -818,17 +889,26 @@ def test_diskstats_real_sampler_output() -> None:
         assert [row[c] for c in diskstats.COUNTERS[: len(tok) - 3]] == [int(x) for x in tok[3:]]
     assert len(next(iter(first.values()))) == 20  # this kernel (6.x) writes 17 counters: flushes too
     # cumulative counters never go down; the sampled write run wrote something to the root disk
-    mono = d.sort("ts").group_by("device").agg((pl.col("sectors_written").diff().drop_nulls() >= 0).all().alias("m"),
-                                              (pl.col("sectors_written").max() - pl.col("sectors_written").min())
-                                              .alias("written"))
+    mono = (
+        d.sort("ts")
+        .group_by("device")
+        .agg(
+            (pl.col("sectors_written").diff().drop_nulls() >= 0).all().alias("m"),
+            (pl.col("sectors_written").max() - pl.col("sectors_written").min()).alias("written"),
+        )
+    )
     assert mono["m"].all() and mono["written"].max() > 0
 
 
 def test_diskstats_older_layouts_and_bad_lines(tmp_path: Path) -> None:
     eleven = "@ 1.5\n   8       0 sda 1 2 3 4 5 6 7 8 9 10 11\n"
     row = one(write(tmp_path, "k4.log", eleven), "diskstats").row(0, named=True)
-    assert (row["reads_completed"], row["weighted_io_ms"], row["discards_completed"], row["flush_ms"]) == (1, 11, None,
-                                                                                                           None)
+    assert (row["reads_completed"], row["weighted_io_ms"], row["discards_completed"], row["flush_ms"]) == (
+        1,
+        11,
+        None,
+        None,
+    )
     fifteen = "@ 1.5\n 259 0 nvme0n1 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15\n"
     row = one(write(tmp_path, "k418.log", fifteen), "diskstats").row(0, named=True)
     assert (row["discard_ms"], row["flushes_completed"]) == (15, None)
@@ -841,7 +921,7 @@ def test_diskstats_older_layouts_and_bad_lines(tmp_path: Path) -> None:
     lines = text.splitlines(keepends=True)
     second = [i for i, ln in enumerate(lines) if ln.startswith("@ ")][1]
     with pytest.raises(ParseError, match="repeated within one sample") as exc:
-        diskstats.parse(write(tmp_path, "dup.log", "".join(lines[:second] + lines[second + 1:])))
+        diskstats.parse(write(tmp_path, "dup.log", "".join(lines[:second] + lines[second + 1 :])))
     assert exc.value.line == second + 1
     last = [i for i, ln in enumerate(lines) if ln.startswith("@ ")][-1]
     cut = diskstats.parse(write(tmp_path, "cut.log", "".join(lines[: last + 3])))
@@ -880,6 +960,7 @@ def test_vmstat_real_sampler_output(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- fs-ops
 
+
 def fs_rows(path: Path) -> list[list[str]]:
     """Rows under a '____optype__elapsed_____ops(total)...' header, read with str.split."""
     out, on = [], False
@@ -908,7 +989,9 @@ def test_fs_ops_published_tables(path: Path) -> None:
     assert f["ops"].to_list() == [int(r[2]) for r in rows]
     assert f["ops_per_s"].to_list() == [float(r[3]) for r in rows]
     assert f["max_ms"].to_list() == [float(r[8]) for r in rows]
-    assert (f["p50_ms"] <= f["p95_ms"]).all() and (f["p95_ms"] <= f["p99_ms"]).all() and (f["p99_ms"] <= f["max_ms"]).all()
+    assert (
+        (f["p50_ms"] <= f["p95_ms"]).all() and (f["p95_ms"] <= f["p99_ms"]).all() and (f["p99_ms"] <= f["max_ms"]).all()
+    )
     assert f["table_no"].to_list() == list(range(1, f.height + 1))  # one table per run
     # ops/s(cum) is ops over elapsed, both printed to 0.1
     for r in f.iter_rows(named=True):
@@ -920,8 +1003,11 @@ def test_fs_ops_progress_tables_and_runner_layout(tmp_path: Path) -> None:
     path = EXTERNAL / "seed003_fsbench" / "zfs_delete_100k_2MB.txt"
     out = parsers.parse(path)
     iv = out["fs_ops_interval"]
-    progress = [ln.split() for ln in raw_lines(path) if ln.startswith("delete_100 ") and ln.split()[1].endswith("s")
-                and "." not in ln.split()[1]]
+    progress = [
+        ln.split()
+        for ln in raw_lines(path)
+        if ln.startswith("delete_100 ") and ln.split()[1].endswith("s") and "." not in ln.split()[1]
+    ]
     assert iv.height == len(progress) == 55
     assert iv["elapsed_s"].to_list() == [float(p[1][:-1]) for p in progress]
     assert iv["ops_per_s"].to_list() == [float(p[2]) for p in progress]
@@ -929,16 +1015,21 @@ def test_fs_ops_progress_tables_and_runner_layout(tmp_path: Path) -> None:
     assert iv["table_no"].unique().sort().to_list() == [1, 2, 3]  # the header is repeated every 20 seconds
     assert out["fs_ops"]["ops"].to_list() == [100000]
     # several operation types per table, several tables, and cockroach's `errors` column
-    text = ("____optype__elapsed__errors_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)\n"
-            "create       10.0s      0           1000          100.0      1.0      0.9      2.0      3.0      9.0\n"
-            "fsync        10.0s      2            500           50.0      4.0      3.9      8.0      9.0     20.0\n"
-            "\nsome note from the runner\n"
-            "____optype__elapsed__errors_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)\n"
-            "create       20.0s      0           2100          105.0      1.0      0.9      2.0      3.0      9.0\n")
+    text = (
+        "____optype__elapsed__errors_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)\n"
+        "create       10.0s      0           1000          100.0      1.0      0.9      2.0      3.0      9.0\n"
+        "fsync        10.0s      2            500           50.0      4.0      3.9      8.0      9.0     20.0\n"
+        "\nsome note from the runner\n"
+        "____optype__elapsed__errors_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)\n"
+        "create       20.0s      0           2100          105.0      1.0      0.9      2.0      3.0      9.0\n"
+    )
     out = fs_ops.parse(write(tmp_path, "runner.txt", text))
     f = out["fs_ops"]
-    assert f.select("table_no", "optype", "errors", "ops").rows() == [(1, "create", 0, 1000), (1, "fsync", 2, 500),
-                                                                      (2, "create", 0, 2100)]
+    assert f.select("table_no", "optype", "errors", "ops").rows() == [
+        (1, "create", 0, 1000),
+        (1, "fsync", 2, 500),
+        (2, "create", 0, 2100),
+    ]
     assert out["_warnings"]["line"].to_list() == [5]  # the note is not understood, and says so
 
 
@@ -966,6 +1057,7 @@ def test_fs_ops_bad_files(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- published tables (CSV)
 
+
 @pytest.mark.parametrize("path", sorted(EXTERNAL.rglob("*.csv")), ids=lambda p: p.name)
 def test_published_csv_files(path: Path) -> None:
     import csv
@@ -985,13 +1077,18 @@ def test_published_csv_files(path: Path) -> None:
         else:
             assert got == [None if w is None else float(w) for w in want], col
     assert set(frame["seed"]) <= {p.name for p in Path("/work/shared/seeds").glob("*.txt")} | {
-        "001_991770516dee3948.txt", "002_2314b2293f8bc725.txt", "003_afbf3310ae0d6dec.txt",
-        "004_bec6c26a7765718f.txt"}
+        "001_991770516dee3948.txt",
+        "002_2314b2293f8bc725.txt",
+        "003_afbf3310ae0d6dec.txt",
+        "004_bec6c26a7765718f.txt",
+    }
 
 
 def test_published_csv_bad_files(tmp_path: Path) -> None:
-    header = "seed,device,fillfactor,rows_per_table,tables,avg_table_size_mb,database_size_gb,partition_used_tb," \
-             "device_physical_used_gb,compression_ratio\n"
+    header = (
+        "seed,device,fillfactor,rows_per_table,tables,avg_table_size_mb,database_size_gb,partition_used_tb,"
+        "device_physical_used_gb,compression_ratio\n"
+    )
     ok = "x.txt,Intel,100,1500000,540,2175,1377,2.1,,\n"
     assert published_table.parse(write(tmp_path, "ok.csv", header + ok))["published_space"].height == 1
     with pytest.raises(ParseError, match="column fillfactor: '1.5' is not an integer") as exc:
@@ -1061,8 +1158,11 @@ def test_huge_numbers(tmp_path: Path) -> None:
         (pgbench_aggregate, "".join(agg[:1] + [agg[1].replace(" 999396 ", " " + "9" * 400 + " ", 1)] + agg[2:]), 2),
         (pgbench_txlog, f"0 1 {'9' * 400} 0 1795371086 279608\n", 1),
         (pgbench_txlog, f"0 {big} 100 0 1795371086 279608\n", 1),
-        (pgbench_summary, (PG15 / "tpcb.stdout").read_text().replace("number of clients: 2",
-                                                                      f"number of clients: {big}"), 5),
+        (
+            pgbench_summary,
+            (PG15 / "tpcb.stdout").read_text().replace("number of clients: 2", f"number of clients: {big}"),
+            5,
+        ),
         (pgbench_summary, (PG15 / "tpcb.stdout").read_text().replace("tps = ", "tps = 1" + "0" * 400, 1), 14),
         (pgbench_progress, f"progress: 1.0 s, 10.0 tps, lat 1.000 ms stddev 0.100, {big} failed\n", 1),
         (meminfo, f"@ 1.5\nMemFree: {big} kB\n", 2),
@@ -1082,15 +1182,47 @@ def test_negative_values(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- property: never another exception
 
-_TOKENS = ["0", "1", "42", "1795371065", "279608", "999999", "-1", "1.5", "nan", "-nan", "inf", "9" * 25,
-           "failed", "skipped", "serialization", "@", "@ 1.5", "kB", "progress:", "s,", "tps,", "lat", "ms",
-           "stddev", "MemFree:", "transaction type:", "tps =", "\x00", "é", "\t", ""]
+_TOKENS = [
+    "0",
+    "1",
+    "42",
+    "1795371065",
+    "279608",
+    "999999",
+    "-1",
+    "1.5",
+    "nan",
+    "-nan",
+    "inf",
+    "9" * 25,
+    "failed",
+    "skipped",
+    "serialization",
+    "@",
+    "@ 1.5",
+    "kB",
+    "progress:",
+    "s,",
+    "tps,",
+    "lat",
+    "ms",
+    "stddev",
+    "MemFree:",
+    "transaction type:",
+    "tps =",
+    "\x00",
+    "é",
+    "\t",
+    "",
+]
 _line = st.lists(st.sampled_from(_TOKENS), min_size=0, max_size=17).map(" ".join)
 _structured = st.lists(_line, min_size=0, max_size=12).map(lambda ls: "\n".join(ls)) | st.builds(
-    lambda ls, end: "\n".join(ls) + end, st.lists(_line, max_size=12), st.sampled_from(["", "\n", "\r\n"]))
+    lambda ls, end: "\n".join(ls) + end, st.lists(_line, max_size=12), st.sampled_from(["", "\n", "\r\n"])
+)
 _SEEDS = [(PG15 / n).read_text() for n in ("tpcb.stdout", "rr.stderr", "rate_agg.25525", "skip_tx.25812")]
-_mutated = st.builds(lambda s, i, junk: s[:i] + junk + s[i:], st.sampled_from(_SEEDS),
-                     st.integers(0, 2000), st.text(max_size=8))
+_mutated = st.builds(
+    lambda s, i, junk: s[:i] + junk + s[i:], st.sampled_from(_SEEDS), st.integers(0, 2000), st.text(max_size=8)
+)
 
 
 @pytest.fixture(scope="module")
@@ -1130,4 +1262,3 @@ def test_random_bytes_give_frames_or_parse_error(mod: object, scratch: Path, dat
     path = scratch / f"bytes_{mod.NAME}"  # type: ignore[attr-defined]
     path.write_bytes(data)
     _frames_or_parse_error(mod, path)
-

@@ -22,8 +22,12 @@ REPO = Path(__file__).resolve().parent.parent
 POPPLER = all(shutil.which(t) for t in ("pdftotext", "pdffonts", "pdfinfo", "pdftoppm"))
 needs_poppler = pytest.mark.skipif(not POPPLER, reason="poppler-utils (pdftotext, pdffonts, ...) not installed")
 
-META = {"title": "Storage under PostgreSQL: an export test", "authors": ["Ada Lovelace", "Edgar F. Codd"],
-        "date": "2025-03-14", "abstract": "Three file systems, **synthetic** numbers, one test of the PDF route."}
+META = {
+    "title": "Storage under PostgreSQL: an export test",
+    "authors": ["Ada Lovelace", "Edgar F. Codd"],
+    "date": "2025-03-14",
+    "abstract": "Three file systems, **synthetic** numbers, one test of the PDF route.",
+}
 FIG1 = "Per-second throughput, thin lines one per repeat, bold the moving average."
 FIG2 = "Median throughput per target at four clients."
 TAB1 = "Median throughput per target."
@@ -64,20 +68,31 @@ charts.figure(paths["svg"], {FIG2!r})
 
 
 def build_notebook(path: Path) -> None:
-    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-                                "language_info": {"name": "python"}, "pgfs": META})
+    nb = new_notebook(
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+            "pgfs": META,
+        }
+    )
     nb.cells = [
-        new_markdown_cell("## Introduction\n\nThe throughput of every target is in @fig-tput and the medians "
-                          "in @tbl-med. Storage write-back makes comparisons delicate.\n\n### Scope\n\n"
-                          "Only synthetic numbers are used in this document."),
+        new_markdown_cell(
+            "## Introduction\n\nThe throughput of every target is in @fig-tput and the medians "
+            "in @tbl-med. Storage write-back makes comparisons delicate.\n\n### Scope\n\n"
+            "Only synthetic numbers are used in this document."
+        ),
         new_code_cell(SETUP.strip()),
         new_markdown_cell("## Results"),
         new_code_cell(FIGURE.strip()),
         new_code_cell(TABLE.strip()),
         new_code_cell(SAVED.strip()),
-        new_code_cell('charts.scaling_curve(cells, "clients", "median", "target", [(2, "two CPUs")], '
-                      'color_scale=colors, y_title="median throughput (tps)")'),
-        new_markdown_cell("## Threats to validity\n\nThe mean is $\\bar x = \\frac{1}{n}\\sum_i x_i$. Loop devices are not disks."),
+        new_code_cell(
+            'charts.scaling_curve(cells, "clients", "median", "target", [(2, "two CPUs")], '
+            'color_scale=colors, y_title="median throughput (tps)")'
+        ),
+        new_markdown_cell(
+            "## Threats to validity\n\nThe mean is $\\bar x = \\frac{1}{n}\\sum_i x_i$. Loop devices are not disks."
+        ),
     ]
     nbformat.write(nb, path)
 
@@ -112,8 +127,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
     b = Built(tmp_path_factory.mktemp("paper"))
     build_notebook(b.dir / "source.ipynb")
-    papermill.execute_notebook(str(b.dir / "source.ipynb"), str(b.executed), kernel_name="python3",
-                               cwd=str(b.dir), progress_bar=False)
+    papermill.execute_notebook(
+        str(b.dir / "source.ipynb"), str(b.executed), kernel_name="python3", cwd=str(b.dir), progress_bar=False
+    )
     started = time.perf_counter()
     export_pdf(b.executed, b.pdf)
     b.seconds = time.perf_counter() - started
@@ -183,8 +199,9 @@ def test_all_fonts_embedded(built: Built) -> None:
 
 @needs_poppler
 def test_page_one_renders(built: Built) -> None:
-    subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", str(built.pdf), str(built.dir / "page")],
-                   check=True)
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", str(built.pdf), str(built.dir / "page")], check=True
+    )
     page = next(built.dir.glob("page*.png"))
     assert page.stat().st_size > 10_000
 
@@ -195,9 +212,22 @@ def test_export_is_byte_reproducible(built: Built) -> None:
 
 
 def test_nbconvert_accepts_the_dotted_exporter_name(built: Built) -> None:
-    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "pgfslab.paper.pdf_export.TypstPDFExporter",
-                    str(built.executed), "--output-dir", str(built.dir / "cli")],
-                   cwd=REPO, check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbconvert",
+            "--to",
+            "pgfslab.paper.pdf_export.TypstPDFExporter",
+            str(built.executed),
+            "--output-dir",
+            str(built.dir / "cli"),
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     out = built.dir / "cli" / "executed.pdf"
     assert out.read_bytes().startswith(b"%PDF")
     assert not (built.dir / "cli" / "executed_files").exists()  # images live inside the PDF
@@ -212,7 +242,9 @@ def tiny(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def test_typst_error_names_the_line() -> None:
     nb = tiny(new_markdown_cell("## A\n\n```{=typst}\n#no-such-function(1)\n```\n"))
-    with pytest.raises(PDFExportError, match=r"(?s)typst failed.*unknown variable: no-such-function.*paper\.typ:\d+") as exc:
+    with pytest.raises(
+        PDFExportError, match=r"(?s)typst failed.*unknown variable: no-such-function.*paper\.typ:\d+"
+    ) as exc:
         TypstPDFExporter().from_notebook_node(nb)
     assert exc.value.workdir is not None and (exc.value.workdir / "paper.typ").exists()  # kept to inspect
     shutil.rmtree(exc.value.workdir)

@@ -54,8 +54,9 @@ def _events(path: Path) -> list[dict]:
 
 
 def _subvolumes(mnt: Path) -> list[str]:
-    out = subprocess.run(["btrfs", "subvolume", "list", "-o", str(mnt)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["btrfs", "subvolume", "list", "-o", str(mnt)], capture_output=True, text=True, check=True
+    ).stdout
     return sorted(line.split(" path ")[-1] for line in out.splitlines() if line.strip())
 
 
@@ -79,7 +80,9 @@ def test_snapshots_every_second_kept_two(btrfs_target, tmp_path):
         assert err.value.errno == errno.EROFS
     ev = _events(run / "snapshots.csv")
     creates = [e for e in ev if e["action"] == "create"]
-    assert 4 <= len(creates) <= 6 and [e["name"] for e in creates][:4] == [f"pgfslab-snap-{k:04d}" for k in (1, 2, 3, 4)]
+    assert 4 <= len(creates) <= 6 and [e["name"] for e in creates][:4] == [
+        f"pgfslab-snap-{k:04d}" for k in (1, 2, 3, 4)
+    ]
     gaps = [b["ts"] - a["ts"] for a, b in zip(creates, creates[1:])]
     assert all(0.8 <= g <= 1.3 for g in gaps), gaps
     by_name: dict[str, dict[str, float]] = defaultdict(dict)

@@ -76,8 +76,9 @@ def test_three_repeats_can_never_be_significant():
 
 
 def test_compare_to_baseline_delta_and_significance():
-    df = pl.DataFrame({"cell": ["x"] * 10, "fs": ["a"] * 5 + ["b"] * 5,
-                       "tps": [100.0, 101, 99, 102, 98, 150, 151, 149, 152, 148]})
+    df = pl.DataFrame(
+        {"cell": ["x"] * 10, "fs": ["a"] * 5 + ["b"] * 5, "tps": [100.0, 101, 99, 102, 98, 150, 151, 149, 152, 148]}
+    )
     row = stats.compare_to_baseline(df, "tps", ["cell"], "fs", "a").row(0, named=True)
     assert row["delta_pct"] == pytest.approx(50.0)
     assert row["significant"] is True and row["p"] < 0.05
@@ -107,21 +108,25 @@ def test_mann_whitney_p_handles_ties_exactly():
 # github.com/aclements/go-moremath/stats (quantileci_test.go, utest_test.go, udist_test.go), the
 # code benchstat runs; they are not outputs of this module.
 
-@pytest.mark.parametrize("n, q, conf, lo, hi, cov", [
-    (4, 0.5, 0.001, 2, 3, 0.375),
-    (4, 0.25, 0.001, 1, 2, 0.421875),
-    (4, 0.0, 0.001, 0, 1, 1.0),
-    (4, 1.0, 0.001, 4, 5, 1.0),
-    (4, 0.5, 0.375, 2, 3, 0.375),
-    (4, 0.5, 0.3750001, 1, 3, 0.625),
-    (4, 0.5, 1.0, 0, 5, 1.0),
-    (4, 0.5, 0.99, 0, 5, 1.0),
-    (4, 0.5, 0.99 - 0.0625, 0, 4, 0.375 + 2 * 0.25 + 0.0625),
-    (5, 0.5, 0.001, 2, 3, 0.3125),
-    (5, 0.5, 0.3125001, 2, 4, 0.625),
-    (5, 0.5, 0.99, 0, 6, 1.0),
-    (5, 0.5, 0.99 - 0.03125, 0, 5, 1 - 0.03125),
-])
+
+@pytest.mark.parametrize(
+    "n, q, conf, lo, hi, cov",
+    [
+        (4, 0.5, 0.001, 2, 3, 0.375),
+        (4, 0.25, 0.001, 1, 2, 0.421875),
+        (4, 0.0, 0.001, 0, 1, 1.0),
+        (4, 1.0, 0.001, 4, 5, 1.0),
+        (4, 0.5, 0.375, 2, 3, 0.375),
+        (4, 0.5, 0.3750001, 1, 3, 0.625),
+        (4, 0.5, 1.0, 0, 5, 1.0),
+        (4, 0.5, 0.99, 0, 5, 1.0),
+        (4, 0.5, 0.99 - 0.0625, 0, 4, 0.375 + 2 * 0.25 + 0.0625),
+        (5, 0.5, 0.001, 2, 3, 0.3125),
+        (5, 0.5, 0.3125001, 2, 4, 0.625),
+        (5, 0.5, 0.99, 0, 6, 1.0),
+        (5, 0.5, 0.99 - 0.03125, 0, 5, 1 - 0.03125),
+    ],
+)
 def test_quantile_ci_orders_go_moremath_cases(n, q, conf, lo, hi, cov):
     got = stats.quantile_ci_orders(n, q, conf)
     assert got[:2] == (lo, hi)
@@ -163,12 +168,19 @@ def test_samples_needed_benchmath_cases():
 S1, S2, S3, S4 = [2.0, 1, 3, 5], [12.0, 11, 13, 15], [0.0, 4, 6, 7], [2.0, 2, 2, 2]
 
 
-@pytest.mark.parametrize("a, b, p", [
-    (S1, S2, 0.028571428571428577), (S2, S1, 0.028571428571428577), (S1, S3, 0.485714285714285770),
-    (S1, S1, 1.0), (S1, S4, 0.7142857142857143),  # ties: go-moremath's exact-with-ties result
-    ([-1.0, -1, -1], [1.0, 1, 1], 0.1), ([-1.0] * 4, [1.0] * 4, 0.02857142857142857),
-    ([1.0, -1, -1, -1], [-1.0, 1, 1, 1], 0.4857142857142857),
-])
+@pytest.mark.parametrize(
+    "a, b, p",
+    [
+        (S1, S2, 0.028571428571428577),
+        (S2, S1, 0.028571428571428577),
+        (S1, S3, 0.485714285714285770),
+        (S1, S1, 1.0),
+        (S1, S4, 0.7142857142857143),  # ties: go-moremath's exact-with-ties result
+        ([-1.0, -1, -1], [1.0, 1, 1], 0.1),
+        ([-1.0] * 4, [1.0] * 4, 0.02857142857142857),
+        ([1.0, -1, -1, -1], [-1.0, 1, 1, 1], 0.4857142857142857),
+    ],
+)
 def test_utest_go_moremath_small_samples(a, b, p):
     assert stats.utest(a, b).p == pytest.approx(p, rel=1e-12)
 
@@ -194,14 +206,22 @@ def test_u_null_distribution_mann_whitney_1947_tables():
     from pgfslab.analysis.stats.compare import _u_null_dist
 
     # P(U <= u) for n = 3 and n = 5 (rows u = 0..5, columns m = 1..n), Mann & Whitney (1947)
-    udist3 = [[0.250000, 0.100000, 0.050000], [0.500000, 0.200000, 0.100000], [0.750000, 0.400000, 0.200000],
-              [1.000000, 0.600000, 0.350000], [1.000000, 0.800000, 0.500000], [1.000000, 0.900000, 0.650000]]
-    udist5 = [[0.166667, 0.047619, 0.017857, 0.007937, 0.003968],
-              [0.333333, 0.095238, 0.035714, 0.015873, 0.007937],
-              [0.500000, 0.190476, 0.071429, 0.031746, 0.015873],
-              [0.666667, 0.285714, 0.125000, 0.055556, 0.027778],
-              [0.833333, 0.428571, 0.196429, 0.095238, 0.047619],
-              [1.000000, 0.571429, 0.285714, 0.142857, 0.075397]]
+    udist3 = [
+        [0.250000, 0.100000, 0.050000],
+        [0.500000, 0.200000, 0.100000],
+        [0.750000, 0.400000, 0.200000],
+        [1.000000, 0.600000, 0.350000],
+        [1.000000, 0.800000, 0.500000],
+        [1.000000, 0.900000, 0.650000],
+    ]
+    udist5 = [
+        [0.166667, 0.047619, 0.017857, 0.007937, 0.003968],
+        [0.333333, 0.095238, 0.035714, 0.015873, 0.007937],
+        [0.500000, 0.190476, 0.071429, 0.031746, 0.015873],
+        [0.666667, 0.285714, 0.125000, 0.055556, 0.027778],
+        [0.833333, 0.428571, 0.196429, 0.095238, 0.047619],
+        [1.000000, 0.571429, 0.285714, 0.142857, 0.075397],
+    ]
     for n, table in ((3, udist3), (5, udist5)):
         for m in range(1, n + 1):
             cdf = np.cumsum(_u_null_dist(m, [1] * (m + n)))  # index = 2U
@@ -221,11 +241,16 @@ def brute_force_utest_p(a: list[float], b: list[float]) -> float:
     return min(1.0, 2 * min(np.mean(us <= u_obs + 1e-9), np.mean(us >= u_obs - 1e-9)))
 
 
-@pytest.mark.parametrize("a, b", [
-    ([1.0, 2, 2, 3], [2.0, 3, 3, 4, 5]), ([1.0, 1, 1, 2], [1.0, 2, 2, 2]), ([5.0, 5, 6, 7, 7], [7.0, 8, 8]),
-    ([1.0, 2, 3, 5], [1.0, 1, 1, 1, 1]),  # asymmetric ties: go-moremath gives 0 here, the exact test 6/63
-    ([0.5, 1.5, 2.5], [3.0, 4.0, 5.0, 6.0]),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ([1.0, 2, 2, 3], [2.0, 3, 3, 4, 5]),
+        ([1.0, 1, 1, 2], [1.0, 2, 2, 2]),
+        ([5.0, 5, 6, 7, 7], [7.0, 8, 8]),
+        ([1.0, 2, 3, 5], [1.0, 1, 1, 1, 1]),  # asymmetric ties: go-moremath gives 0 here, the exact test 6/63
+        ([0.5, 1.5, 2.5], [3.0, 4.0, 5.0, 6.0]),
+    ],
+)
 def test_utest_exact_with_ties_matches_enumeration(a, b):
     r = stats.utest(a, b)
     assert r.method in ("exact", "exact-ties")
@@ -248,16 +273,24 @@ def test_utest_without_ties_matches_scipy_exact():
 SEED3_RUNS = {
     "fsbench/create_empty": ([644.1, 666.9, 704.6], [1044.0, 1108.1, 1198.1]),
     "fsbench/delete_10k_2MB": ([5657.3, 4988.0, 5275.4], [2770.2, 1989.1, 2507.4]),
-    "fsbench/delete_small_dir_2MB": ([1000 / x for x in (0.05900, 0.07445, 0.06068)],
-                                     [1000 / x for x in (0.17491, 0.13797, 0.13496)]),
-    "fsbench/delete_small_dir_200MB": ([1000 / x for x in (0.07221, 0.04897, 0.04735)],
-                                       [1000 / x for x in (0.82262, 0.73689, 0.76986)]),
-    "fsbench/delete_large_dir_2MB": ([1000 / x for x in (0.02843, 0.03307, 0.03700)],
-                                     [1000 / x for x in (0.09066, 0.12892, 0.14590)]),
+    "fsbench/delete_small_dir_2MB": (
+        [1000 / x for x in (0.05900, 0.07445, 0.06068)],
+        [1000 / x for x in (0.17491, 0.13797, 0.13496)],
+    ),
+    "fsbench/delete_small_dir_200MB": (
+        [1000 / x for x in (0.07221, 0.04897, 0.04735)],
+        [1000 / x for x in (0.82262, 0.73689, 0.76986)],
+    ),
+    "fsbench/delete_large_dir_2MB": (
+        [1000 / x for x in (0.02843, 0.03307, 0.03700)],
+        [1000 / x for x in (0.09066, 0.12892, 0.14590)],
+    ),
     # for these two the seed's ext4 column does not match the per-run numbers it prints (its table
     # must come from other runs); only their p-value is checked
-    "fsbench/delete_large_dir_200MB": ([1000 / x for x in (0.04950, 0.04030, 0.04760)],
-                                       [1000 / x for x in (0.15884, 0.13552, 0.14488)]),
+    "fsbench/delete_large_dir_200MB": (
+        [1000 / x for x in (0.04950, 0.04030, 0.04760)],
+        [1000 / x for x in (0.15884, 0.13552, 0.14488)],
+    ),
     "fsbench/write_sync_10MB": ([1000 / x for x in (32.5, 32.1, 30.4)], [1000 / x for x in (37.3, 36.5, 36.9)]),
 }
 SEED3_DIR = Path("/work/shared/seeds")
@@ -273,8 +306,12 @@ def seed3_table_lines() -> dict[str, list[str]]:
 
 
 def seed3_frame() -> pl.DataFrame:
-    recs = [{"bench": k, "fs": fs, "ops": v} for k, (e, z) in SEED3_RUNS.items()
-            for fs, vals in (("ext4", e), ("zfs", z)) for v in vals]
+    recs = [
+        {"bench": k, "fs": fs, "ops": v}
+        for k, (e, z) in SEED3_RUNS.items()
+        for fs, vals in (("ext4", e), ("zfs", z))
+        for v in vals
+    ]
     return pl.DataFrame(recs)
 
 
@@ -290,8 +327,10 @@ def test_seed3_pvalues_are_exact_mann_whitney_not_asymptotic():
     # delete_10k_2k_200MB has no per-run data in the seed; its p=0.700 is one of the five values the
     # exact 3+3 distribution allows (U = 3 or 6): it could not come from the normal approximation
     assert seed["fsbench/delete_10k_2k_200MB"][-2] == "(p=0.700"
-    exact_ps = {round(stats.utest([float(i) for i in c], [float(i) for i in range(6) if i not in c]).p, 3)
-                for c in itertools.combinations(range(6), 3)}
+    exact_ps = {
+        round(stats.utest([float(i) for i in c], [float(i) for i in range(6) if i not in c]).p, 3)
+        for c in itertools.combinations(range(6), 3)
+    }
     assert exact_ps == {0.1, 0.2, 0.4, 0.7, 1.0}
     u3 = ([0.0, 1, 5], [2.0, 3, 4])  # U = 3
     assert stats.utest(*u3).p == pytest.approx(0.7)
@@ -317,14 +356,20 @@ def test_v1_summary_drops_iqr_outliers():
 
 # ------------------------------------------------------------------ benchstat table behaviour
 
+
 def two_configs(values: dict[str, tuple[list[float], list[float]]]) -> pl.DataFrame:
-    return pl.DataFrame([{"b": k, "c": c, "v": v} for k, (a, b) in values.items()
-                         for c, vals in (("old", a), ("new", b)) for v in vals])
+    return pl.DataFrame(
+        [{"b": k, "c": c, "v": v} for k, (a, b) in values.items() for c, vals in (("old", a), ("new", b)) for v in vals]
+    )
 
 
 def test_benchstat_significant_row_and_geomean():
-    df = two_configs({"x": ([100.0, 101, 99, 102, 98, 100.5], [150.0, 151, 149, 152, 148, 150.5]),
-                      "y": ([10.0, 11, 9, 10.5, 9.5, 10.2], [10.1, 10.9, 9.1, 10.4, 9.6, 10.3])})
+    df = two_configs(
+        {
+            "x": ([100.0, 101, 99, 102, 98, 100.5], [150.0, 151, 149, 152, 148, 150.5]),
+            "y": ([10.0, 11, 9, 10.5, 9.5, 10.2], [10.1, 10.9, 9.1, 10.4, 9.6, 10.3]),
+        }
+    )
     t = stats.benchstat(df, "v", "b", "c", "old", "new", higher_is_better=True)
     x = t.row(0, named=True)
     assert x["center_baseline"] == 100.25 and x["center_candidate"] == 150.25
@@ -373,8 +418,12 @@ def test_benchstat_regression_direction():
 
 
 def test_benchstat_missing_side_is_kept_and_excluded_from_geomean():
-    df = pl.concat([two_configs({"x": ([1.0, 2, 3, 4], [2.0, 3, 4, 5])}),
-                    pl.DataFrame({"b": ["only-old"] * 2, "c": ["old"] * 2, "v": [5.0, 6.0]})])
+    df = pl.concat(
+        [
+            two_configs({"x": ([1.0, 2, 3, 4], [2.0, 3, 4, 5])}),
+            pl.DataFrame({"b": ["only-old"] * 2, "c": ["old"] * 2, "v": [5.0, 6.0]}),
+        ]
+    )
     t = stats.benchstat(df, "v", "b", "c", "old", "new")
     row = t.filter(pl.col("benchmark") == "only-old").row(0, named=True)
     assert row["n_candidate"] == 0 and "missing in new" in row["note"] and row["delta"] == ""
@@ -402,6 +451,7 @@ def test_si_scaler_matches_benchstat_thresholds():
 
 # ------------------------------------------------------------------ multiple comparisons
 
+
 def test_holm_hand_worked():
     # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> running max 0.06
     got = stats.adjust_pvalues([0.01, 0.04, 0.03, 0.005], "holm")
@@ -426,6 +476,7 @@ def test_adjust_keeps_nan_out_of_m():
 
 # ------------------------------------------------------------------ latency percentiles
 
+
 def long_to_dict(frame: pl.DataFrame) -> dict[str, dict[str, object]]:
     return {r["stat"]: r for r in frame.iter_rows(named=True)}
 
@@ -442,8 +493,9 @@ def test_latency_percentiles_exact_match_numpy():
     lat = rng.lognormal(0, 0.6, 2001)
     df = pl.DataFrame({"latency_ms": lat, "run": ["a"] * 1000 + ["b"] * 1001})
     for run, part in (("a", lat[:1000]), ("b", lat[1000:])):
-        got = long_to_dict(stats.latency_percentiles(df, "latency_ms", by=["run"], scale=1.0)
-                           .filter(pl.col("run") == run))
+        got = long_to_dict(
+            stats.latency_percentiles(df, "latency_ms", by=["run"], scale=1.0).filter(pl.col("run") == run)
+        )
         want = [nearest_rank(part, p) for p in (50, 90, 95, 99, 99.9)]
         for name, w in zip(["p50", "p90", "p95", "p99", "p99_9"], want):
             assert got[name]["value"] == pytest.approx(w)
@@ -461,8 +513,16 @@ def test_latency_percentiles_exact_match_numpy():
 def aggregate(lat_us: np.ndarray, per: int) -> pl.DataFrame:
     k = len(lat_us) // per
     x = lat_us[: k * per].reshape(k, per)
-    return pl.DataFrame({"interval_start_s": np.arange(k), "n_tx": [per] * k, "latency_sum_us": x.sum(1),
-                         "latency_sum2_us2": (x**2).sum(1), "latency_min_us": x.min(1), "latency_max_us": x.max(1)})
+    return pl.DataFrame(
+        {
+            "interval_start_s": np.arange(k),
+            "n_tx": [per] * k,
+            "latency_sum_us": x.sum(1),
+            "latency_sum2_us2": (x**2).sum(1),
+            "latency_min_us": x.min(1),
+            "latency_max_us": x.max(1),
+        }
+    )
 
 
 def test_aggregate_bounds_contain_exact_percentiles_and_moments_are_exact():
@@ -491,8 +551,15 @@ def stats_name(p: float) -> str:
 def test_aggregate_bounds_hand_worked():
     # interval A holds 1, 2, 3 (n 3, min 1, max 3); B holds 2, 3, 10. Extreme data sets consistent with
     # n/min/max: low = {1,1,3, 2,2,10}, high = {1,3,3, 2,10,10}; the median (3rd of 6) lies in [2, 3]
-    df = pl.DataFrame({"n_tx": [3, 3], "latency_sum_us": [6.0, 15.0], "latency_sum2_us2": [14.0, 113.0],
-                       "latency_min_us": [1.0, 2.0], "latency_max_us": [3.0, 10.0]})
+    df = pl.DataFrame(
+        {
+            "n_tx": [3, 3],
+            "latency_sum_us": [6.0, 15.0],
+            "latency_sum2_us2": [14.0, 113.0],
+            "latency_min_us": [1.0, 2.0],
+            "latency_max_us": [3.0, 10.0],
+        }
+    )
     got = long_to_dict(stats.aggregate_latency_summary(df, scale=1.0, percentiles=(50, 90)))
     assert (got["p50"]["lo"], got["p50"]["hi"], got["p50"]["value"]) == (2.0, 3.0, 2.5)
     assert (got["p90"]["lo"], got["p90"]["hi"]) == (10.0, 10.0)
@@ -505,8 +572,9 @@ def sysbench_histogram(name: str) -> tuple[pl.DataFrame, str]:
     return pl.DataFrame(rows, schema=["value_ms", "count"], orient="row"), text
 
 
-@pytest.mark.parametrize("name, pct, label", [("oltp_read_write_hist_p99.stdout", 99, "99th"),
-                                              ("oltp_point_select_hist.stdout", 95, "95th")])
+@pytest.mark.parametrize(
+    "name, pct, label", [("oltp_read_write_hist_p99.stdout", 99, "99th"), ("oltp_point_select_hist.stdout", 95, "95th")]
+)
 def test_histogram_percentile_reproduces_sysbench(name, pct, label):
     path = Path(__file__).parent / "data" / "sysbench" / name
     if not path.exists():
@@ -531,6 +599,7 @@ def test_histogram_percentiles_with_explicit_buckets():
 
 
 # ------------------------------------------------------------------ autocorrelated series
+
 
 def ar1(rng: np.random.Generator, phi: float, n: int, reps: int, burn: int = 200) -> np.ndarray:
     e = rng.normal(size=(reps, n + burn))
@@ -565,8 +634,10 @@ def test_block_length_grows_with_dependence():
 def test_mean_ci_autocorr_coverage_ar1():
     # 300 AR(1) series, phi = 0.8, 300 s each, true mean 1000: the iid interval is ~3x too narrow
     x = ar1(np.random.default_rng(42), 0.8, 300, 300) + 1000.0
-    cover = {m: np.mean([(lambda c: c.lo <= 1000 <= c.hi)(stats.mean_ci_autocorr(s, 0.95, m, n_boot=499)) for s in x])
-             for m in ("iid", "neff-acf", "neff-ar1", "block-bootstrap")}
+    cover = {
+        m: np.mean([(lambda c: c.lo <= 1000 <= c.hi)(stats.mean_ci_autocorr(s, 0.95, m, n_boot=499)) for s in x])
+        for m in ("iid", "neff-acf", "neff-ar1", "block-bootstrap")
+    }
     assert cover["iid"] < 0.7
     assert cover["neff-acf"] > 0.88 and cover["neff-ar1"] > 0.88
     assert cover["block-bootstrap"] > 0.85
@@ -591,6 +662,7 @@ def test_run_mean_table_per_run():
 
 # ------------------------------------------------------------------ warm-up (MSER-5)
 
+
 def mser_brute(x: np.ndarray, batch: int = 5) -> int:
     k = len(x) // batch
     z = x[: k * batch].reshape(k, batch).mean(1)
@@ -606,10 +678,14 @@ def test_mser_hand_worked():
 def test_detect_steady_state_matches_brute_force_and_trims_warmup():
     rng = np.random.default_rng(12)
     t = np.arange(1.0, 121)
-    series = {"warm": 1000 - 800 * np.exp(-t / 8) + rng.normal(0, 20, 120), "flat": 1000 + rng.normal(0, 20, 120),
-              "ramp": np.linspace(0, 1000, 120) + rng.normal(0, 5, 120)}
-    df = pl.DataFrame({"run": np.repeat(list(series), 120), "t_s": np.tile(t, 3),
-                       "tps": np.concatenate(list(series.values()))})
+    series = {
+        "warm": 1000 - 800 * np.exp(-t / 8) + rng.normal(0, 20, 120),
+        "flat": 1000 + rng.normal(0, 20, 120),
+        "ramp": np.linspace(0, 1000, 120) + rng.normal(0, 5, 120),
+    }
+    df = pl.DataFrame(
+        {"run": np.repeat(list(series), 120), "t_s": np.tile(t, 3), "tps": np.concatenate(list(series.values()))}
+    )
     out = {r["run"]: r for r in stats.detect_steady_state(df, "tps", "t_s", ["run"]).iter_rows(named=True)}
     for run, x in series.items():
         assert out[run]["trim_n"] == mser_brute(x) == stats.mser_truncation(x)[0]
@@ -648,8 +724,16 @@ def test_checkpoint_windows_from_log():
     w = stats.checkpoint_windows_from_log(PG_LOG, start).to_dicts()
     assert len(w) == 3
     assert w[0]["start_s"] == pytest.approx(3.001) and w[0]["end_s"] == pytest.approx(5.001)  # from total=
-    assert w[1] == {"start_s": pytest.approx(12.123), "end_s": pytest.approx(39.223), "reason": "time",
-                    "buffers": 1234, "write_s": 26.9, "sync_s": 0.1, "total_s": 27.1, "complete": True}
+    assert w[1] == {
+        "start_s": pytest.approx(12.123),
+        "end_s": pytest.approx(39.223),
+        "reason": "time",
+        "buffers": 1234,
+        "write_s": 26.9,
+        "sync_s": 0.1,
+        "total_s": 27.1,
+        "complete": True,
+    }
     assert w[2]["start_s"] == pytest.approx(50.5) and w[2]["end_s"] is None and w[2]["complete"] is False
     # numeric offsets are understood; a named non-UTC zone is refused rather than guessed
     shifted = PG_LOG.replace(" UTC ", " +01 ")
@@ -677,11 +761,15 @@ def test_checkpoint_attribution_hand_worked():
 
 # ------------------------------------------------------------------ stability (seed 002)
 
+
 def test_stability_table_matches_numpy():
     rng = np.random.default_rng(13)
     vals = {("intel", 64): rng.normal(2238, 190, 300), ("sfx", 64): rng.normal(2320, 74, 300)}
     df = pl.DataFrame([{"device": d, "threads": t, "tps": v} for (d, t), xs in vals.items() for v in xs])
-    out = {(r["device"], r["threads"]): r for r in stats.stability_table(df, "tps", ["device", "threads"]).iter_rows(named=True)}
+    out = {
+        (r["device"], r["threads"]): r
+        for r in stats.stability_table(df, "tps", ["device", "threads"]).iter_rows(named=True)
+    }
     for key, xs in vals.items():
         assert out[key]["mean"] == pytest.approx(xs.mean()) and out[key]["variance"] == pytest.approx(xs.var(ddof=1))
         assert out[key]["cv"] == pytest.approx(xs.std(ddof=1) / xs.mean())
@@ -717,14 +805,20 @@ def test_variance_ratio_f_interval_coverage_and_non_robustness():
 
 def test_variance_comparison_against_baseline():
     rng = np.random.default_rng(16)
-    df = pl.DataFrame({"dev": ["intel"] * 300 + ["sfx"] * 300, "threads": [64] * 600,
-                       "tps": np.concatenate([rng.normal(2238, math.sqrt(35942), 300), rng.normal(2320, math.sqrt(5540), 300)])})
+    df = pl.DataFrame(
+        {
+            "dev": ["intel"] * 300 + ["sfx"] * 300,
+            "threads": [64] * 600,
+            "tps": np.concatenate([rng.normal(2238, math.sqrt(35942), 300), rng.normal(2320, math.sqrt(5540), 300)]),
+        }
+    )
     row = stats.variance_comparison(df, "tps", "dev", "intel", ["threads"]).row(0, named=True)
     assert row["dev"] == "sfx" and row["ratio"] == pytest.approx(5540 / 35942, rel=0.25)
     assert row["f_hi"] < 1 and row["bf_p"] < 1e-6
 
 
 # ------------------------------------------------------------------ goodput
+
 
 def test_goodput_flags_a_run_that_is_fast_because_it_fails():
     from pgfslab.ingest import parsers
@@ -735,17 +829,28 @@ def test_goodput_flags_a_run_that_is_fast_because_it_fails():
     g = stats.goodput(progress).row(0, named=True)
     # pgbench's own summary of the same run: "number of failed transactions: 5006 (44.909%)"
     assert g["error_rate"] == pytest.approx(0.44909, abs=5e-4) and g["flagged"] is True
-    assert g["failed_per_s"] == pytest.approx((2983 + 2023) / 2) and g["retried_per_s"] == pytest.approx((3309 + 2285) / 2)
+    assert g["failed_per_s"] == pytest.approx((2983 + 2023) / 2) and g["retried_per_s"] == pytest.approx(
+        (3309 + 2285) / 2
+    )
     s = stats.goodput(summary).row(0, named=True)
     assert s["error_rate"] == pytest.approx(0.44909, abs=5e-6) and s["flagged"] is True
-    clean = stats.goodput(parsers.parse(data / "tpcb.stderr", "pgbench-progress")["pgbench_progress"]).row(0, named=True)
+    clean = stats.goodput(parsers.parse(data / "tpcb.stderr", "pgbench-progress")["pgbench_progress"]).row(
+        0, named=True
+    )
     assert clean["error_rate"] == 0 and clean["flagged"] is False
 
 
 def test_goodput_sysbench_intervals_and_per_interval_rows():
     # sysbench oltp_read_write (tests/data/sysbench/oltp_read_write_hist_p99.stdout) interval lines
-    df = pl.DataFrame({"run": ["x"] * 3, "t_s": [1.0, 2, 3], "tps": [193.61, 20.97, 153.40],
-                       "errors_per_s": [2.0, 0.0, 4.01], "reconnects_per_s": [0.0, 0.0, 0.0]})
+    df = pl.DataFrame(
+        {
+            "run": ["x"] * 3,
+            "t_s": [1.0, 2, 3],
+            "tps": [193.61, 20.97, 153.40],
+            "errors_per_s": [2.0, 0.0, 4.01],
+            "reconnects_per_s": [0.0, 0.0, 0.0],
+        }
+    )
     g = stats.goodput(df, by=["run"], threshold=0.01).row(0, named=True)
     assert g["errors_per_s"] == pytest.approx(6.01 / 3)
     assert g["error_rate"] == pytest.approx(6.01 / (193.61 + 20.97 + 153.40 + 6.01)) and g["flagged"] is True
@@ -757,6 +862,7 @@ def test_goodput_sysbench_intervals_and_per_interval_rows():
 
 # ------------------------------------------------------------------ compression
 
+
 def test_compression_ratio_seed_004_and_002():
     # seed 004: "313GB database size while only 63GB of disk space was used", savings "60% to 80%"
     r = stats.compression_ratio(313e9, 63e9).row(0, named=True)
@@ -765,7 +871,9 @@ def test_compression_ratio_seed_004_and_002():
     # the published 1.23:1 and 2.43:1 come out only with those units
     t = stats.compression_ratio([1377 * 2**30, 1924 * 2**30], [1202e9, 849e9])
     assert [round(x, 2) for x in t["ratio"]] == [1.23, 2.43]
-    framed = pl.DataFrame({"logical_bytes": [100, 50], "physical_bytes": [25, 0]}).with_columns(*stats.compression_exprs())
+    framed = pl.DataFrame({"logical_bytes": [100, 50], "physical_bytes": [25, 0]}).with_columns(
+        *stats.compression_exprs()
+    )
     assert framed["ratio"].to_list() == [4.0, None] and framed["space_savings"].to_list() == [0.75, 1.0]
 
 
@@ -809,27 +917,46 @@ def test_page_compression_zstd_needs_zstandard(tmp_path):
 
 # ------------------------------------------------------------------ scaling
 
+
 def test_scaling_table_and_memory_thresholds():
-    df = pl.DataFrame({"fs": ["ext4"] * 9, "scale": [10] * 3 + [100] * 3 + [1000] * 3,
-                       "tps": [1000.0, 1010, 990, 800, 810, 790, 100, 110, 90]})
+    df = pl.DataFrame(
+        {
+            "fs": ["ext4"] * 9,
+            "scale": [10] * 3 + [100] * 3 + [1000] * 3,
+            "tps": [1000.0, 1010, 990, 800, 810, 790, 100, 110, 90],
+        }
+    )
     mb = 16e6  # bytes per pgbench scale step
-    res = stats.scaling_table(df, "scale", "tps", ["fs"], shared_buffers_bytes=512e6, ram_bytes=8e9,
-                              cgroup_limit_bytes=4e9, bytes_per_size_unit=mb)
+    res = stats.scaling_table(
+        df,
+        "scale",
+        "tps",
+        ["fs"],
+        shared_buffers_bytes=512e6,
+        ram_bytes=8e9,
+        cgroup_limit_bytes=4e9,
+        bytes_per_size_unit=mb,
+    )
     t = res.table
     assert t["median"].to_list() == [1000.0, 800.0, 100.0]
     assert t["rel_to_smallest"].to_list() == pytest.approx([1.0, 0.8, 0.1])
     assert t["regime"].to_list() == ["fits shared_buffers", "fits RAM", "exceeds RAM"]  # 160 MB, 1.6 GB, 16 GB
     th = {r["threshold"]: r for r in res.thresholds.iter_rows(named=True)}
-    assert th["shared_buffers"]["size"] == pytest.approx(32.0) and th["cgroup memory limit"]["size"] == pytest.approx(250.0)
+    assert th["shared_buffers"]["size"] == pytest.approx(32.0) and th["cgroup memory limit"]["size"] == pytest.approx(
+        250.0
+    )
     assert stats.memory_thresholds(ram_bytes=8e9, cgroup_limit_bytes=16e9)["threshold"].to_list() == ["RAM"]
-    assert stats.bytes_per_size_unit_from(pl.DataFrame({"scale": [1, 20], "database_bytes": [16e6, 310e6]})) == pytest.approx(15.75e6)
+    assert stats.bytes_per_size_unit_from(
+        pl.DataFrame({"scale": [1, 20], "database_bytes": [16e6, 310e6]})
+    ) == pytest.approx(15.75e6)
 
 
 def test_goodput_sysbench_summary():
     # sysbench oltp_read_write summary (tests/data/sysbench/oltp_read_write_hist_p99.stdout):
     # transactions 370, ignored errors 6 (1.99 per sec.), total time 3.0171 s
-    df = pl.DataFrame({"tps": [122.61], "transactions": [370], "ignored_errors": [6], "reconnects": [0],
-                       "total_time_s": [3.0171]})
+    df = pl.DataFrame(
+        {"tps": [122.61], "transactions": [370], "ignored_errors": [6], "reconnects": [0], "total_time_s": [3.0171]}
+    )
     g = stats.goodput(df).row(0, named=True)
     assert g["error_rate"] == pytest.approx(6 / 376) and g["flagged"] is True
     assert g["failed_per_s"] == pytest.approx(1.99, abs=0.005) and g["reconnects_per_s"] == 0

@@ -41,10 +41,19 @@ def test_parse_bytes():
 
 
 def test_settings_from_config():
-    got = sysctl.settings_from_config({"vm_dirty_background_bytes": "32MiB", "vm_dirty_bytes": 2**30,
-                                       "vm": {"dirty_expire_centisecs": 500, "vm.swappiness": 10}})
-    assert got == {"dirty_background_bytes": 32 * 2**20, "dirty_bytes": 2**30, "dirty_expire_centisecs": 500,
-                   "swappiness": 10}
+    got = sysctl.settings_from_config(
+        {
+            "vm_dirty_background_bytes": "32MiB",
+            "vm_dirty_bytes": 2**30,
+            "vm": {"dirty_expire_centisecs": 500, "vm.swappiness": 10},
+        }
+    )
+    assert got == {
+        "dirty_background_bytes": 32 * 2**20,
+        "dirty_bytes": 2**30,
+        "dirty_expire_centisecs": 500,
+        "swappiness": 10,
+    }
     with pytest.raises(LabError, match="cannot both be set"):
         sysctl.settings_from_config({"vm_dirty_bytes": "1GB", "vm": {"dirty_ratio": 20}})
     with pytest.raises(LabError, match="given twice"):
@@ -95,7 +104,10 @@ def test_bytes_applied_then_ratios_restored_after_an_error():
             assert inside["dirty_background_bytes"] == 32 * 2**20 and inside["dirty_bytes"] == 64 * 2**20
             assert inside["dirty_background_ratio"] == 0 and inside["dirty_ratio"] == 0  # the kernel zeroed them
             assert int((VM / "dirty_expire_centisecs").read_text()) == 1234
-            assert rec["after"]["dirty_ratio"] == 0 and rec["before"] == {**before, "dirty_expire_centisecs": expire_before}
+            assert rec["after"]["dirty_ratio"] == 0 and rec["before"] == {
+                **before,
+                "dirty_expire_centisecs": expire_before,
+            }
             raise RuntimeError("inside")
     assert now() == before
     assert int((VM / "dirty_expire_centisecs").read_text()) == expire_before
@@ -132,8 +144,12 @@ def test_drop_caches_empties_the_page_cache(tmp_path):
     f.read_bytes()
 
     def resident() -> int:
-        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(f)],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["fincore", "--bytes", "--noheadings", "--output", "RES", str(f)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return int(out.split()[0])
 
     assert resident() == 8 * 2**20

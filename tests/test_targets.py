@@ -48,35 +48,42 @@ def released(workdir: Path):
 
 # --- spec validation (no root needed) ---------------------------------------------------------
 
-@pytest.mark.parametrize("bad, words", [
-    (spec("btrfs", mount_options=["nodatacow", "compress=zstd"]), "nodatacow disables compression"),
-    (spec("xfs", mount_options=["data=writeback"]), "ext4 mount option"),
-    (spec("ext4", mount_options=["data=fast"]), "ordered, writeback or journal"),
-    (spec("ext4", mount_options=["nodatacow"]), "btrfs mount option"),
-    (spec("xfs", mount_options=["nobarrier"]), "4.19"),
-    (spec("tmpfs", mount_options=["size=1G"]), "use size_gb"),
-    (spec("ext4", device="/dev/sdz"), "format: true"),
-    (spec("tmpfs", device="/dev/sdz", format=True), "device"),
-    (spec("existing"), "needs `path`"),
-    (spec("existing", path="/srv", mount_options=["noatime"]), "no device, mount_options"),
-    (spec("ext4", path="/srv"), "only for `fs: existing`"),
-    (spec("ext4", format=True), "only for a `device`"),
-    (spec("ext4", mkfs_options=["-L", "mine"]), "must not set a label"),
-])
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (spec("btrfs", mount_options=["nodatacow", "compress=zstd"]), "nodatacow disables compression"),
+        (spec("xfs", mount_options=["data=writeback"]), "ext4 mount option"),
+        (spec("ext4", mount_options=["data=fast"]), "ordered, writeback or journal"),
+        (spec("ext4", mount_options=["nodatacow"]), "btrfs mount option"),
+        (spec("xfs", mount_options=["nobarrier"]), "4.19"),
+        (spec("tmpfs", mount_options=["size=1G"]), "use size_gb"),
+        (spec("ext4", device="/dev/sdz"), "format: true"),
+        (spec("tmpfs", device="/dev/sdz", format=True), "device"),
+        (spec("existing"), "needs `path`"),
+        (spec("existing", path="/srv", mount_options=["noatime"]), "no device, mount_options"),
+        (spec("ext4", path="/srv"), "only for `fs: existing`"),
+        (spec("ext4", format=True), "only for a `device`"),
+        (spec("ext4", mkfs_options=["-L", "mine"]), "must not set a label"),
+    ],
+)
 def test_spec_problems_are_named(bad, words):
     with pytest.raises(LabError, match="target t: ") as err:
         target_spec.check_spec("t", bad)
     assert words in str(err.value)
 
 
-@pytest.mark.parametrize("good", [
-    spec("ext4", mount_options=["data=writeback"]),
-    spec("btrfs", mount_options=["nodatacow"]),
-    spec("btrfs", mount_options=["compress=zstd"]),
-    spec("tmpfs", mount_options=["huge=within_size"]),
-    spec("xfs", device="/dev/sdz", format=True),
-    spec("existing", path="/srv", mount_options=[], mkfs_options=[]),
-])
+@pytest.mark.parametrize(
+    "good",
+    [
+        spec("ext4", mount_options=["data=writeback"]),
+        spec("btrfs", mount_options=["nodatacow"]),
+        spec("btrfs", mount_options=["compress=zstd"]),
+        spec("tmpfs", mount_options=["huge=within_size"]),
+        spec("xfs", device="/dev/sdz", format=True),
+        spec("existing", path="/srv", mount_options=[], mkfs_options=[]),
+    ],
+)
 def test_good_specs_pass(good):
     target_spec.check_spec("t", good)
 
@@ -91,12 +98,16 @@ def test_lab_labels_fit_each_file_system():
 
 # --- images with new mount options --------------------------------------------------------------
 
+
 @needs_root
-@pytest.mark.parametrize("fs, opts, shown", [
-    ("ext4", ["data=writeback"], "data=writeback"),
-    ("btrfs", ["nodatacow"], "nodatacow"),
-    ("xfs", ["noatime"], "noatime"),
-])
+@pytest.mark.parametrize(
+    "fs, opts, shown",
+    [
+        ("ext4", ["data=writeback"], "data=writeback"),
+        ("btrfs", ["nodatacow"], "nodatacow"),
+        ("xfs", ["noatime"], "noatime"),
+    ],
+)
 def test_image_targets_mount_with_their_options(workdir, released, fs, opts, shown):
     name = f"{fs}-opt"
     released.append(name)
@@ -109,8 +120,9 @@ def test_image_targets_mount_with_their_options(workdir, released, fs, opts, sho
         assert entry is not None and entry.fstype == fs and entry.source == m.device
         assert shown in entry.options and shown in m.mount_options.split(",")
         assert m.notes == [] and m.direct_io is True and m.mount_s is not None
-        probe = subprocess.run(["blkid", "-p", "-o", "value", "-s", "LABEL", m.device], capture_output=True,
-                               text=True).stdout.strip()
+        probe = subprocess.run(
+            ["blkid", "-p", "-o", "value", "-s", "LABEL", m.device], capture_output=True, text=True
+        ).stdout.strip()
         assert probe == rec["label"]
         f = m.path / "probe"
         f.write_bytes(b"x" * 8192)
@@ -143,13 +155,13 @@ def test_btrfs_data_subvolume(workdir, released):
     with targets.mounted(workdir, "b", s, OWNER) as m:
         assert m.path == m.mountpoint / "data"
         assert btrfs.is_subvolume(m.path)
-        assert os.stat(m.path).st_uid == int(subprocess.run(["id", "-u", OWNER], capture_output=True,
-                                                             text=True).stdout)
+        assert os.stat(m.path).st_uid == int(subprocess.run(["id", "-u", OWNER], capture_output=True, text=True).stdout)
     with pytest.raises(LabError, match="needs a btrfs"):
         targets.create(workdir, "x", spec("ext4"), data_subvolume=True)
 
 
 # --- tmpfs ---------------------------------------------------------------------------------------
+
 
 @needs_root
 def test_tmpfs_stays_mounted_until_release(workdir, released):
@@ -172,6 +184,7 @@ def test_tmpfs_stays_mounted_until_release(workdir, released):
 
 
 # --- existing mount points ------------------------------------------------------------------------
+
 
 @needs_root
 def test_existing_mount_point(tmp_path, workdir, loops):
@@ -213,6 +226,7 @@ def test_existing_path_must_be_a_directory(tmp_path, workdir):
 
 
 # --- user-named block devices ----------------------------------------------------------------------
+
 
 def _write_mbr(image: Path) -> None:
     entry = struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", 2048, 100_000)
@@ -273,8 +287,9 @@ def test_device_formatted_by_the_lab_is_accepted_again(loops, workdir, released)
 @needs_root
 def test_mounted_device_is_refused(loops, tmp_path, workdir):
     dev = loops.attach(loops.image("busy", 256))
-    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", blockdev.lab_label("udev", "ext4"), dev], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["mkfs.ext4", "-q", "-F", "-L", blockdev.lab_label("udev", "ext4"), dev], check=True, capture_output=True
+    )
     blockdev.check_device(dev, target="udev", fs="ext4")  # the lab's own and free: accepted
     where = loops.mount(dev, tmp_path / "elsewhere")
     with pytest.raises(LabError, match=f"mounted at {where}"):

@@ -21,8 +21,9 @@ def test_a_config_file_on_the_command_line_replaces_the_default_study_whole() ->
     # what Snakemake hands over: the default deep-merged with the --configfile (its targets would leak in)
     other = yaml.safe_load((REPO / "config" / "fs-micro.yaml").read_text())
     merged = {**_default(), **other, "targets": {**_default()["targets"], **other["targets"]}}
-    raw_only, cfg, source = workflow_config.resolve(merged, cli_files=[str(REPO / "config" / "fs-micro.yaml")],
-                                                    cli_overrides={}, default_file="config/default.yaml")
+    raw_only, cfg, source = workflow_config.resolve(
+        merged, cli_files=[str(REPO / "config" / "fs-micro.yaml")], cli_overrides={}, default_file="config/default.yaml"
+    )
     assert not raw_only
     assert set(cfg["targets"]) == set(other["targets"])
     assert cfg["study"] == other["study"]
@@ -31,8 +32,12 @@ def test_a_config_file_on_the_command_line_replaces_the_default_study_whole() ->
 
 def test_config_values_apply_over_the_file_and_are_recorded() -> None:
     overrides = {"run": {"duration_s": 7}, "study": "shorter"}
-    _, cfg, source = workflow_config.resolve({**_default(), **overrides}, cli_files=[str(REPO / "config" / "default.yaml")],
-                                             cli_overrides=overrides, default_file="config/default.yaml")
+    _, cfg, source = workflow_config.resolve(
+        {**_default(), **overrides},
+        cli_files=[str(REPO / "config" / "default.yaml")],
+        cli_overrides=overrides,
+        default_file="config/default.yaml",
+    )
     assert cfg["run"]["duration_s"] == 7
     assert cfg["run"]["progress_interval_s"] == _default()["run"]["progress_interval_s"]  # nested keys kept
     assert cfg["study"] == "shorter"
@@ -48,21 +53,24 @@ def test_raw_only_needs_a_study_folder(tmp_path: Path, monkeypatch: pytest.Monke
     frozen = tmp_path / "data" / "raw" / "there"
     frozen.mkdir(parents=True)
     (frozen / "study.yaml").write_text(yaml.safe_dump({**_default(), "study": "there"}))
-    raw_only, cfg, _ = workflow_config.resolve({}, cli_files=[], cli_overrides={"raw_only": 1, "study": "there"},
-                                               default_file="x")
+    raw_only, cfg, _ = workflow_config.resolve(
+        {}, cli_files=[], cli_overrides={"raw_only": 1, "study": "there"}, default_file="x"
+    )
     assert raw_only and cfg["study"] == "there"
 
 
 def test_a_bad_override_is_refused_with_the_key_named() -> None:
     overrides = {"run": {"duration_s": "long"}}
     with pytest.raises(LabError, match="duration_s"):
-        workflow_config.resolve({**_default(), **overrides}, cli_files=[], cli_overrides=overrides,
-                                default_file="config/default.yaml")
+        workflow_config.resolve(
+            {**_default(), **overrides}, cli_files=[], cli_overrides=overrides, default_file="config/default.yaml"
+        )
 
 
 def test_nested_config_values_arrive_as_text_and_numbers_are_read_as_numbers() -> None:
     overrides = {"run": {"duration_s": "5", "drop_caches": "false"}, "title": "1e3 MB"}  # as Snakemake passes them
-    _, cfg, _ = workflow_config.resolve(_default(), cli_files=[], cli_overrides=overrides,
-                                        default_file="config/default.yaml")
+    _, cfg, _ = workflow_config.resolve(
+        _default(), cli_files=[], cli_overrides=overrides, default_file="config/default.yaml"
+    )
     assert cfg["run"]["duration_s"] == 5 and cfg["run"]["drop_caches"] is False
     assert cfg["title"] == "1e3 MB"

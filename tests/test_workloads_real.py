@@ -30,16 +30,33 @@ CONFIG = {
     "study": STUDY,
     "targets": {
         "ext4": {"fs": "ext4", "size_gb": 1, "postgres_settings": {"synchronous_commit": "off"}},
-        "btrfs": {"fs": "btrfs", "size_gb": 1, "mount_options": ["compress=zstd"],
-                  "dataset": {"sysbench": {"fillfactor": 70}}},
+        "btrfs": {
+            "fs": "btrfs",
+            "size_gb": 1,
+            "mount_options": ["compress=zstd"],
+            "dataset": {"sysbench": {"fillfactor": 70}},
+        },
     },
     "postgres": {"port_base": 56600, "settings": {"shared_buffers": "32MB"}},
     "dataset": {"scale": 1, "sysbench": {"tables": 1, "table_size": 2000}},
     "workloads": {
-        "tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [2], "repeats": 1, "rate_tps": 100,
-                 "per_statement": True, "log": "transactions"},
-        "rw": {"tool": "sysbench", "test": "oltp_read_write", "clients": [2], "repeats": 1, "histogram": True,
-               "postgres_settings": {"full_page_writes": "off"}},
+        "tpcb": {
+            "tool": "pgbench",
+            "builtin": "tpcb-like",
+            "clients": [2],
+            "repeats": 1,
+            "rate_tps": 100,
+            "per_statement": True,
+            "log": "transactions",
+        },
+        "rw": {
+            "tool": "sysbench",
+            "test": "oltp_read_write",
+            "clients": [2],
+            "repeats": 1,
+            "histogram": True,
+            "postgres_settings": {"full_page_writes": "off"},
+        },
         "create": {"tool": "fsmicro", "op": "create_fsync", "repeats": 1},
     },
     "run": {"duration_s": 3},
@@ -62,13 +79,28 @@ def study() -> Iterator[Path]:
     (work / "study.yaml").write_text(yaml.safe_dump(CONFIG))
     before = vm_dirty()
     try:
-        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"), "--cores", "1",
-               "--config", "config=study.yaml", "--", "raw"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "workflow" / "Snakefile"),
+            "--cores",
+            "1",
+            "--config",
+            "config=study.yaml",
+            "--",
+            "raw",
+        ]
         res = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, res.stderr[-5000:]
-        ing = subprocess.run([sys.executable, "-m", "pgfslab", "ingest-study", "--raw", f"data/raw/{STUDY}",
-                              "--db", "w.duckdb"], cwd=work, capture_output=True, text=True,
-                             env={"PATH": "/usr/bin:/bin"})
+        ing = subprocess.run(
+            [sys.executable, "-m", "pgfslab", "ingest-study", "--raw", f"data/raw/{STUDY}", "--db", "w.duckdb"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin"},
+        )
         assert ing.returncode == 0, ing.stderr
         yield work
     finally:
@@ -102,7 +134,9 @@ def test_pgbench_knobs_reach_the_command_and_the_server(study: Path) -> None:
     text = (raw / "pgbench.stdout").read_text()
     block = text.split("statement latencies in milliseconds")[1].splitlines()[1:]
     statements = [ln for ln in block if ln.startswith("  ") and ln.split()[0].replace(".", "").isdigit()]
-    assert q(study, "SELECT count(*) FROM pgbench_statement WHERE run_id = ?", "ext4.tpcb.c2.r1")[0][0] == len(statements)
+    assert q(study, "SELECT count(*) FROM pgbench_statement WHERE run_id = ?", "ext4.tpcb.c2.r1")[0][0] == len(
+        statements
+    )
 
 
 def test_sysbench_run_fillfactor_and_workload_settings(study: Path) -> None:

@@ -46,8 +46,18 @@ MAX_ROWS = 100_000  # altair's inline-data guard, raised from 5,000 (per-second 
 
 # Okabe & Ito (2008), colour-blind safe; yellow last (weak on white). Tableau 10 after eight targets.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"]
-TABLEAU10 = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#EDC948", "#B07AA1", "#FF9DA7",
-             "#9C755F", "#BAB0AC"]
+TABLEAU10 = [
+    "#4E79A7",
+    "#F28E2B",
+    "#E15759",
+    "#76B7B2",
+    "#59A14F",
+    "#EDC948",
+    "#B07AA1",
+    "#FF9DA7",
+    "#9C755F",
+    "#BAB0AC",
+]
 PALETTE = OKABE_ITO + TABLEAU10
 
 WIDTH = 440  # view width in px; with axes a chart is ~480 px, ~A4 text width, so 1 px ~ 1 pt in print
@@ -59,22 +69,50 @@ TPS_TITLE = "throughput (tps)"
 
 
 def _theme() -> alt.theme.ThemeConfig:
-    axis = {"labelFontSize": 10, "titleFontSize": 11, "titleFontWeight": "normal", "titleColor": "#222222",
-            "labelColor": "#333333", "domainColor": "#888888", "tickColor": "#888888", "gridColor": "#e6e6e6",
-            "gridWidth": 0.6, "titlePadding": 6}
+    axis = {
+        "labelFontSize": 10,
+        "titleFontSize": 11,
+        "titleFontWeight": "normal",
+        "titleColor": "#222222",
+        "labelColor": "#333333",
+        "domainColor": "#888888",
+        "tickColor": "#888888",
+        "gridColor": "#e6e6e6",
+        "gridWidth": 0.6,
+        "titlePadding": 6,
+    }
     return {
         "config": {
             "font": FONT_STACK,
             "background": "white",
             "padding": 4,
             "view": {"stroke": None, "continuousWidth": WIDTH, "continuousHeight": 220},
-            "title": {"fontSize": 13, "fontWeight": "bold", "anchor": "start", "offset": 8, "color": "#111111",
-                      "subtitleFontSize": 11, "subtitleColor": "#555555"},
+            "title": {
+                "fontSize": 13,
+                "fontWeight": "bold",
+                "anchor": "start",
+                "offset": 8,
+                "color": "#111111",
+                "subtitleFontSize": 11,
+                "subtitleColor": "#555555",
+            },
             "axis": axis,  # type: ignore[typeddict-item]
-            "header": {"labelFontSize": 11, "labelFontWeight": "bold", "labelColor": "#222222",
-                       "labelAnchor": "start", "labelPadding": 3, "titleFontSize": 11},
-            "legend": {"labelFontSize": 10, "titleFontSize": 10, "titleFontWeight": "normal", "orient": "bottom",
-                       "symbolStrokeWidth": 2.5, "labelLimit": 260},
+            "header": {
+                "labelFontSize": 11,
+                "labelFontWeight": "bold",
+                "labelColor": "#222222",
+                "labelAnchor": "start",
+                "labelPadding": 3,
+                "titleFontSize": 11,
+            },
+            "legend": {
+                "labelFontSize": 10,
+                "titleFontSize": 10,
+                "titleFontWeight": "normal",
+                "orient": "bottom",
+                "symbolStrokeWidth": 2.5,
+                "labelLimit": 260,
+            },
             "facet": {"spacing": 12},
             "line": {"strokeWidth": 1.6},
             "range": {"category": OKABE_ITO},
@@ -108,8 +146,10 @@ def _color_scale(df: pl.DataFrame, field: str, scale: alt.Scale | None) -> alt.S
     if isinstance(domain, list):
         missing = sorted(set(df[field].cast(pl.Utf8).unique().to_list()) - {str(d) for d in domain})
         if missing:
-            raise ValueError(f"colour field {field!r} has values outside the colour scale's domain {domain}: "
-                             f"{missing} (build the scale from the same column with target_colors)")
+            raise ValueError(
+                f"colour field {field!r} has values outside the colour scale's domain {domain}: "
+                f"{missing} (build the scale from the same column with target_colors)"
+            )
     return scale
 
 
@@ -127,8 +167,15 @@ def _time_ints(time: str, dtype: pl.DataType) -> tuple[pl.Expr, int]:
     return (pl.col(time).cast(pl.Float64) * 1_000_000).round().cast(pl.Int64), 1_000_000
 
 
-def moving_average(df: pl.DataFrame, value: str, window_s: float = 15, by: str | Sequence[str] | None = None,
-                   *, time: str = "t_s", name: str | None = None) -> pl.DataFrame:
+def moving_average(
+    df: pl.DataFrame,
+    value: str,
+    window_s: float = 15,
+    by: str | Sequence[str] | None = None,
+    *,
+    time: str = "t_s",
+    name: str | None = None,
+) -> pl.DataFrame:
     """Add the **trailing** time-based moving average of `value` per group, `<value>_ma<window_s>`.
 
     At time t the mean covers the samples with t - window_s < time <= t of the same group (a window of
@@ -144,8 +191,13 @@ def moving_average(df: pl.DataFrame, value: str, window_s: float = 15, by: str |
     return df.sort([*keys, time]).with_columns((ma.over(keys) if keys else ma).alias(out_name))
 
 
-def downsample_time(df: pl.DataFrame, time_col: str, value_cols: str | Sequence[str], max_points: int,
-                    by: str | Sequence[str] | None = None) -> pl.DataFrame:
+def downsample_time(
+    df: pl.DataFrame,
+    time_col: str,
+    value_cols: str | Sequence[str],
+    max_points: int,
+    by: str | Sequence[str] | None = None,
+) -> pl.DataFrame:
     """Keep at most `max_points` rows per group, preserving the shape of each value column.
 
     Groups with at most `max_points` rows are returned unchanged. Larger groups are cut into
@@ -166,10 +218,18 @@ def downsample_time(df: pl.DataFrame, time_col: str, value_cols: str | Sequence[
         return e.over(k) if k else e
 
     lo, span = over(t.min()), over(t.max()) - over(t.min())
-    bucket = (pl.when(span > 0).then(((t - lo).cast(pl.Float64) / span * n_buckets).floor())
-              .otherwise(0).clip(0, n_buckets - 1).cast(pl.Int64))
-    work = df.sort([*keys, time_col]).with_row_index("_row").with_columns(
-        over(pl.len()).alias("_n"), bucket.alias("_bucket"))
+    bucket = (
+        pl.when(span > 0)
+        .then(((t - lo).cast(pl.Float64) / span * n_buckets).floor())
+        .otherwise(0)
+        .clip(0, n_buckets - 1)
+        .cast(pl.Int64)
+    )
+    work = (
+        df.sort([*keys, time_col])
+        .with_row_index("_row")
+        .with_columns(over(pl.len()).alias("_n"), bucket.alias("_bucket"))
+    )
     keep = pl.col("_n") <= max_points
     for v in values:
         for arg in (pl.col(v).arg_min(), pl.col(v).arg_max()):
@@ -196,8 +256,9 @@ def _one_color_per_panel(df: pl.DataFrame, facet: str, color: str) -> bool:
     return facet == color or int(df.group_by(facet).agg(pl.col(color).n_unique())[color].max() or 0) <= 1
 
 
-def cell_panels(df: pl.DataFrame, row: str = "target_label", column: str = "clients",
-                unit: str = "clients") -> tuple[pl.DataFrame, int]:
+def cell_panels(
+    df: pl.DataFrame, row: str = "target_label", column: str = "clients", unit: str = "clients"
+) -> tuple[pl.DataFrame, int]:
     """Label each row with its panel, `<row> · <column> <unit>`, so a wrapped facet lays out one row
     of panels per `row` value and one column per `column` value (runs of different client counts
     are different populations and must not share a panel). Returns the frame and the column count."""
@@ -208,9 +269,12 @@ def cell_panels(df: pl.DataFrame, row: str = "target_label", column: str = "clie
     return df.with_columns(pl.concat_str([pl.col(row), pl.lit(" · "), count, pl.lit(" "), noun]).alias("panel")), n_cols
 
 
-def panel_labels(df: pl.DataFrame, parts: Sequence[tuple[str, str]] = (("target_label", ""), ("workload", ""),
-                                                                   ("clients", " clients")),
-                 name: str = "panel", keep_first: bool = True) -> pl.DataFrame:
+def panel_labels(
+    df: pl.DataFrame,
+    parts: Sequence[tuple[str, str]] = (("target_label", ""), ("workload", ""), ("clients", " clients")),
+    name: str = "panel",
+    keep_first: bool = True,
+) -> pl.DataFrame:
     """Label each row with its panel from the `(column, suffix)` parts that vary in the frame (the
     first part is always kept), joined by " · ": `ext4 · dirty-1gb` when the study varies targets and
     workloads but not clients. Numeric parts are padded so that labels sort numerically."""
@@ -229,11 +293,23 @@ def panel_labels(df: pl.DataFrame, parts: Sequence[tuple[str, str]] = (("target_
     return df.with_columns(pl.concat_str(exprs, separator=" · ").alias(name) if exprs else pl.lit("all").alias(name))
 
 
-def throughput_small_multiples(df: pl.DataFrame, *, time: str = "t_s", value: str = "tps", smooth: str = "tps_ma15",
-                               facet: str = "target", color_scale: alt.Scale | None = None,
-                               title: str | None = None, color: str | None = None, detail: str | None = "auto",
-                               columns: int = 1, width: int = WIDTH, panel_height: int = 80,
-                               max_points_per_line: int = 1200, y_title: str = TPS_TITLE) -> alt.FacetChart:
+def throughput_small_multiples(
+    df: pl.DataFrame,
+    *,
+    time: str = "t_s",
+    value: str = "tps",
+    smooth: str = "tps_ma15",
+    facet: str = "target",
+    color_scale: alt.Scale | None = None,
+    title: str | None = None,
+    color: str | None = None,
+    detail: str | None = "auto",
+    columns: int = 1,
+    width: int = WIDTH,
+    panel_height: int = 80,
+    max_points_per_line: int = 1200,
+    y_title: str = TPS_TITLE,
+) -> alt.FacetChart:
     """Per-second throughput (thin, light) and its moving average (bold), one panel per `facet` value.
 
     All panels share one y scale (and x scale), so heights compare across targets. Each repeat is
@@ -254,13 +330,16 @@ def throughput_small_multiples(df: pl.DataFrame, *, time: str = "t_s", value: st
     }
     if detail:
         enc["detail"] = alt.Detail(f"{detail}:N")
-    thin = alt.Chart().mark_line(strokeWidth=0.7, opacity=0.4).encode(
-        y=alt.Y(f"{value}:Q", title=y_title), **enc)
+    thin = alt.Chart().mark_line(strokeWidth=0.7, opacity=0.4).encode(y=alt.Y(f"{value}:Q", title=y_title), **enc)
     bold = alt.Chart().mark_line(strokeWidth=2.2).encode(y=alt.Y(f"{smooth}:Q", title=y_title), **enc)
     panel_w = (width - 12 * (columns - 1)) // columns
     layered = alt.layer(thin, bold, data=data).properties(width=panel_w, height=panel_height)
-    return _titled(layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns)
-                   .resolve_scale(x="shared", y="shared"), title)
+    return _titled(
+        layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns).resolve_scale(
+            x="shared", y="shared"
+        ),
+        title,
+    )
 
 
 def _decade_axis(lo: float | None, hi: float | None) -> Any:
@@ -273,12 +352,26 @@ def _decade_axis(lo: float | None, hi: float | None) -> Any:
     return alt.Axis(values=decades, format="~g")
 
 
-def grouped_bars_with_error(df: pl.DataFrame, x: str, y: str, group: str, err_low: str | None = None,
-                            err_high: str | None = None, color_scale: alt.Scale | None = None, *,
-                            column: str | None = None, x_title: str | None = None, y_title: str | None = None,
-                            title: str | None = None, width: int = WIDTH, height: int = 200,
-                            resolve_y: str = "shared", columns: int | None = None,
-                            log_y: bool = False, x_sort: str | None = "ascending") -> alt.TopLevelMixin:
+def grouped_bars_with_error(
+    df: pl.DataFrame,
+    x: str,
+    y: str,
+    group: str,
+    err_low: str | None = None,
+    err_high: str | None = None,
+    color_scale: alt.Scale | None = None,
+    *,
+    column: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    title: str | None = None,
+    width: int = WIDTH,
+    height: int = 200,
+    resolve_y: str = "shared",
+    columns: int | None = None,
+    log_y: bool = False,
+    x_sort: str | None = "ascending",
+) -> alt.TopLevelMixin:
     """Grouped bars: one group of bars per `x` value (e.g. client count), one bar per `group` value
     (e.g. target) coloured through `color_scale`, with error bars from `err_low` to `err_high`
     (e.g. a confidence interval); with x == group, one plain bar per value. Optional `column` facet
@@ -287,8 +380,12 @@ def grouped_bars_with_error(df: pl.DataFrame, x: str, y: str, group: str, err_lo
     `log_y`: a log y axis, with dots instead of bars (a log axis has no zero to stand on);
     `x_sort=None` keeps the frame's order of x values."""
     scale = _color_scale(df, group, color_scale)
-    x_enc = alt.X(f"{x}:O" if df.schema[x].is_numeric() else f"{x}:N", title=x_title if x_title is not None else x,
-                  axis=alt.Axis(labelAngle=0), sort=x_sort)
+    x_enc = alt.X(
+        f"{x}:O" if df.schema[x].is_numeric() else f"{x}:N",
+        title=x_title if x_title is not None else x,
+        axis=alt.Axis(labelAngle=0),
+        sort=x_sort,
+    )
     enc: dict[str, Any] = {"x": x_enc}
     if group != x:
         enc["xOffset"] = alt.XOffset(f"{group}:N", scale=alt.Scale(paddingInner=0.08))
@@ -302,32 +399,54 @@ def grouped_bars_with_error(df: pl.DataFrame, x: str, y: str, group: str, err_lo
         y_axis = _decade_axis(positive.min(), positive.max())
         mark = alt.Chart().mark_point(filled=True, size=55, opacity=0.95)
     bars = mark.encode(
-        **enc, y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale, axis=y_axis),
-        color=alt.Color(f"{group}:N", scale=scale, legend=alt.Legend(title=None)))
+        **enc,
+        y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale, axis=y_axis),
+        color=alt.Color(f"{group}:N", scale=scale, legend=alt.Legend(title=None)),
+    )
     layers: list[alt.Chart] = [bars]
     if err_low and err_high:
-        layers.append(alt.Chart().mark_errorbar(ticks=alt.MarkConfig(size=10), thickness=1.1, color="#222222").encode(
-            **enc, y=alt.Y(f"{err_low}:Q", title=y_title, scale=y_scale), y2=alt.Y2(f"{err_high}:Q")))
+        layers.append(
+            alt.Chart()
+            .mark_errorbar(ticks=alt.MarkConfig(size=10), thickness=1.1, color="#222222")
+            .encode(**enc, y=alt.Y(f"{err_low}:Q", title=y_title, scale=y_scale), y2=alt.Y2(f"{err_high}:Q"))
+        )
     cols = list(dict.fromkeys(c for c in (column, x, group, y, err_low, err_high) if c))
     n_cols = min(columns or 10**6, df[column].n_unique()) if column else 1
     gap = 12 if resolve_y == "shared" else 40
     chart = alt.layer(*layers, data=df.select(cols)).properties(
-        width=(width - gap * (n_cols - 1)) // n_cols, height=height)
+        width=(width - gap * (n_cols - 1)) // n_cols, height=height
+    )
     if column:
-        facet = (alt.Facet(f"{column}:N", title=None, header=alt.Header(labelAnchor="middle"), sort=None)
-                 if columns else alt.Column(f"{column}:N", title=None, header=alt.Header(labelAnchor="middle"), sort=None))
+        facet = (
+            alt.Facet(f"{column}:N", title=None, header=alt.Header(labelAnchor="middle"), sort=None)
+            if columns
+            else alt.Column(f"{column}:N", title=None, header=alt.Header(labelAnchor="middle"), sort=None)
+        )
         faceted = chart.facet(facet=facet, columns=n_cols) if columns else chart.facet(column=facet)
         resolve = {"y": resolve_y, "x": "independent"} | ({"xOffset": "independent"} if group != x else {})
         return _titled(faceted.resolve_scale(**resolve), title)
     return _titled(chart, title)
 
 
-def percentile_bands(df: pl.DataFrame, time: str, p_cols: Sequence[str] = ("p25", "p50", "p75", "p95", "p99"),
-                     facet: str = "target", *, color: str | None = None, color_scale: alt.Scale | None = None,
-                     median: str | None = None, y_title: str = "latency (ms)", title: str | None = None,
-                     log_y: bool = False, width: int = WIDTH, panel_height: int = 80,
-                     max_points: int = 1200, columns: int = 1, subtitle: str | None = None,
-                     band_title: str = "percentile band") -> alt.FacetChart:
+def percentile_bands(
+    df: pl.DataFrame,
+    time: str,
+    p_cols: Sequence[str] = ("p25", "p50", "p75", "p95", "p99"),
+    facet: str = "target",
+    *,
+    color: str | None = None,
+    color_scale: alt.Scale | None = None,
+    median: str | None = None,
+    y_title: str = "latency (ms)",
+    title: str | None = None,
+    log_y: bool = False,
+    width: int = WIDTH,
+    panel_height: int = 80,
+    max_points: int = 1200,
+    columns: int = 1,
+    subtitle: str | None = None,
+    band_title: str = "percentile band",
+) -> alt.FacetChart:
     """Latency percentiles over time as a fan: a band between each pair of neighbouring percentile
     columns (`p_cols`, ascending), more opaque near the median, and the median (`median`, default
     "p50" or the middle column) as a line. One panel per `facet` value, sharing one y scale, wrapped
@@ -347,66 +466,149 @@ def percentile_bands(df: pl.DataFrame, time: str, p_cols: Sequence[str] = ("p25"
         name = f"{lo}–{hi}"
         band_names.append(name)
         band_opacity.append(opacities[min(min(abs(i - mid), abs(i + 1 - mid)), len(opacities) - 1)])
-        bands.append(base.select(*keys, time, pl.col(lo).alias("_lo"), pl.col(hi).alias("_hi"),
-                                 pl.lit(name).alias("_band"), pl.lit(None, pl.Float64).alias("_median")))
-    line = base.select(*keys, time, pl.lit(None, pl.Float64).alias("_lo"), pl.lit(None, pl.Float64).alias("_hi"),
-                       pl.lit(None, pl.Utf8).alias("_band"), pl.col(median).cast(pl.Float64).alias("_median"))
+        bands.append(
+            base.select(
+                *keys,
+                time,
+                pl.col(lo).alias("_lo"),
+                pl.col(hi).alias("_hi"),
+                pl.lit(name).alias("_band"),
+                pl.lit(None, pl.Float64).alias("_median"),
+            )
+        )
+    line = base.select(
+        *keys,
+        time,
+        pl.lit(None, pl.Float64).alias("_lo"),
+        pl.lit(None, pl.Float64).alias("_hi"),
+        pl.lit(None, pl.Utf8).alias("_band"),
+        pl.col(median).cast(pl.Float64).alias("_median"),
+    )
     data = pl.concat([*bands, line], how="vertical_relaxed")
     y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=True)
-    y_axis = _decade_axis(base.select(p_cols).min_horizontal().min(), base.select(p_cols).max_horizontal().max()) \
-        if log_y else alt.Undefined
+    y_axis = (
+        _decade_axis(base.select(p_cols).min_horizontal().min(), base.select(p_cols).max_horizontal().max())
+        if log_y
+        else alt.Undefined
+    )
     x = alt.X(f"{time}:Q", title=TIME_TITLE, scale=alt.Scale(nice=False))
     fill = alt.Color(f"{color}:N", scale=scale, legend=None)
-    area = alt.Chart().mark_area(interpolate="linear").encode(
-        x=x, y=alt.Y("_lo:Q", title=y_title, scale=y_scale, axis=y_axis), y2="_hi:Q", color=fill,
-        opacity=alt.Opacity("_band:N", scale=alt.Scale(type="ordinal", domain=band_names, range=band_opacity),
-                            legend=alt.Legend(title=band_title, symbolType="square")),
-    ).transform_filter("datum._band != null")
-    med = alt.Chart().mark_line(strokeWidth=1.8).encode(
-        x=x, y=alt.Y("_median:Q", title=y_title, scale=y_scale, axis=y_axis), color=fill,
-    ).transform_filter("datum._median != null")
+    area = (
+        alt.Chart()
+        .mark_area(interpolate="linear")
+        .encode(
+            x=x,
+            y=alt.Y("_lo:Q", title=y_title, scale=y_scale, axis=y_axis),
+            y2="_hi:Q",
+            color=fill,
+            opacity=alt.Opacity(
+                "_band:N",
+                scale=alt.Scale(type="ordinal", domain=band_names, range=band_opacity),
+                legend=alt.Legend(title=band_title, symbolType="square"),
+            ),
+        )
+        .transform_filter("datum._band != null")
+    )
+    med = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.8)
+        .encode(
+            x=x,
+            y=alt.Y("_median:Q", title=y_title, scale=y_scale, axis=y_axis),
+            color=fill,
+        )
+        .transform_filter("datum._median != null")
+    )
     panel_w = (width - 12 * (columns - 1)) // columns
     layered = alt.layer(area, med, data=data).properties(width=panel_w, height=panel_height)
-    return _titled(layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns)
-                   .resolve_scale(x="shared", y="shared"), title, subtitle or f"line: {median}")
+    return _titled(
+        layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns).resolve_scale(
+            x="shared", y="shared"
+        ),
+        title,
+        subtitle or f"line: {median}",
+    )
 
 
-def scaling_curve(df: pl.DataFrame, x: str, y: str, color: str,
-                  reference_lines: Sequence[tuple[float, str]] = (), *, color_scale: alt.Scale | None = None,
-                  err_low: str | None = None, err_high: str | None = None, x_title: str | None = None,
-                  y_title: str | None = None, title: str | None = None, log_x: bool = False,
-                  width: int = WIDTH, height: int = 240) -> alt.LayerChart:
+def scaling_curve(
+    df: pl.DataFrame,
+    x: str,
+    y: str,
+    color: str,
+    reference_lines: Sequence[tuple[float, str]] = (),
+    *,
+    color_scale: alt.Scale | None = None,
+    err_low: str | None = None,
+    err_high: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    title: str | None = None,
+    log_x: bool = False,
+    width: int = WIDTH,
+    height: int = 240,
+) -> alt.LayerChart:
     """Lines with points of `y` over `x` (e.g. tps over client count), one line per `color` value,
     optional error bars, and dashed vertical reference rules with labels (e.g. `[(2, "CPUs")]`)."""
     scale = _color_scale(df, color, color_scale)
     x_title, y_title = x_title or x, y_title or y
     x_scale = alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False)
     ticks = sorted({float(v) for v in df[x].drop_nulls().to_list()} | {float(v) for v, _ in reference_lines})
-    x_enc = alt.X(f"{x}:Q", title=x_title, scale=x_scale, axis=alt.Axis(values=ticks) if len(ticks) <= 12 else alt.Undefined)
+    x_enc = alt.X(
+        f"{x}:Q", title=x_title, scale=x_scale, axis=alt.Axis(values=ticks) if len(ticks) <= 12 else alt.Undefined
+    )
     cols = list(dict.fromkeys(c for c in (x, y, color, err_low, err_high) if c))
     data = df.select(cols).sort([color, x])
-    layers: list[alt.Chart] = [alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=36)).encode(
-        x=x_enc, y=alt.Y(f"{y}:Q", title=y_title),
-        color=alt.Color(f"{color}:N", scale=scale, legend=alt.Legend(title=None)))]
+    layers: list[alt.Chart] = [
+        alt.Chart(data)
+        .mark_line(point=alt.OverlayMarkDef(size=36))
+        .encode(
+            x=x_enc,
+            y=alt.Y(f"{y}:Q", title=y_title),
+            color=alt.Color(f"{color}:N", scale=scale, legend=alt.Legend(title=None)),
+        )
+    ]
     if err_low and err_high:
-        layers.append(alt.Chart(data).mark_errorbar(ticks=True, thickness=1).encode(
-            x=x_enc, y=alt.Y(f"{err_low}:Q", title=y_title), y2=alt.Y2(f"{err_high}:Q"),
-            color=alt.Color(f"{color}:N", scale=scale, legend=None)))
+        layers.append(
+            alt.Chart(data)
+            .mark_errorbar(ticks=True, thickness=1)
+            .encode(
+                x=x_enc,
+                y=alt.Y(f"{err_low}:Q", title=y_title),
+                y2=alt.Y2(f"{err_high}:Q"),
+                color=alt.Color(f"{color}:N", scale=scale, legend=None),
+            )
+        )
     if reference_lines:
         refs = pl.DataFrame({x: [float(v) for v, _ in reference_lines], "_label": [lbl for _, lbl in reference_lines]})
         rule = alt.Chart(refs).encode(x=x_enc)
         layers.append(rule.mark_rule(strokeDash=[4, 3], color="#555555", strokeWidth=1))
-        layers.append(rule.mark_text(align="left", baseline="top", dx=4, dy=2, fontSize=10, color="#333333")
-                      .encode(y=alt.value(0), text="_label:N"))
+        layers.append(
+            rule.mark_text(align="left", baseline="top", dx=4, dy=2, fontSize=10, color="#333333").encode(
+                y=alt.value(0), text="_label:N"
+            )
+        )
     return _titled(alt.layer(*layers).properties(width=width, height=height), title)
 
 
-def timeline_with_windows(df: pl.DataFrame, time: str, value: str, series: str, facet: str,
-                          windows: pl.DataFrame | None = None, *, series_scale: alt.Scale | None = None,
-                          detail: str | None = None, columns: int = 1, y_title: str | None = None,
-                          title: str | None = None, subtitle: str | None = None, width: int = WIDTH,
-                          panel_height: int = 90, max_points_per_line: int = 1200,
-                          window_label: str = "checkpoint") -> alt.FacetChart:
+def timeline_with_windows(
+    df: pl.DataFrame,
+    time: str,
+    value: str,
+    series: str,
+    facet: str,
+    windows: pl.DataFrame | None = None,
+    *,
+    series_scale: alt.Scale | None = None,
+    detail: str | None = None,
+    columns: int = 1,
+    y_title: str | None = None,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: int = WIDTH,
+    panel_height: int = 90,
+    max_points_per_line: int = 1200,
+    window_label: str = "checkpoint",
+) -> alt.FacetChart:
     """Lines of `value` over `time`, one per `series` value (e.g. meminfo's Dirty and Writeback;
     `detail` splits lines further, e.g. per repeat), one panel per `facet` value, all panels on one
     y scale; `windows` (columns `facet`, start_s, end_s) are shaded behind the lines (e.g.
@@ -414,61 +616,99 @@ def timeline_with_windows(df: pl.DataFrame, time: str, value: str, series: str, 
     end_s == start_s is drawn as a dashed rule (an event known only to the second)."""
     keys = list(dict.fromkeys(c for c in (facet, series, detail) if c))
     lines = downsample_time(df.select(*keys, time, value), time, [value], max_points_per_line, by=keys)
-    lines = lines.with_columns(pl.lit("line").alias("_kind"), pl.lit(None, pl.Float64).alias("_x0"),
-                               pl.lit(None, pl.Float64).alias("_x1"))
+    lines = lines.with_columns(
+        pl.lit("line").alias("_kind"), pl.lit(None, pl.Float64).alias("_x0"), pl.lit(None, pl.Float64).alias("_x1")
+    )
     parts = [lines]
     if windows is not None and windows.height:
-        w = windows.select(pl.col(facet), pl.col("start_s").cast(pl.Float64).alias("_x0"),
-                           pl.col("end_s").cast(pl.Float64).alias("_x1"))
+        w = windows.select(
+            pl.col(facet),
+            pl.col("start_s").cast(pl.Float64).alias("_x0"),
+            pl.col("end_s").cast(pl.Float64).alias("_x1"),
+        )
         parts.append(w.with_columns(pl.lit("window").alias("_kind")))
     data = pl.concat(parts, how="diagonal_relaxed")
-    scale = series_scale or alt.Scale(domain=sorted(df[series].unique().to_list()),
-                                      range=PALETTE[: df[series].n_unique()])
+    scale = series_scale or alt.Scale(
+        domain=sorted(df[series].unique().to_list()), range=PALETTE[: df[series].n_unique()]
+    )
     x = alt.X(f"{time}:Q", title=TIME_TITLE, scale=alt.Scale(nice=False))
     enc: dict[str, Any] = {"color": alt.Color(f"{series}:N", scale=scale, legend=alt.Legend(title=None))}
     if detail:
         enc["detail"] = alt.Detail(f"{detail}:N")
     layers = []
     if windows is not None and windows.height:
-        layers.append(alt.Chart().mark_rect(color="#999999", opacity=0.22).encode(
-            x=alt.X("_x0:Q", title=TIME_TITLE), x2="_x1:Q")
-            .transform_filter("datum._kind == 'window' && datum._x1 > datum._x0"))
-        layers.append(alt.Chart().mark_rule(color="#777777", strokeDash=[3, 2], strokeWidth=1).encode(
-            x=alt.X("_x0:Q", title=TIME_TITLE))
-            .transform_filter("datum._kind == 'window' && datum._x1 <= datum._x0"))
-    layers.append(alt.Chart().mark_line(strokeWidth=1.3).encode(
-        x=x, y=alt.Y(f"{value}:Q", title=y_title or value), **enc).transform_filter("datum._kind == 'line'"))
+        layers.append(
+            alt.Chart()
+            .mark_rect(color="#999999", opacity=0.22)
+            .encode(x=alt.X("_x0:Q", title=TIME_TITLE), x2="_x1:Q")
+            .transform_filter("datum._kind == 'window' && datum._x1 > datum._x0")
+        )
+        layers.append(
+            alt.Chart()
+            .mark_rule(color="#777777", strokeDash=[3, 2], strokeWidth=1)
+            .encode(x=alt.X("_x0:Q", title=TIME_TITLE))
+            .transform_filter("datum._kind == 'window' && datum._x1 <= datum._x0")
+        )
+    layers.append(
+        alt.Chart()
+        .mark_line(strokeWidth=1.3)
+        .encode(x=x, y=alt.Y(f"{value}:Q", title=y_title or value), **enc)
+        .transform_filter("datum._kind == 'line'")
+    )
     panel_w = (width - 12 * (columns - 1)) // columns
     layered = alt.layer(*layers, data=data).properties(width=panel_w, height=panel_height)
-    sub = subtitle if subtitle is not None else (f"grey: {window_label} windows" if windows is not None and windows.height else None)
-    return _titled(layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns)
-                   .resolve_scale(x="shared", y="shared"), title, sub)
+    sub = (
+        subtitle
+        if subtitle is not None
+        else (f"grey: {window_label} windows" if windows is not None and windows.height else None)
+    )
+    return _titled(
+        layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns).resolve_scale(
+            x="shared", y="shared"
+        ),
+        title,
+        sub,
+    )
 
 
-def comparison_dots(df: pl.DataFrame, value: str, item: str, source: str, facet: str | None = None, *,
-                    source_scale: alt.Scale | None = None, x_title: str | None = None, title: str | None = None,
-                    log_x: bool = True, width: int = WIDTH, row_height: int = 15,
-                    label_width: int = 210) -> alt.TopLevelMixin:
+def comparison_dots(
+    df: pl.DataFrame,
+    value: str,
+    item: str,
+    source: str,
+    facet: str | None = None,
+    *,
+    source_scale: alt.Scale | None = None,
+    x_title: str | None = None,
+    title: str | None = None,
+    log_x: bool = True,
+    width: int = WIDTH,
+    row_height: int = 15,
+    label_width: int = 210,
+) -> alt.TopLevelMixin:
     """Dot plot: one row per `item`, one dot per `source` (e.g. this lab vs published) at `value`;
     with `facet`, one panel per facet value stacked, each titled with it and with its own x scale
     and height (different metrics, different numbers of items); log x by default (published and
     local numbers can be orders of magnitude apart; values <= 0 are left out)."""
     cols = list(dict.fromkeys(c for c in (facet, item, source, value) if c))
     data = df.select(cols).filter(pl.col(value).is_not_null() & ((pl.col(value) > 0) if log_x else pl.lit(True)))
-    scale = source_scale or alt.Scale(domain=data[source].unique(maintain_order=True).to_list(),
-                                      range=PALETTE[: max(1, data[source].n_unique())])
+    scale = source_scale or alt.Scale(
+        domain=data[source].unique(maintain_order=True).to_list(), range=PALETTE[: max(1, data[source].n_unique())]
+    )
 
     def panel(part: pl.DataFrame, panel_title: str | None) -> alt.LayerChart:
         enc = {
-            "x": alt.X(f"{value}:Q", title=x_title or value,
-                       scale=alt.Scale(type="log") if log_x else alt.Scale(zero=False)),
+            "x": alt.X(
+                f"{value}:Q", title=x_title or value, scale=alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+            ),
             "y": alt.Y(f"{item}:N", title=None, sort=None, axis=alt.Axis(labelLimit=label_width)),
             "color": alt.Color(f"{source}:N", scale=scale, legend=alt.Legend(title=None)),
             "shape": alt.Shape(f"{source}:N", legend=None),
         }
         dots = alt.Chart(part).mark_point(filled=True, size=55, opacity=0.9).encode(**enc)
-        chart = alt.layer(dots).properties(width=width - label_width - 10,
-                                           height=max(30, row_height * part[item].n_unique()))
+        chart = alt.layer(dots).properties(
+            width=width - label_width - 10, height=max(30, row_height * part[item].n_unique())
+        )
         return chart.properties(title=alt.Title(panel_title, fontSize=11)) if panel_title else chart
 
     if not facet:
@@ -521,8 +761,14 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def save_chart(chart: alt.TopLevelMixin, basepath: str | Path, formats: Sequence[str] = ("svg", "pdf", "png"),
-               scale: float = 2, *, theme: str | None = THEME) -> dict[str, Path]:
+def save_chart(
+    chart: alt.TopLevelMixin,
+    basepath: str | Path,
+    formats: Sequence[str] = ("svg", "pdf", "png"),
+    scale: float = 2,
+    *,
+    theme: str | None = THEME,
+) -> dict[str, Path]:
     """Write `basepath.<fmt>` for each format ("svg", "pdf", "png", "json" = the Vega-Lite spec),
     offline with vl-convert, and return {format: path}. The chart is rendered once to SVG; PDF
     (vector, fonts embedded) and PNG (`scale` x pixel density) are converted from that SVG, so the
@@ -554,8 +800,9 @@ def _svg_size(svg: str) -> tuple[float, float] | None:
     return (float(m.group(1)), float(m.group(2))) if m else None
 
 
-def mimebundle(spec: dict[str, Any], formats: Sequence[str] = ("svg", "png", "pdf"),
-               scale: float = 2) -> tuple[dict[str, Any], dict[str, Any]]:
+def mimebundle(
+    spec: dict[str, Any], formats: Sequence[str] = ("svg", "png", "pdf"), scale: float = 2
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """A Jupyter mime bundle (data, metadata) with static renderings of a Vega-Lite spec."""
     svg = _svg(spec)
     data: dict[str, Any] = {"text/plain": "<altair chart>"}

@@ -21,16 +21,27 @@ def quiet_nbformat() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
-def run(job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS,
-        **papermill_options: Any) -> None:
+def run(
+    job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS, **papermill_options: Any
+) -> None:
     """Execute `job`'s notebook into `out`; a failing cell is a LabError naming the notebook and the error."""
     quiet_nbformat()
     import papermill as pm
 
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        pm.execute_notebook(str(job.source), str(out), parameters=params, kernel_name="python3",
-                            progress_bar=False, cwd=str(kernel_cwd), log_output=False, **papermill_options)
+        pm.execute_notebook(
+            str(job.source),
+            str(out),
+            parameters=params,
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(kernel_cwd),
+            log_output=False,
+            **papermill_options,
+        )
     except pm.PapermillExecutionError as exc:
-        raise LabError(f"notebook {job.name} ({job.source.name}) failed in cell {exc.exec_count}: "
-                       f"{exc.ename}: {exc.evalue} (executed copy: {out})") from None
+        raise LabError(
+            f"notebook {job.name} ({job.source.name}) failed in cell {exc.exec_count}: "
+            f"{exc.ename}: {exc.evalue} (executed copy: {out})"
+        ) from None

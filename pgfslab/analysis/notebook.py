@@ -31,8 +31,10 @@ def setup(db: str | Path, study: str, figures_dir: str | Path, tables_dir: str |
     A database that does not exist stops the notebook with one line saying how to make it."""
     db_path = in_lab(db)
     if not db_path.exists():
-        raise data.MissingData(f"{db_path}: no such study database: run the study first (`make run`, or "
-                               f"`make analyse STUDY={study}` on its raw folder), or set `db` in the parameters cell")
+        raise data.MissingData(
+            f"{db_path}: no such study database: run the study first (`make run`, or "
+            f"`make analyse STUDY={study}` on its raw folder), or set `db` in the parameters cell"
+        )
     charts.use_theme()
     cfg = data.study_config(db_path)
     colors = charts.target_colors(data.target_names(db_path, study))  # one colour per target, in every figure

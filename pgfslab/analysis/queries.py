@@ -54,8 +54,9 @@ def require(df: pl.DataFrame, what: str) -> pl.DataFrame:
 
 def _has(db: str | Path, table: str) -> bool:
     with connect(db) as con:
-        return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                                [table]).fetchone()[0])
+        return bool(
+            con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
+        )
 
 
 def _tcond(targets: Sequence[str] | None, alias: str = "r") -> tuple[str, list[object]]:
@@ -71,11 +72,11 @@ def _wcond(workload: str | None, alias: str = "r") -> tuple[str, list[object]]:
     return f"AND {alias}.workload = ?", [workload]
 
 
-RUN_COLS = ("r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.tool, r.clients, r.repeat, "
-            "r.plan_index")
+RUN_COLS = "r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.tool, r.clients, r.repeat, r.plan_index"
 
 
 # ---------------------------------------------------------------------------- study, runs, targets
+
 
 def study_info(db: str | Path) -> dict[str, object]:
     df = _frame(db, "SELECT * FROM study")
@@ -93,8 +94,9 @@ def study_config(db: str | Path) -> dict[str, Any]:
 def runs(db: str | Path, study: str, *, only_ok: bool = False, targets: Sequence[str] | None = None) -> pl.DataFrame:
     cond = "AND status = 'ok'" if only_ok else ""
     tc, tp = _tcond(targets, "runs")
-    return _frame(db, f"SELECT * EXCLUDE (run_json) FROM runs WHERE study = ? {cond} {tc} ORDER BY plan_index",
-                  [study, *tp])
+    return _frame(
+        db, f"SELECT * EXCLUDE (run_json) FROM runs WHERE study = ? {cond} {tc} ORDER BY plan_index", [study, *tp]
+    )
 
 
 def targets(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -111,13 +113,18 @@ def target_names(db: str | Path, study: str, targets: Sequence[str] | None = Non
     return [t for t in names if not targets or t in targets]
 
 
-def in_config_order(df: pl.DataFrame, db: str | Path, study: str, by: Sequence[str] = (),
-                    col: str = "target") -> pl.DataFrame:
+def in_config_order(
+    df: pl.DataFrame, db: str | Path, study: str, by: Sequence[str] = (), col: str = "target"
+) -> pl.DataFrame:
     """`df` sorted by `by` columns, then by `col` in the order the config lists the targets (labels
     such as `x (FALLBACK: ...)` sort with their target)."""
     rank = {t: i for i, t in enumerate(target_names(db, study))}
-    key = pl.col(col).cast(pl.Utf8).str.replace(r" \(FALLBACK.*$", "").replace_strict(
-        rank, default=len(rank), return_dtype=pl.Int64)
+    key = (
+        pl.col(col)
+        .cast(pl.Utf8)
+        .str.replace(r" \(FALLBACK.*$", "")
+        .replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
+    )
     return df.sort([*by, key, col]) if by else df.sort([key, col])
 
 
@@ -129,13 +136,15 @@ def baseline_target(db: str | Path, study: str, targets: Sequence[str] | None = 
     return names[0]
 
 
-def run_records(db: str | Path, study: str, *, targets: Sequence[str] | None = None,
-                only_ok: bool = True) -> dict[str, dict[str, Any]]:
+def run_records(
+    db: str | Path, study: str, *, targets: Sequence[str] | None = None, only_ok: bool = True
+) -> dict[str, dict[str, Any]]:
     """run_id -> the run's run.json (as ingested), in plan order."""
     cond = "AND status = 'ok'" if only_ok else ""
     tc, tp = _tcond(targets, "r")
-    df = _frame(db, f"SELECT run_id, run_json FROM runs r WHERE study = ? {cond} {tc} ORDER BY plan_index",
-                [study, *tp])
+    df = _frame(
+        db, f"SELECT run_id, run_json FROM runs r WHERE study = ? {cond} {tc} ORDER BY plan_index", [study, *tp]
+    )
     return {r: json.loads(j) for r, j in df.iter_rows()}
 
 
@@ -152,19 +161,25 @@ def workloads_with_tool(db: str | Path, study: str, tools: Sequence[str]) -> lis
 
 # ---------------------------------------------------------------------------- per-second throughput
 
+
 def progress(db: str | Path, study: str, workload: str | None = None) -> pl.DataFrame:
     """Per-second pgbench progress of every successful run, with the run's cell columns."""
     wc, wp = _wcond(workload)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT r.run_id, r.target, r.target_label, r.fallback, r.workload, r.clients, r.repeat,
                p.t_s, p.tps, p.latency_avg_ms, p.latency_stddev_ms, p.failed
         FROM pgbench_progress p JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' {wc}
-        ORDER BY r.target, r.clients, r.repeat, p.t_s""", [study, *wp])
+        ORDER BY r.target, r.clients, r.repeat, p.t_s""",
+        [study, *wp],
+    )
 
 
-def throughput(db: str | Path, study: str, workload: str | None = None,
-               targets: Sequence[str] | None = None) -> pl.DataFrame:
+def throughput(
+    db: str | Path, study: str, workload: str | None = None, targets: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Per-second throughput of every successful run, whatever the tool: pgbench's `-P` progress
     and sysbench's `--report-interval` lines, as one frame (t_s, tps, latency_ms, errors_per_s,
     latency_kind saying what latency_ms is: pgbench's mean, or sysbench's percentile)."""
@@ -172,12 +187,14 @@ def throughput(db: str | Path, study: str, workload: str | None = None,
     tc, tp = _tcond(targets)
     params: list[object] = [study, *wp, *tp]
     cols = "r.run_id, r.target, r.target_label, r.fallback, r.workload, r.tool, r.clients, r.repeat"
-    parts = [f"""
+    parts = [
+        f"""
         SELECT {cols}, p.t_s, p.tps, p.latency_avg_ms AS latency_ms, 'mean' AS latency_kind,
                p.failed::DOUBLE / greatest(p.t_s - coalesce(lag(p.t_s) OVER (PARTITION BY p.run_id ORDER BY p.t_s), 0), 1e-9)
                    AS errors_per_s
         FROM pgbench_progress p JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}"""]
+        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}"""
+    ]
     if _has(db, "sysbench_interval"):
         parts.append(f"""
         SELECT {cols}, s.t_s, s.tps, s.latency_ms, 'p' || s.latency_pct::VARCHAR AS latency_kind,
@@ -190,6 +207,7 @@ def throughput(db: str | Path, study: str, workload: str | None = None,
 
 # ---------------------------------------------------------------------------- one number per run
 
+
 @dataclass(frozen=True)
 class Metric:
     """What a run's headline number is: pgbench/sysbench transactions per second, fsmicro ops/s."""
@@ -199,12 +217,14 @@ class Metric:
     higher_is_better: bool = True
 
 
-METRICS = {"pgbench": Metric("throughput", "tps"), "sysbench": Metric("throughput", "tps"),
-           "fsmicro": Metric("operations", "ops/s")}
+METRICS = {
+    "pgbench": Metric("throughput", "tps"),
+    "sysbench": Metric("throughput", "tps"),
+    "fsmicro": Metric("operations", "ops/s"),
+}
 
 
-def headline(db: str | Path, study: str, targets: Sequence[str] | None = None, *,
-             only_ok: bool = True) -> pl.DataFrame:
+def headline(db: str | Path, study: str, targets: Sequence[str] | None = None, *, only_ok: bool = True) -> pl.DataFrame:
     """One headline number per run, whatever the tool: pgbench's tps (without connection time),
     sysbench's transactions per second, fsmicro's ops/s. Columns: the run's cell (run_id, target,
     target_label, fs, workload, tool, clients, repeat, plan_index, status, duration_s), `value`,
@@ -214,39 +234,51 @@ def headline(db: str | Path, study: str, targets: Sequence[str] | None = None, *
     cond = "AND r.status = 'ok'" if only_ok else ""
     has_sb, has_fs = _has(db, "sysbench_summary"), _has(db, "fs_ops")
     sb_join = "LEFT JOIN sysbench_summary sb USING (run_id)" if has_sb else ""
-    fs_join = ("""LEFT JOIN (SELECT run_id, sum(ops_per_s) AS ops_per_s, sum(ops) AS ops, max(elapsed_s) AS elapsed_s,
+    fs_join = (
+        """LEFT JOIN (SELECT run_id, sum(ops_per_s) AS ops_per_s, sum(ops) AS ops, max(elapsed_s) AS elapsed_s,
                                     sum(coalesce(errors, 0)) AS errors
-                             FROM fs_ops GROUP BY run_id) fo USING (run_id)""" if has_fs else "")
+                             FROM fs_ops GROUP BY run_id) fo USING (run_id)"""
+        if has_fs
+        else ""
+    )
     sb = lambda c: f"sb.{c}" if has_sb else "NULL"  # noqa: E731
     fo = lambda c: f"fo.{c}" if has_fs else "NULL"  # noqa: E731
-    df = _frame(db, f"""
+    df = _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, r.status, r.duration_s, r.scale, r.mount_options,
-               CASE r.tool WHEN 'pgbench' THEN ps.tps WHEN 'sysbench' THEN {sb('tps')}
-                           WHEN 'fsmicro' THEN {fo('ops_per_s')} END AS value,
+               CASE r.tool WHEN 'pgbench' THEN ps.tps WHEN 'sysbench' THEN {sb("tps")}
+                           WHEN 'fsmicro' THEN {fo("ops_per_s")} END AS value,
                CASE r.tool WHEN 'fsmicro' THEN 'ops/s' ELSE 'tps' END AS unit,
                TRUE AS higher_is_better,
-               (CASE r.tool WHEN 'pgbench' THEN ps.transactions_processed WHEN 'sysbench' THEN {sb('transactions')}
-                           WHEN 'fsmicro' THEN {fo('ops')} END)::BIGINT AS transactions,
+               (CASE r.tool WHEN 'pgbench' THEN ps.transactions_processed WHEN 'sysbench' THEN {sb("transactions")}
+                           WHEN 'fsmicro' THEN {fo("ops")} END)::BIGINT AS transactions,
                (CASE r.tool WHEN 'pgbench' THEN coalesce(ps.failed_transactions, 0)
-                           WHEN 'sysbench' THEN {sb('ignored_errors')} WHEN 'fsmicro' THEN {fo('errors')} END)::BIGINT AS failed,
-               CASE r.tool WHEN 'pgbench' THEN ps.duration_s WHEN 'sysbench' THEN {sb('total_time_s')}
-                           WHEN 'fsmicro' THEN {fo('elapsed_s')} END AS elapsed_s
+                           WHEN 'sysbench' THEN {sb("ignored_errors")} WHEN 'fsmicro' THEN {fo("errors")} END)::BIGINT AS failed,
+               CASE r.tool WHEN 'pgbench' THEN ps.duration_s WHEN 'sysbench' THEN {sb("total_time_s")}
+                           WHEN 'fsmicro' THEN {fo("elapsed_s")} END AS elapsed_s
         FROM runs r LEFT JOIN pgbench_summary ps USING (run_id) {sb_join} {fs_join}
         WHERE r.study = ? {cond} {tc}
-        ORDER BY r.plan_index""", [study, *tp])
+        ORDER BY r.plan_index""",
+        [study, *tp],
+    )
     return df
 
 
 def summaries(db: str | Path, study: str) -> pl.DataFrame:
     """pgbench's end-of-run summary per run, with the run's cell columns (every run, also failed
     ones; summary columns null where pgbench left none). For any tool: `headline`."""
-    return _frame(db, """
+    return _frame(
+        db,
+        """
         SELECT r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.builtin, r.clients,
                r.repeat, r.plan_index, r.status, s.tps, s.latency_avg_ms, s.latency_stddev_ms,
                s.transactions_processed, s.failed_transactions, s.initial_connection_time_ms
         FROM runs r LEFT JOIN pgbench_summary s USING (run_id)
         WHERE r.study = ?
-        ORDER BY r.plan_index""", [study])
+        ORDER BY r.plan_index""",
+        [study],
+    )
 
 
 def cell_label(workload: str, clients: int | None, tool: str | None = None) -> str:
@@ -255,6 +287,7 @@ def cell_label(workload: str, clients: int | None, tool: str | None = None) -> s
 
 
 # ---------------------------------------------------------------------------- latency
+
 
 def latency_source(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> str:
     """How this workload's latency over time can be known, best first: "exact" (pgbench
@@ -267,12 +300,18 @@ def latency_source(db: str | Path, study: str, workload: str, targets: Sequence[
         if not _has(db, table):
             continue
         extra = "AND t.latency_ms IS NOT NULL" if table == "sysbench_interval" else ""
-        n = _frame(db, f"""SELECT count(*) AS n FROM (SELECT 1 FROM {table} t JOIN runs r USING (run_id)
-                           WHERE r.study = ? AND r.status = 'ok' {wc} {tc} {extra} LIMIT 1)""", [study, *wp, *tp])
+        n = _frame(
+            db,
+            f"""SELECT count(*) AS n FROM (SELECT 1 FROM {table} t JOIN runs r USING (run_id)
+                           WHERE r.study = ? AND r.status = 'ok' {wc} {tc} {extra} LIMIT 1)""",
+            [study, *wp, *tp],
+        )
         if n["n"][0]:
             return kind
-    raise MissingData(f"no latency data for workload {workload!r} in this study database (no pgbench "
-                      "per-transaction or aggregate log, no sysbench interval percentile)")
+    raise MissingData(
+        f"no latency data for workload {workload!r} in this study database (no pgbench "
+        "per-transaction or aggregate log, no sysbench interval percentile)"
+    )
 
 
 def txlog_latency(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -281,12 +320,16 @@ def txlog_latency(db: str | Path, study: str, workload: str, targets: Sequence[s
     latency_us and status. From pgbench's per-transaction log (`log: transactions`)."""
     wc, wp = _wcond(workload)
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, t.latency_us, t.status,
                floor((t.epoch_us - min(t.epoch_us) OVER (PARTITION BY t.run_id)) / 1e6)::BIGINT + 1 AS t_s
         FROM pgbench_txlog t JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index, t_s""", [study, *wp, *tp])
+        ORDER BY r.plan_index, t_s""",
+        [study, *wp, *tp],
+    )
 
 
 def aggregate_latency(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -295,7 +338,9 @@ def aggregate_latency(db: str | Path, study: str, workload: str, targets: Sequen
     interval started (1 = the first second) and `epoch_s` = the interval's start (epoch)."""
     wc, wp = _wcond(workload)
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, a.interval_start_s AS epoch_s,
                (a.interval_start_s - min(a.interval_start_s) OVER (PARTITION BY a.run_id)
                 + coalesce(try_cast(rp.value AS BIGINT), 1))::DOUBLE AS t_s,
@@ -303,18 +348,24 @@ def aggregate_latency(db: str | Path, study: str, workload: str, targets: Sequen
         FROM pgbench_aggregate a JOIN runs r USING (run_id)
         LEFT JOIN run_params rp ON rp.run_id = r.run_id AND rp.key = 'run.aggregate_interval_s'
         WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index, a.interval_start_s""", [study, *wp, *tp])
+        ORDER BY r.plan_index, a.interval_start_s""",
+        [study, *wp, *tp],
+    )
 
 
 def sysbench_latency(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
     """sysbench's per-interval latency percentile (`--percentile`, default 95) of the workload's runs."""
     wc, wp = _wcond(workload)
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, s.t_s, s.latency_pct, s.latency_ms
         FROM sysbench_interval s JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' AND s.latency_ms IS NOT NULL {wc} {tc}
-        ORDER BY r.plan_index, s.t_s""", [study, *wp, *tp])
+        ORDER BY r.plan_index, s.t_s""",
+        [study, *wp, *tp],
+    )
 
 
 def sysbench_histogram(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -323,44 +374,62 @@ def sysbench_histogram(db: str | Path, study: str, workload: str, targets: Seque
         return pl.DataFrame()
     wc, wp = _wcond(workload)
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, h.value_ms, h.count
         FROM sysbench_histogram h JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index, h.value_ms""", [study, *wp, *tp])
+        ORDER BY r.plan_index, h.value_ms""",
+        [study, *wp, *tp],
+    )
 
 
-def sysbench_summaries(db: str | Path, study: str, workload: str | None = None,
-                       targets: Sequence[str] | None = None) -> pl.DataFrame:
+def sysbench_summaries(
+    db: str | Path, study: str, workload: str | None = None, targets: Sequence[str] | None = None
+) -> pl.DataFrame:
     if not _has(db, "sysbench_summary"):
         return pl.DataFrame()
     wc, wp = _wcond(workload)
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, s.* EXCLUDE (file_id, source_file, run_id, threads)
         FROM sysbench_summary s JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index""", [study, *wp, *tp])
+        ORDER BY r.plan_index""",
+        [study, *wp, *tp],
+    )
 
 
 # ---------------------------------------------------------------------------- samplers on the run's clock
+
 
 def meminfo(db: str | Path, study: str, keys: list[str], targets: Sequence[str] | None = None) -> pl.DataFrame:
     """/proc/meminfo samples of `keys` per successful run; `t_s` = seconds since the run's first
     sample, `epoch_s` the sample's time."""
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, epoch(m.ts) AS epoch_s,
                epoch(m.ts) - epoch(min(m.ts) OVER (PARTITION BY m.run_id)) AS t_s, m.key, m.kb
         FROM meminfo m JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' AND list_contains(?, m.key) {tc}
-        ORDER BY r.plan_index, m.ts""", [study, keys, *tp])
+        ORDER BY r.plan_index, m.ts""",
+        [study, keys, *tp],
+    )
 
 
 def run_clock_origin(db: str | Path, study: str) -> dict[str, float]:
     """run_id -> epoch of its first /proc/meminfo sample: t = 0 of the sampler series."""
-    df = _frame(db, """SELECT m.run_id, epoch(min(m.ts)) AS t0 FROM meminfo m JOIN runs r USING (run_id)
-                       WHERE r.study = ? GROUP BY m.run_id""", [study])
+    df = _frame(
+        db,
+        """SELECT m.run_id, epoch(min(m.ts)) AS t0 FROM meminfo m JOIN runs r USING (run_id)
+                       WHERE r.study = ? GROUP BY m.run_id""",
+        [study],
+    )
     return dict(df.iter_rows())
 
 
@@ -371,7 +440,9 @@ def pgstat(db: str | Path, study: str, targets: Sequence[str] | None = None) -> 
     if not _has(db, "pgstat"):
         return pl.DataFrame()
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         WITH s AS (
             SELECT {RUN_COLS}, epoch(p.ts) AS epoch_s, p.*
             FROM pgstat p JOIN runs r USING (run_id)
@@ -381,7 +452,9 @@ def pgstat(db: str | Path, study: str, targets: Sequence[str] | None = None) -> 
                (checkpoints_timed + checkpoints_req) - lag(checkpoints_timed + checkpoints_req) OVER w AS checkpoints,
                buffers_checkpoint - lag(buffers_checkpoint) OVER w AS buffers_checkpoint_delta
         FROM s WINDOW w AS (PARTITION BY run_id ORDER BY epoch_s)
-        ORDER BY plan_index, epoch_s""", [study, *tp])
+        ORDER BY plan_index, epoch_s""",
+        [study, *tp],
+    )
 
 
 def throughput_on_sampler_clock(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -396,25 +469,36 @@ def throughput_on_sampler_clock(db: str | Path, study: str, targets: Sequence[st
     parts: list[pl.DataFrame] = []
     have: set[str] = set()
     if _has(db, "pgbench_aggregate"):
-        agg = _frame(db, f"""
+        agg = _frame(
+            db,
+            f"""
             SELECT {RUN_COLS}, a.interval_start_s::DOUBLE AS epoch_s,
                    coalesce(try_cast(rp.value AS DOUBLE), 1.0) AS interval_s, a.n_tx
             FROM pgbench_aggregate a JOIN runs r USING (run_id)
             LEFT JOIN run_params rp ON rp.run_id = r.run_id AND rp.key = 'run.aggregate_interval_s'
-            WHERE r.study = ? AND r.status = 'ok' {tc}""", [study, *tp])
+            WHERE r.study = ? AND r.status = 'ok' {tc}""",
+            [study, *tp],
+        )
         if agg.height:
             agg = agg.with_columns(
-                (pl.col("epoch_s") + pl.col("interval_s") - pl.col("run_id").replace_strict(origin, default=None))
-                .alias("t_s"), (pl.col("n_tx") / pl.col("interval_s")).alias("tps"),
-                pl.lit("pgbench aggregate log").alias("source"))
+                (
+                    pl.col("epoch_s") + pl.col("interval_s") - pl.col("run_id").replace_strict(origin, default=None)
+                ).alias("t_s"),
+                (pl.col("n_tx") / pl.col("interval_s")).alias("tps"),
+                pl.lit("pgbench aggregate log").alias("source"),
+            )
             parts.append(agg.drop("interval_s", "n_tx"))
             have = set(agg["run_id"].unique().to_list())
     ps = pgstat(db, study, targets)
     if ps.height:
         ps = ps.filter(~pl.col("run_id").is_in(list(have)) & pl.col("commits_per_s").is_not_null())
-        ps = ps.select(*[c.split(".")[-1] for c in RUN_COLS.split(", ")], "epoch_s",
-                       (pl.col("epoch_s") - pl.col("run_id").replace_strict(origin, default=None)).alias("t_s"),
-                       pl.col("commits_per_s").alias("tps"), pl.lit("pg_stat_database xact_commit").alias("source"))
+        ps = ps.select(
+            *[c.split(".")[-1] for c in RUN_COLS.split(", ")],
+            "epoch_s",
+            (pl.col("epoch_s") - pl.col("run_id").replace_strict(origin, default=None)).alias("t_s"),
+            pl.col("commits_per_s").alias("tps"),
+            pl.lit("pg_stat_database xact_commit").alias("source"),
+        )
         parts.append(ps)
     if not parts:
         return pl.DataFrame()
@@ -424,8 +508,12 @@ def throughput_on_sampler_clock(db: str | Path, study: str, targets: Sequence[st
 def run_folders(db: str | Path, study: str, raw_dir: str | Path) -> dict[str, Path]:
     """run_id -> its raw folder under `raw_dir` (the folder that holds `<study>/`), from the
     ingested files' source names (`<study>/<run-id>/<file>`); only folders that exist."""
-    df = _frame(db, """SELECT DISTINCT f.run_id, f.source_file FROM files f JOIN runs r USING (run_id)
-                       WHERE r.study = ? AND f.origin = 'local'""", [study])
+    df = _frame(
+        db,
+        """SELECT DISTINCT f.run_id, f.source_file FROM files f JOIN runs r USING (run_id)
+                       WHERE r.study = ? AND f.origin = 'local'""",
+        [study],
+    )
     out: dict[str, Path] = {}
     for run_id, source in df.iter_rows():
         folder = Path(raw_dir) / Path(source).parent
@@ -492,24 +580,50 @@ def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
         pg = rec.get("postgres") or {}
         comp = rec.get("compsize") or {}
         rels = pg.get("relations") or []
-        rows.append({
-            "run_id": r["run_id"], "target": r["target"], "target_label": r["target_label"], "fs": r["fs"],
-            "mount_options": r["mount_options"], "workload": r["workload"], "tool": r["tool"],
-            "clients": r["clients"], "repeat": r["repeat"], "plan_index": r["plan_index"],
-            "fillfactor": _fillfactor(rec), "dataset": dataset_label(rec),
-            "database_bytes": pg.get("database_bytes"), "all_databases_bytes": pg.get("all_databases_bytes"),
-            "relations_bytes": sum(int(x.get("total_bytes") or 0) for x in rels) if rels else None,
-            "fs_used_bytes": rec.get("fs_used_bytes"),
-            "compsize_disk_bytes": comp.get("disk_bytes"),
-            "compsize_uncompressed_bytes": comp.get("uncompressed_bytes"),
-            "compsize_referenced_bytes": comp.get("referenced_bytes"),
-        })
-    schema = {"run_id": pl.Utf8, "target": pl.Utf8, "target_label": pl.Utf8, "fs": pl.Utf8, "mount_options": pl.Utf8,
-              "workload": pl.Utf8, "tool": pl.Utf8, "clients": pl.Int64, "repeat": pl.Int64, "plan_index": pl.Int64,
-              "fillfactor": pl.Int64, "dataset": pl.Utf8, "database_bytes": pl.Int64,
-              "all_databases_bytes": pl.Int64, "relations_bytes": pl.Int64, "fs_used_bytes": pl.Int64,
-              "compsize_disk_bytes": pl.Int64, "compsize_uncompressed_bytes": pl.Int64,
-              "compsize_referenced_bytes": pl.Int64}
+        rows.append(
+            {
+                "run_id": r["run_id"],
+                "target": r["target"],
+                "target_label": r["target_label"],
+                "fs": r["fs"],
+                "mount_options": r["mount_options"],
+                "workload": r["workload"],
+                "tool": r["tool"],
+                "clients": r["clients"],
+                "repeat": r["repeat"],
+                "plan_index": r["plan_index"],
+                "fillfactor": _fillfactor(rec),
+                "dataset": dataset_label(rec),
+                "database_bytes": pg.get("database_bytes"),
+                "all_databases_bytes": pg.get("all_databases_bytes"),
+                "relations_bytes": sum(int(x.get("total_bytes") or 0) for x in rels) if rels else None,
+                "fs_used_bytes": rec.get("fs_used_bytes"),
+                "compsize_disk_bytes": comp.get("disk_bytes"),
+                "compsize_uncompressed_bytes": comp.get("uncompressed_bytes"),
+                "compsize_referenced_bytes": comp.get("referenced_bytes"),
+            }
+        )
+    schema = {
+        "run_id": pl.Utf8,
+        "target": pl.Utf8,
+        "target_label": pl.Utf8,
+        "fs": pl.Utf8,
+        "mount_options": pl.Utf8,
+        "workload": pl.Utf8,
+        "tool": pl.Utf8,
+        "clients": pl.Int64,
+        "repeat": pl.Int64,
+        "plan_index": pl.Int64,
+        "fillfactor": pl.Int64,
+        "dataset": pl.Utf8,
+        "database_bytes": pl.Int64,
+        "all_databases_bytes": pl.Int64,
+        "relations_bytes": pl.Int64,
+        "fs_used_bytes": pl.Int64,
+        "compsize_disk_bytes": pl.Int64,
+        "compsize_uncompressed_bytes": pl.Int64,
+        "compsize_referenced_bytes": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -525,16 +639,32 @@ def memory_facts(db: str | Path, study: str, targets: Sequence[str] | None = Non
         pg = rec.get("postgres") or {}
         limit_mb = (rec.get("resources") or {}).get("memory_limit_mb")
         applied = bool((rec.get("cgroup") or {}).get("applied"))
-        rows.append({"run_id": r["run_id"], "target": r["target"], "workload": r["workload"],
-                     "shared_buffers_bytes": setting_bytes(pg.get("settings") or {}, "shared_buffers"),
-                     "ram_bytes": float((rec.get("host") or {}).get("mem_total_kb") or 0) * 1024 or None,
-                     "cgroup_limit_bytes": float(limit_mb) * 2**20 if limit_mb and applied else None,
-                     "cgroup_limit_requested_bytes": float(limit_mb) * 2**20 if limit_mb else None,
-                     "cgroup_applied": applied, "database_bytes": pg.get("database_bytes"),
-                     "dataset": dataset_label(rec)})
-    schema = {"run_id": pl.Utf8, "target": pl.Utf8, "workload": pl.Utf8, "shared_buffers_bytes": pl.Float64,
-              "ram_bytes": pl.Float64, "cgroup_limit_bytes": pl.Float64, "cgroup_limit_requested_bytes": pl.Float64,
-              "cgroup_applied": pl.Boolean, "database_bytes": pl.Int64, "dataset": pl.Utf8}
+        rows.append(
+            {
+                "run_id": r["run_id"],
+                "target": r["target"],
+                "workload": r["workload"],
+                "shared_buffers_bytes": setting_bytes(pg.get("settings") or {}, "shared_buffers"),
+                "ram_bytes": float((rec.get("host") or {}).get("mem_total_kb") or 0) * 1024 or None,
+                "cgroup_limit_bytes": float(limit_mb) * 2**20 if limit_mb and applied else None,
+                "cgroup_limit_requested_bytes": float(limit_mb) * 2**20 if limit_mb else None,
+                "cgroup_applied": applied,
+                "database_bytes": pg.get("database_bytes"),
+                "dataset": dataset_label(rec),
+            }
+        )
+    schema = {
+        "run_id": pl.Utf8,
+        "target": pl.Utf8,
+        "workload": pl.Utf8,
+        "shared_buffers_bytes": pl.Float64,
+        "ram_bytes": pl.Float64,
+        "cgroup_limit_bytes": pl.Float64,
+        "cgroup_limit_requested_bytes": pl.Float64,
+        "cgroup_applied": pl.Boolean,
+        "database_bytes": pl.Int64,
+        "dataset": pl.Utf8,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -550,17 +680,22 @@ def fs_ops(db: str | Path, study: str, targets: Sequence[str] | None = None) -> 
     if not _has(db, "fs_ops"):
         return pl.DataFrame()
     tc, tp = _tcond(targets)
-    df = _frame(db, f"""
+    df = _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, f.table_no, f.optype, f.elapsed_s, f.ops, f.ops_per_s, f.avg_ms, f.p50_ms, f.p95_ms,
                f.p99_ms, f.max_ms, coalesce(f.errors, 0) AS errors
         FROM fs_ops f JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' {tc}
-        ORDER BY r.plan_index, f.table_no""", [study, *tp])
+        ORDER BY r.plan_index, f.table_no""",
+        [study, *tp],
+    )
     if df.height == 0:
         return df
     names = fs_benchmark_names(db, study)
-    return df.with_columns(pl.col("run_id").replace_strict(names, default=None).fill_null(pl.col("optype"))
-                           .alias("benchmark"))
+    return df.with_columns(
+        pl.col("run_id").replace_strict(names, default=None).fill_null(pl.col("optype")).alias("benchmark")
+    )
 
 
 def fs_benchmark_names(db: str | Path, study: str) -> dict[str, str]:
@@ -568,8 +703,12 @@ def fs_benchmark_names(db: str | Path, study: str) -> dict[str, str]:
     result table cuts to 10 characters), from the per-operation log when ingested, else the workload."""
     out: dict[str, str] = {}
     if _has(db, "fsmicro_ops"):
-        df = _frame(db, """SELECT DISTINCT o.run_id, o.op FROM fsmicro_ops o JOIN runs r USING (run_id)
-                           WHERE r.study = ?""", [study])
+        df = _frame(
+            db,
+            """SELECT DISTINCT o.run_id, o.op FROM fsmicro_ops o JOIN runs r USING (run_id)
+                           WHERE r.study = ?""",
+            [study],
+        )
         out.update(dict(df.iter_rows()))
     for r in runs(db, study).filter(pl.col("tool") == "fsmicro").iter_rows(named=True):
         out.setdefault(r["run_id"], r["workload"])
@@ -582,12 +721,16 @@ def fs_op_latencies(db: str | Path, study: str, targets: Sequence[str] | None = 
     if not _has(db, "fsmicro_ops"):
         return pl.DataFrame()
     tc, tp = _tcond(targets)
-    return _frame(db, f"""
+    return _frame(
+        db,
+        f"""
         SELECT {RUN_COLS}, o.op AS benchmark, o.latency_ns / 1e6 AS latency_ms,
                (o.start_ns - min(o.start_ns) OVER (PARTITION BY o.run_id)) / 1e9 AS t_s
         FROM fsmicro_ops o JOIN runs r USING (run_id)
         WHERE r.study = ? AND r.status = 'ok' {tc}
-        ORDER BY r.plan_index, o.start_ns""", [study, *tp])
+        ORDER BY r.plan_index, o.start_ns""",
+        [study, *tp],
+    )
 
 
 def benchmark_family(name: str) -> str:
@@ -596,6 +739,7 @@ def benchmark_family(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------- published reference results
+
 
 def published(db: str | Path, table: str) -> pl.DataFrame:
     """A published reference table (data/external/, origin 'published'): published_sysbench_variance,
@@ -607,26 +751,33 @@ def published(db: str | Path, table: str) -> pl.DataFrame:
 
 def published_pgbench(db: str | Path) -> pl.DataFrame:
     """Published pgbench summaries (seed 001): one row per published run with its setup."""
-    df = _frame(db, """
+    df = _frame(
+        db,
+        """
         SELECT r.run_id, r.target, r.fs, r.workload, r.builtin, r.clients, r.threads, r.scale, r.pg_version,
                s.tps, s.latency_avg_ms, s.transactions_processed, s.failed_transactions, r.run_json
         FROM runs r JOIN pgbench_summary s USING (run_id)
-        WHERE r.origin = 'published' ORDER BY r.run_id""")
+        WHERE r.origin = 'published' ORDER BY r.run_id""",
+    )
     if df.height == 0:
         return df
     extra = [json.loads(j) for j in df["run_json"]]
     return df.drop("run_json").with_columns(
         pl.Series("settings", [str((e.get("run") or e).get("settings") or e.get("settings") or "") for e in extra]),
         pl.Series("note", [str((e.get("run") or e).get("note") or e.get("note") or "") for e in extra]),
-        pl.Series("seed", [str(e.get("seed") or "") for e in extra]))
+        pl.Series("seed", [str(e.get("seed") or "") for e in extra]),
+    )
 
 
 def published_fs_ops(db: str | Path) -> pl.DataFrame:
     """Published fs micro-benchmark tables (seed 003): one row per published run table (a repeat)."""
     if not _has(db, "fs_ops"):
         return pl.DataFrame()
-    return _frame(db, """
+    return _frame(
+        db,
+        """
         SELECT r.run_id, r.target, r.fs, r.workload AS benchmark, f.table_no AS repeat, f.ops_per_s, f.avg_ms,
                f.p50_ms, f.p95_ms, f.p99_ms, f.max_ms
         FROM fs_ops f JOIN runs r USING (run_id)
-        WHERE r.origin = 'published' ORDER BY r.run_id, f.table_no""")
+        WHERE r.origin = 'published' ORDER BY r.run_id, f.table_no""",
+    )

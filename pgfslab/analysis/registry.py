@@ -27,8 +27,14 @@ from pgfslab import paths
 
 FIGURE_FORMATS = (".svg", ".png", ".pdf")
 PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
-STUDY_WIDE = ("compression_footprint", "variance_significance", "dirty_memory_checkpoints", "scaling", "fs_micro",
-              "local_vs_published")
+STUDY_WIDE = (
+    "compression_footprint",
+    "variance_significance",
+    "dirty_memory_checkpoints",
+    "scaling",
+    "fs_micro",
+    "local_vs_published",
+)
 ALL = (*PER_WORKLOAD, *STUDY_WIDE)
 # figures a notebook writes when they are not one named like the job
 FIGURES = {"fs_micro": ("fs_micro-ops", "fs_micro-latency")}
@@ -38,8 +44,8 @@ FIGURES = {"fs_micro": ("fs_micro-ops", "fs_micro-latency")}
 class Job:
     """One notebook execution of a study."""
 
-    name: str                       # <notebook>[-<workload>]: names the executed copy, table and figure
-    notebook: str                   # notebooks/<notebook>.ipynb
+    name: str  # <notebook>[-<workload>]: names the executed copy, table and figure
+    notebook: str  # notebooks/<notebook>.ipynb
     workload: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # parameters beyond the common ones
 
@@ -60,14 +66,19 @@ class Job:
             "publication": f"build/{study}/tables/{self.name}.json",
         }
 
-    def parameters(self, cfg: dict[str, Any], *, db: Path, figures_dir: Path, tables_dir: Path,
-                   raw_dir: Path) -> dict[str, Any]:
+    def parameters(
+        self, cfg: dict[str, Any], *, db: Path, figures_dir: Path, tables_dir: Path, raw_dir: Path
+    ) -> dict[str, Any]:
         """The papermill parameters (paths absolute, so the kernel's working directory never matters)."""
         a = cfg["analysis"]
-        out: dict[str, Any] = {"db": str(Path(db).absolute()), "study": cfg["study"],
-                               "figures_dir": str(Path(figures_dir).absolute()),
-                               "tables_dir": str(Path(tables_dir).absolute()), "alpha": a["alpha"],
-                               "trim_s": a["trim_s"]}
+        out: dict[str, Any] = {
+            "db": str(Path(db).absolute()),
+            "study": cfg["study"],
+            "figures_dir": str(Path(figures_dir).absolute()),
+            "tables_dir": str(Path(tables_dir).absolute()),
+            "alpha": a["alpha"],
+            "trim_s": a["trim_s"],
+        }
         if self.workload is not None:
             out["workload"] = self.workload
         if self.notebook == "throughput_stability":
@@ -83,9 +94,12 @@ def series_workloads(cfg: dict[str, Any]) -> list[str]:
 
 
 def latency_workloads(cfg: dict[str, Any]) -> list[str]:
-    return [w for w, wl in cfg["workloads"].items()
-            if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
-            or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)]
+    return [
+        w
+        for w, wl in cfg["workloads"].items()
+        if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
+        or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)
+    ]
 
 
 def comparable(cfg: dict[str, Any]) -> bool:
@@ -97,8 +111,10 @@ def comparable(cfg: dict[str, Any]) -> bool:
             return True  # seed 002
         if wl["tool"] == "fsmicro":
             return True  # seed 003 ran the same operations
-    return any(t["fs"] == "btrfs" and any(o.startswith("compress") for o in t.get("mount_options", []))
-               for t in cfg["targets"].values())  # seeds 002, 004: compression
+    return any(
+        t["fs"] == "btrfs" and any(o.startswith("compress") for o in t.get("mount_options", []))
+        for t in cfg["targets"].values()
+    )  # seeds 002, 004: compression
 
 
 def jobs(cfg: dict[str, Any]) -> list[Job]:
@@ -120,7 +136,9 @@ def job(cfg: dict[str, Any], name: str) -> Job:
     for j in jobs(cfg):
         if j.name == name:
             return j
-    raise KeyError(f"study {cfg['study']!r} runs no notebook {name!r} (it runs: {', '.join(j.name for j in jobs(cfg))})")
+    raise KeyError(
+        f"study {cfg['study']!r} runs no notebook {name!r} (it runs: {', '.join(j.name for j in jobs(cfg))})"
+    )
 
 
 def stage_code() -> dict[str, list[Path]]:

@@ -29,8 +29,13 @@ def fmt(value: Any, digits: int = 1) -> str:
     return text or "–"
 
 
-def markdown_table(df: pl.DataFrame, *, digits: dict[str, int] | None = None, caption: str | None = None,
-                   align: dict[str, str] | None = None) -> str:
+def markdown_table(
+    df: pl.DataFrame,
+    *,
+    digits: dict[str, int] | None = None,
+    caption: str | None = None,
+    align: dict[str, str] | None = None,
+) -> str:
     """A pipe table; numeric columns right-aligned; optional pandoc `Table:` caption below it.
 
     The separator's dashes are as long as each column's longest entry (3 to 40): pandoc sizes the
@@ -77,7 +82,9 @@ def setup_facts(run_json: str) -> dict[str, str]:
         "PostgreSQL": (pg.get("version") or "?").split(" on ")[0],
         "pgbench": tools.get("pgbench") or "?",
         "File-system tools": "; ".join(v for k, v in tools.items() if k.startswith("mkfs") and v),
-        "Python stack": ", ".join(f"{k} {tools[k]}" for k in ("polars", "duckdb", "snakemake", "scipy") if tools.get(k)),
+        "Python stack": ", ".join(
+            f"{k} {tools[k]}" for k in ("polars", "duckdb", "snakemake", "scipy") if tools.get(k)
+        ),
         "Lab commit": (git.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if git.get("dirty") else ""),
     }
 
@@ -85,11 +92,25 @@ def setup_facts(run_json: str) -> dict[str, str]:
 def non_default_settings(run_json: str) -> pl.DataFrame:
     rec = json.loads(run_json)
     settings = (rec.get("postgres") or {}).get("settings") or {}
-    skip = {"port", "unix_socket_directories", "listen_addresses", "lc_messages", "lc_monetary", "lc_numeric",
-            "lc_time", "DateStyle", "TimeZone", "log_timezone", "default_text_search_config",
-            "dynamic_shared_memory_type"}
-    rows = [{"setting": k, "value": pg_value(v["setting"], v.get("unit")), "source": v["source"]}
-            for k, v in sorted(settings.items()) if k not in skip]
+    skip = {
+        "port",
+        "unix_socket_directories",
+        "listen_addresses",
+        "lc_messages",
+        "lc_monetary",
+        "lc_numeric",
+        "lc_time",
+        "DateStyle",
+        "TimeZone",
+        "log_timezone",
+        "default_text_search_config",
+        "dynamic_shared_memory_type",
+    }
+    rows = [
+        {"setting": k, "value": pg_value(v["setting"], v.get("unit")), "source": v["source"]}
+        for k, v in sorted(settings.items())
+        if k not in skip
+    ]
     return pl.DataFrame(rows, schema={"setting": pl.Utf8, "value": pl.Utf8, "source": pl.Utf8})
 
 
@@ -104,6 +125,7 @@ def pg_value(setting: str, unit: str | None) -> str:
 
 
 # ---------------------------------------------------------------------------- what a notebook publishes
+
 
 def pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
     """A fraction as a percentage (0.123 -> "12.3 %"), "–" when unknown."""
@@ -135,8 +157,16 @@ class Publication:
     written once by `charts.save_chart` (SVG, PDF, PNG) and displayed from the files.
     """
 
-    def __init__(self, name: str, title: str, question: str, *, tables_dir: str | Path,
-                 figures_dir: str | Path, study: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        title: str,
+        question: str,
+        *,
+        tables_dir: str | Path,
+        figures_dir: str | Path,
+        study: str | None = None,
+    ) -> None:
         self.name, self.title, self.question, self.study = name, title, question, study
         self.tables_dir, self.figures_dir = Path(tables_dir), Path(figures_dir)
         self.blocks: list[dict[str, Any]] = []
@@ -155,8 +185,13 @@ class Publication:
         return self.tables_dir / f"{self.name}.parquet"
 
     def _write(self) -> None:
-        doc = {"name": self.name, "title": self.title, "question": self.question, "study": self.study,
-               "blocks": self.blocks}
+        doc = {
+            "name": self.name,
+            "title": self.title,
+            "question": self.question,
+            "study": self.study,
+            "blocks": self.blocks,
+        }
         tmp = self.manifest_path.with_name(self.manifest_path.name + ".tmp")
         tmp.write_text(json.dumps(doc, indent=1, default=str))
         tmp.replace(self.manifest_path)
@@ -181,8 +216,15 @@ class Publication:
         self._write()
         return paths
 
-    def table(self, df: pl.DataFrame, caption: str, *, digits: dict[str, int] | None = None,
-              align: dict[str, str] | None = None, paper: bool = True) -> str:
+    def table(
+        self,
+        df: pl.DataFrame,
+        caption: str,
+        *,
+        digits: dict[str, int] | None = None,
+        align: dict[str, str] | None = None,
+        paper: bool = True,
+    ) -> str:
         """Display `df` as a Markdown table with its caption (and record it for the paper)."""
         from IPython.display import Markdown, display
 
@@ -218,7 +260,12 @@ def pm_expr(center: str, pm: str, digits: int = 1) -> pl.Expr:
     """benchstat's "center ± x%" as a text column: `468.1 ± 3%`, `468.1 ± ∞` when the sample is too
     small for an interval, the bare center when there is no interval at all (a geomean row)."""
     c = pl.col(center).round(digits).cast(pl.Utf8)
-    return (pl.when(pl.col(center).is_null()).then(pl.lit("–"))
-            .when(pl.col(pm).is_null() | pl.col(pm).is_nan()).then(c)
-            .when(pl.col(pm).is_infinite()).then(pl.format("{} ± ∞", c))
-            .otherwise(pl.format("{} ± {}%", c, (100 * pl.col(pm)).round(0).cast(pl.Int64))))
+    return (
+        pl.when(pl.col(center).is_null())
+        .then(pl.lit("–"))
+        .when(pl.col(pm).is_null() | pl.col(pm).is_nan())
+        .then(c)
+        .when(pl.col(pm).is_infinite())
+        .then(pl.format("{} ± ∞", c))
+        .otherwise(pl.format("{} ± {}%", c, (100 * pl.col(pm)).round(0).cast(pl.Int64)))
+    )

@@ -1,2 +1,1 @@
-"""The `pgfslab` command line (also `python -m pgfslab`): run commands in `main`, data commands in `data`, statistics in `stats`.
-"""
+"""The `pgfslab` command line (also `python -m pgfslab`): run commands in `main`, data commands in `data`, statistics in `stats`."""

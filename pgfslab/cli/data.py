@@ -25,8 +25,9 @@ def cmd_freeze(args: argparse.Namespace) -> int:
         cfg = config.validate(json.loads(args.json), source)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(f"# resolved from {source} by pgfs-lab (defaults filled in)\n"
-                   + yaml.safe_dump(cfg, sort_keys=False))
+    tmp.write_text(
+        f"# resolved from {source} by pgfs-lab (defaults filled in)\n" + yaml.safe_dump(cfg, sort_keys=False)
+    )
     tmp.replace(args.out)
     return 0
 
@@ -38,10 +39,13 @@ def cmd_notebook(args: argparse.Namespace) -> int:
     cfg = config.load(args.config)
     job = registry.job(cfg, args.name)
     study = cfg["study"]
-    params = job.parameters(cfg, db=args.db or Path(f"data/{study}.duckdb"),
-                            figures_dir=args.figures or Path(f"figures/{study}"),
-                            tables_dir=args.tables or Path(f"build/{study}/tables"),
-                            raw_dir=args.raw or Path("data/raw"))
+    params = job.parameters(
+        cfg,
+        db=args.db or Path(f"data/{study}.duckdb"),
+        figures_dir=args.figures or Path(f"figures/{study}"),
+        tables_dir=args.tables or Path(f"build/{study}/tables"),
+        raw_dir=args.raw or Path("data/raw"),
+    )
     execute.run(job, params, args.out)
     print(f"{args.out}: executed ({job.source.name})")
     return 0
@@ -50,7 +54,9 @@ def cmd_notebook(args: argparse.Namespace) -> int:
 def cmd_ingest_study(args: argparse.Namespace) -> int:
     from pgfslab.ingest import load as ingest
 
-    s = ingest.ingest_study(args.raw, args.db, external=None if args.no_published else (args.external or ingest.EXTERNAL_DIR))
+    s = ingest.ingest_study(
+        args.raw, args.db, external=None if args.no_published else (args.external or ingest.EXTERNAL_DIR)
+    )
     print(f"{args.db}: {s.runs} runs, {s.files} files, {s.rows} rows, {s.published_files} published reference files")
     for w in s.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -81,8 +87,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         ingest.create_schema(con)
         for f in files:
             try:
-                res = ingest.ingest_file(con, f, fmt=args.format, run_id=args.run, study=args.study,
-                                         origin=args.origin)
+                res = ingest.ingest_file(con, f, fmt=args.format, run_id=args.run, study=args.study, origin=args.origin)
             except (parsers.ParseError, LabError) as exc:
                 if not args.keep_going:
                     raise LabError(str(exc)) from None
@@ -152,8 +157,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_paper(args: argparse.Namespace) -> int:
     from pgfslab.paper import build as paper
 
-    paper.build(db=args.db, study=args.study, source=args.source, executed=args.executed, pdf=args.pdf,
-                html=args.html)
+    paper.build(db=args.db, study=args.study, source=args.source, executed=args.executed, pdf=args.pdf, html=args.html)
     print(f"{args.pdf}")
     return 0
 
@@ -166,8 +170,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(func=cmd_freeze)
 
-    p = sub.add_parser("notebook", help="execute one of the study's notebooks (pgfslab.analysis.registry) with "
-                                        "papermill, kernel in notebooks/ as JupyterLab runs it")
+    p = sub.add_parser(
+        "notebook",
+        help="execute one of the study's notebooks (pgfslab.analysis.registry) with "
+        "papermill, kernel in notebooks/ as JupyterLab runs it",
+    )
     p.add_argument("--config", type=Path, required=True, help="the study config (data/raw/<study>/study.yaml)")
     p.add_argument("--name", required=True, help="the job: <notebook>[-<workload>]")
     p.add_argument("--out", type=Path, required=True, help="the executed copy")
@@ -180,8 +187,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p = sub.add_parser("ingest-study", help="(re)build data/<study>.duckdb from data/raw/<study>/, atomically")
     p.add_argument("--raw", type=Path, required=True)
     p.add_argument("--db", type=Path, required=True)
-    p.add_argument("--external", type=Path, default=None,
-                   help="published reference results to include [data/external of this repository]")
+    p.add_argument(
+        "--external",
+        type=Path,
+        default=None,
+        help="published reference results to include [data/external of this repository]",
+    )
     p.add_argument("--no-published", action="store_true", help="leave the published reference results out")
     p.set_defaults(func=cmd_ingest_study)
 
@@ -190,10 +201,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument("--format", help="force a format (see `formats`)")
     p.add_argument("--study", help="label the files with a study")
     p.add_argument("--run", help="label the files with a run id")
-    p.add_argument("--origin", default="local", choices=["local", "published"],
-                   help="where the files' results come from [local]")
-    p.add_argument("--keep-going", action="store_true",
-                   help="ingest the other files when one fails; list the failures and exit 1 at the end")
+    p.add_argument(
+        "--origin", default="local", choices=["local", "published"], help="where the files' results come from [local]"
+    )
+    p.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="ingest the other files when one fails; list the failures and exit 1 at the end",
+    )
     p.add_argument("paths", type=Path, nargs="+")
     p.set_defaults(func=cmd_ingest)
 

@@ -120,11 +120,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         for run_id in ids:
             print(f"    {run_id}: {reasons.get(run_id, '')}")
     if "failed" in status:
-        print("  a failed run is kept as data (status failed, partial logs ingested); to measure it again, "
-              "delete its run.json and run the study again")
+        print(
+            "  a failed run is kept as data (status failed, partial logs ingested); to measure it again, "
+            "delete its run.json and run the study again"
+        )
     if "incomplete" in status:
-        print("  incomplete runs (interrupted) are redone by the next `make run`; their partial output is "
-              f"moved to {raw / '_attempts'}/")
+        print(
+            "  incomplete runs (interrupted) are redone by the next `make run`; their partial output is "
+            f"moved to {raw / '_attempts'}/"
+        )
     _print_durability(raw)
     for p in (f"data/{cfg['study']}.duckdb", f"paper/{cfg['study']}.pdf"):
         print(f"  {p}: {'present' if Path(p).exists() else 'missing'}")
@@ -151,8 +155,10 @@ def _print_durability(raw: Path) -> None:
         t["lost"] += int(rec.get("lost_ids") or 0)
         t["violations"] += int(rec.get("violations") or 0)
     for target, t in per.items():
-        print(f"  durability {target}: {t['crashes']} crashes, {t['checked']} committed transactions checked, "
-              f"{t['lost']} lost ({t['violations']} not allowed by the settings)")
+        print(
+            f"  durability {target}: {t['crashes']} crashes, {t['checked']} committed transactions checked, "
+            f"{t['lost']} lost ({t['violations']} not allowed by the settings)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

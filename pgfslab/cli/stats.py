@@ -9,8 +9,11 @@ from pgfslab.errors import LabError
 
 # pgbench_summary columns that can be compared, and whether higher is better
 METRICS: dict[str, bool] = {
-    "tps": True, "transactions_processed": True,
-    "latency_avg_ms": False, "latency_stddev_ms": False, "failed_transactions": False,
+    "tps": True,
+    "transactions_processed": True,
+    "latency_avg_ms": False,
+    "latency_stddev_ms": False,
+    "failed_transactions": False,
     "initial_connection_time_ms": False,
 }
 
@@ -51,16 +54,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = set(df["target"].unique().to_list())
     for name in (args.baseline, args.candidate):
         if name not in targets:
-            raise LabError(f"no successful runs of target {name!r}"
-                           f"{' for workload ' + repr(args.workload) if args.workload else ''} in study {study!r}"
-                           f" (targets: {', '.join(sorted(targets)) or 'none'})")
+            raise LabError(
+                f"no successful runs of target {name!r}"
+                f"{' for workload ' + repr(args.workload) if args.workload else ''} in study {study!r}"
+                f" (targets: {', '.join(sorted(targets)) or 'none'})"
+            )
     fallback = df.filter(pl.col("fallback").fill_null(False) & pl.col("target").is_in([args.baseline, args.candidate]))
     df = df.with_columns(pl.format("{}/c={}", pl.col("workload"), pl.col("clients")).alias("benchmark"))
     higher = METRICS[args.metric]
-    table = stats.benchstat(df.sort("plan_index"), args.metric, "benchmark", "target", args.baseline, args.candidate,
-                            alpha=args.alpha, adjust=args.adjust, higher_is_better=higher)
-    print(f"study {study}: {args.metric} ({'higher' if higher else 'lower'} is better), "
-          f"median of repeats, {args.baseline} vs {args.candidate}")
+    table = stats.benchstat(
+        df.sort("plan_index"),
+        args.metric,
+        "benchmark",
+        "target",
+        args.baseline,
+        args.candidate,
+        alpha=args.alpha,
+        adjust=args.adjust,
+        higher_is_better=higher,
+    )
+    print(
+        f"study {study}: {args.metric} ({'higher' if higher else 'lower'} is better), "
+        f"median of repeats, {args.baseline} vs {args.candidate}"
+    )
     if fallback.height:
         labels = sorted(set(fallback["target"].to_list()))
         print(f"warning: {', '.join(labels)} ran on a FALLBACK plain directory, not the intended file system")
@@ -84,8 +100,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument("--metric", default="tps", help=f"pgbench summary column ({', '.join(METRICS)}); default tps")
     p.add_argument("--workload", help="only this workload (benchmarks are workload x clients cells)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    p.add_argument("--adjust", choices=["holm", "bh", "none"], default="holm",
-                   help="multiple-comparison adjustment over the cells (default holm)")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when a significant (after adjustment) regression exists")
+    p.add_argument(
+        "--adjust",
+        choices=["holm", "bh", "none"],
+        default="holm",
+        help="multiple-comparison adjustment over the cells (default holm)",
+    )
+    p.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a significant (after adjustment) regression exists",
+    )
     p.set_defaults(func=cmd_compare)

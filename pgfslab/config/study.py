@@ -110,8 +110,9 @@ def _resolve_drop_caches(raw: dict[str, Any], cfg: dict[str, Any], source: str) 
     given_os = (raw.get("os") or {}).get("drop_caches")
     given_run = (raw.get("run") or {}).get("drop_caches")
     if given_os is not None and given_run is not None and given_os != given_run:
-        raise LabError(f"{source}: os.drop_caches ({given_os}) and run.drop_caches ({given_run}) disagree; "
-                       "give one of them")
+        raise LabError(
+            f"{source}: os.drop_caches ({given_os}) and run.drop_caches ({given_run}) disagree; give one of them"
+        )
     value = given_os if given_os is not None else cfg["run"]["drop_caches"]
     cfg["os"]["drop_caches"] = cfg["run"]["drop_caches"] = value
 
@@ -126,8 +127,9 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
             raise LabError(f"{source}: targets.{name}: {problem}")
         if spec.get("device"):
             if spec["device"] in devices:
-                raise LabError(f"{source}: targets.{name}: device {spec['device']} is also target "
-                               f"{devices[spec['device']]}'s")
+                raise LabError(
+                    f"{source}: targets.{name}: device {spec['device']} is also target {devices[spec['device']]}'s"
+                )
             devices[spec["device"]] = name
     for name in [None, *cfg["workloads"]]:
         try:
@@ -138,19 +140,23 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
     if cfg["resources"].get("blkio"):
         for name, spec in cfg["targets"].items():
             if targets.kind(spec) in ("tmpfs", "dir"):
-                raise LabError(f"{source}: resources.blkio: target {name} ({spec['fs']}) has no block device "
-                               "to throttle")
+                raise LabError(
+                    f"{source}: resources.blkio: target {name} ({spec['fs']}) has no block device to throttle"
+                )
     snaps = cfg.get("snapshots")
     if snaps:
         for name in snaps["targets"]:
             if name not in cfg["targets"]:
-                raise LabError(f"{source}: snapshots.targets: {name!r} is not a target "
-                               f"(targets: {', '.join(cfg['targets'])})")
+                raise LabError(
+                    f"{source}: snapshots.targets: {name!r} is not a target (targets: {', '.join(cfg['targets'])})"
+                )
             spec = cfg["targets"][name]
             if spec["fs"] != "btrfs" or targets.kind(spec) not in ("image", "device"):
-                raise LabError(f"{source}: snapshots.targets: {name} is {spec['fs']} ({targets.kind(spec)}): "
-                               "the lab snapshots btrfs image or device targets only (LVM thin snapshots "
-                               "would need device-mapper)")
+                raise LabError(
+                    f"{source}: snapshots.targets: {name} is {spec['fs']} ({targets.kind(spec)}): "
+                    "the lab snapshots btrfs image or device targets only (LVM thin snapshots "
+                    "would need device-mapper)"
+                )
     for name, wl in cfg["workloads"].items():
         _check_workload(name, wl, source)
         reps = wl.get("repeats")
@@ -165,11 +171,31 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
 # Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
 COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os"}
 TOOL_KEYS: dict[str, set[str]] = {
-    "pgbench": {"builtin", "scripts", "threads", "transactions", "rate_tps", "latency_limit_ms", "query_mode",
-                "per_statement", "log", "sampling_rate"},
+    "pgbench": {
+        "builtin",
+        "scripts",
+        "threads",
+        "transactions",
+        "rate_tps",
+        "latency_limit_ms",
+        "query_mode",
+        "per_statement",
+        "log",
+        "sampling_rate",
+    },
     "sysbench": {"test", "rand_type", "percentile", "histogram"},
-    "fsmicro": {"op", "count", "size_bytes", "files", "bg_files", "bg_size_bytes", "max_file_bytes", "fsync_dir",
-                "unlink_open", "fill"},
+    "fsmicro": {
+        "op",
+        "count",
+        "size_bytes",
+        "files",
+        "bg_files",
+        "bg_size_bytes",
+        "max_file_bytes",
+        "fsync_dir",
+        "unlink_open",
+        "fill",
+    },
     "durability": {"crash_after_s", "crash"},
 }
 # keys whose schema default is filled in for every workload: not a sign of the wrong tool
@@ -182,8 +208,7 @@ def _check_workload(name: str, wl: dict[str, Any], source: str) -> None:
     foreign = sorted(k for k in wl if k not in COMMON_KEYS | TOOL_KEYS[tool] | _DEFAULTED)
     if foreign:
         owners = {k: t for t, keys in TOOL_KEYS.items() for k in keys}
-        raise LabError(f"{where}: {', '.join(f'{k!r} ({owners.get(k)})' for k in foreign)} "
-                       f"not valid for tool {tool}")
+        raise LabError(f"{where}: {', '.join(f'{k!r} ({owners.get(k)})' for k in foreign)} not valid for tool {tool}")
     if tool == "pgbench" and not (wl.get("builtin") or wl.get("scripts")):
         raise LabError(f"{where}: pgbench needs `builtin` or `scripts`")
     if tool == "pgbench" and wl.get("sampling_rate") and wl.get("log") != "transactions":
@@ -318,13 +343,32 @@ def raw_dir(study: str) -> Path:
 def run_fingerprint(cfg: dict[str, Any], r: RunSpec) -> str:
     """Everything a run's result depends on, as one text: Snakemake re-runs a run when it changes (and only
     then: a copied raw folder with arbitrary file times is never re-measured)."""
-    return json.dumps({"target": cfg["targets"][r.target], "workload": cfg["workloads"][r.workload],
-                       "clients": r.clients, "dataset": cfg["dataset"], "run": cfg["run"],
-                       "sampler": cfg["sampler"], "postgres": cfg["postgres"], "os": cfg["os"],
-                       "resources": cfg["resources"], "snapshots": cfg.get("snapshots")}, sort_keys=True)
+    return json.dumps(
+        {
+            "target": cfg["targets"][r.target],
+            "workload": cfg["workloads"][r.workload],
+            "clients": r.clients,
+            "dataset": cfg["dataset"],
+            "run": cfg["run"],
+            "sampler": cfg["sampler"],
+            "postgres": cfg["postgres"],
+            "os": cfg["os"],
+            "resources": cfg["resources"],
+            "snapshots": cfg.get("snapshots"),
+        },
+        sort_keys=True,
+    )
 
 
 def target_fingerprint(cfg: dict[str, Any], target: str) -> str:
     """Everything a prepared target (file system, cluster, loaded data) depends on."""
-    return json.dumps({"target": cfg["targets"][target], "dataset": cfg["dataset"], "postgres": cfg["postgres"],
-                       "tools": sorted(tools(cfg)), "snapshots": target in snapshot_targets(cfg)}, sort_keys=True)
+    return json.dumps(
+        {
+            "target": cfg["targets"][target],
+            "dataset": cfg["dataset"],
+            "postgres": cfg["postgres"],
+            "tools": sorted(tools(cfg)),
+            "snapshots": target in snapshot_targets(cfg),
+        },
+        sort_keys=True,
+    )

@@ -20,15 +20,36 @@ MKFS: dict[str, list[str]] = {
 # Mount options that only some file systems accept: caught at config time with a clear message
 # rather than as a mount(8) failure in the middle of a study.
 OPTION_FS: dict[str, set[str]] = {
-    "data": {"ext4"}, "journal_async_commit": {"ext4"}, "journal_checksum": {"ext4"},
-    "dioread_nolock": {"ext4"}, "delalloc": {"ext4"}, "nodelalloc": {"ext4"}, "barrier": {"ext4"},
+    "data": {"ext4"},
+    "journal_async_commit": {"ext4"},
+    "journal_checksum": {"ext4"},
+    "dioread_nolock": {"ext4"},
+    "delalloc": {"ext4"},
+    "nodelalloc": {"ext4"},
+    "barrier": {"ext4"},
     "nobarrier": {"ext4"},
-    "nodatacow": {"btrfs"}, "datacow": {"btrfs"}, "nodatasum": {"btrfs"}, "datasum": {"btrfs"},
-    "compress": {"btrfs"}, "compress-force": {"btrfs"}, "autodefrag": {"btrfs"}, "noautodefrag": {"btrfs"},
-    "space_cache": {"btrfs"}, "ssd": {"btrfs"}, "nossd": {"btrfs"}, "ssd_spread": {"btrfs"},
-    "logbufs": {"xfs"}, "logbsize": {"xfs"}, "allocsize": {"xfs"}, "largeio": {"xfs"},
-    "huge": {"tmpfs"}, "nr_inodes": {"tmpfs"}, "mpol": {"tmpfs"}, "noswap": {"tmpfs"},
-    "size": set(), "nr_blocks": set(),  # tmpfs size comes from size_gb
+    "nodatacow": {"btrfs"},
+    "datacow": {"btrfs"},
+    "nodatasum": {"btrfs"},
+    "datasum": {"btrfs"},
+    "compress": {"btrfs"},
+    "compress-force": {"btrfs"},
+    "autodefrag": {"btrfs"},
+    "noautodefrag": {"btrfs"},
+    "space_cache": {"btrfs"},
+    "ssd": {"btrfs"},
+    "nossd": {"btrfs"},
+    "ssd_spread": {"btrfs"},
+    "logbufs": {"xfs"},
+    "logbsize": {"xfs"},
+    "allocsize": {"xfs"},
+    "largeio": {"xfs"},
+    "huge": {"tmpfs"},
+    "nr_inodes": {"tmpfs"},
+    "mpol": {"tmpfs"},
+    "noswap": {"tmpfs"},
+    "size": set(),
+    "nr_blocks": set(),  # tmpfs size comes from size_gb
 }
 
 
@@ -54,8 +75,9 @@ def spec_problems(spec: dict[str, Any]) -> list[str]:
         elif not str(spec["path"]).startswith("/"):
             out.append(f"path {spec['path']!r} must be absolute")
         if spec.get("device") or opts or mkfs_opts:
-            out.append("`fs: existing` uses the file system as the host mounted it: no device, mount_options "
-                       "or mkfs_options")
+            out.append(
+                "`fs: existing` uses the file system as the host mounted it: no device, mount_options or mkfs_options"
+            )
     if spec.get("device") is not None and fs not in MKFS:
         out.append(f"`device` needs fs to be one of {sorted(MKFS)}, not {fs}")
     if k == "device" and spec.get("format") is not True:

@@ -44,7 +44,11 @@ def _typed(value: Any) -> Any:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
             return value
-        return parsed if isinstance(parsed, (int, float, bool)) or parsed is None and value.strip() in ("null", "~") else value
+        return (
+            parsed
+            if isinstance(parsed, (int, float, bool)) or parsed is None and value.strip() in ("null", "~")
+            else value
+        )
     return value
 
 
@@ -60,8 +64,9 @@ def _read(path: Path) -> dict[str, Any]:
     return raw
 
 
-def resolve(config: dict[str, Any], *, cli_files: list[str], cli_overrides: dict[str, Any],
-            default_file: str) -> tuple[bool, dict[str, Any], str]:
+def resolve(
+    config: dict[str, Any], *, cli_files: list[str], cli_overrides: dict[str, Any], default_file: str
+) -> tuple[bool, dict[str, Any], str]:
     """(raw_only, validated study config, where it came from) for the Snakefile."""
     raw_only = bool(cli_overrides.get("raw_only") or config.get("raw_only"))
     if raw_only:

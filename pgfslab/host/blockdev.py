@@ -78,8 +78,9 @@ def whole_disk(rdev: int) -> int:
 def _children(rdev: int) -> list[int]:
     """Partitions of a whole disk."""
     node = _sys(rdev).resolve()
-    return [d for p in sorted(node.iterdir()) if (p / "partition").exists()
-            and (d := _read_devno(p / "dev")) is not None]
+    return [
+        d for p in sorted(node.iterdir()) if (p / "partition").exists() and (d := _read_devno(p / "dev")) is not None
+    ]
 
 
 def _slaves(rdev: int) -> list[int]:
@@ -224,27 +225,35 @@ def check_device(dev: str, *, target: str, fs: str, purpose: str = "format") -> 
     sigs = _signatures(dev)
     probe = _blkid(dev)
     expected = lab_label(target, fs)
-    tables = sorted({s.get("type", "?") for s in sigs if s.get("type") in PARTITION_TABLES}
-                    | ({probe["PTTYPE"]} if "PTTYPE" in probe else set()))
+    tables = sorted(
+        {s.get("type", "?") for s in sigs if s.get("type") in PARTITION_TABLES}
+        | ({probe["PTTYPE"]} if "PTTYPE" in probe else set())
+    )
     if tables:
-        raise LabError(f"refusing device {dev} for target {target}: it holds a partition table ({', '.join(tables)}); "
-                       "the lab formats only whole devices without one. Wipe it yourself (wipefs -a) if it is "
-                       "really free.")
+        raise LabError(
+            f"refusing device {dev} for target {target}: it holds a partition table ({', '.join(tables)}); "
+            "the lab formats only whole devices without one. Wipe it yourself (wipefs -a) if it is "
+            "really free."
+        )
     foreign = [s for s in sigs if s.get("label") != expected]
     if not foreign and probe.get("TYPE") and probe.get("LABEL") != expected:
         foreign = [{"type": probe["TYPE"], "label": probe.get("LABEL")}]
     if foreign:
-        what = ", ".join(f"{s.get('type', '?')}" + (f" labelled {s['label']!r}" if s.get("label") else " (no label)")
-                         for s in foreign)
-        raise LabError(f"refusing device {dev} for target {target}: it holds {what}, which the lab did not make "
-                       f"(the lab labels its file systems {expected!r}). Wipe it yourself (wipefs -a) if it is "
-                       "really free.")
+        what = ", ".join(
+            f"{s.get('type', '?')}" + (f" labelled {s['label']!r}" if s.get("label") else " (no label)")
+            for s in foreign
+        )
+        raise LabError(
+            f"refusing device {dev} for target {target}: it holds {what}, which the lab did not make "
+            f"(the lab labels its file systems {expected!r}). Wipe it yourself (wipefs -a) if it is "
+            "really free."
+        )
     owned = bool(sigs) or probe.get("LABEL") == expected
     if purpose == "mount":
         if not owned:
             raise LabError(f"device {dev} for target {target} holds no file system: prepare the target first")
         if probe.get("TYPE") != fs:
-            raise LabError(f"device {dev} for target {target} holds {probe.get('TYPE')}, not {fs}: prepare the "
-                           "target again")
-    return DeviceFacts(dev, _devno(rdev), size, probe.get("TYPE"), probe.get("LABEL"), probe.get("UUID"),
-                       owned, sigs)
+            raise LabError(
+                f"device {dev} for target {target} holds {probe.get('TYPE')}, not {fs}: prepare the target again"
+            )
+    return DeviceFacts(dev, _devno(rdev), size, probe.get("TYPE"), probe.get("LABEL"), probe.get("UUID"), owned, sigs)

@@ -17,7 +17,7 @@ def main(argv: list[str]) -> int:
         print("usage: cgexec.py CGROUP_PROCS_FILE... -- COMMAND [ARG...]", file=sys.stderr)
         return 2
     i = argv.index("--")
-    procs, cmd = argv[:i], argv[i + 1:]
+    procs, cmd = argv[:i], argv[i + 1 :]
     if not procs or not cmd:
         print("cgexec.py: need at least one cgroup.procs file and a command", file=sys.stderr)
         return 2

@@ -69,12 +69,19 @@ def limits_from_config(resources: Mapping[str, Any], device: str | None) -> Limi
     def b(k: str) -> int | None:
         return parse_bytes(blkio[k]) if blkio.get(k) is not None else None
 
-    lim = Limits(memory_bytes=int(mem) * 2**20 if mem is not None else None, device=device,
-                 read_bps=b("read_bps"), write_bps=b("write_bps"),
-                 read_iops=blkio.get("read_iops"), write_iops=blkio.get("write_iops"))
+    lim = Limits(
+        memory_bytes=int(mem) * 2**20 if mem is not None else None,
+        device=device,
+        read_bps=b("read_bps"),
+        write_bps=b("write_bps"),
+        read_iops=blkio.get("read_iops"),
+        write_iops=blkio.get("write_iops"),
+    )
     if lim.io_limited and device is None:
-        raise LabError("resources.blkio needs a block device: this target has none (tmpfs, dir, or an existing "
-                       "directory not on a block device)")
+        raise LabError(
+            "resources.blkio needs a block device: this target has none (tmpfs, dir, or an existing "
+            "directory not on a block device)"
+        )
     return lim
 
 
@@ -131,9 +138,11 @@ def find() -> dict[str, Hierarchy]:
 def availability() -> dict[str, Any]:
     """What this machine offers (for run.json and `pipeline` diagnostics)."""
     h = find()
-    return {"root": os.geteuid() == 0,
-            "controllers": {c: {"version": x.version, "mount": str(x.mount), "base": str(x.base)} for c, x in h.items()},
-            "cgexec": proc.which("cgexec")}
+    return {
+        "root": os.geteuid() == 0,
+        "controllers": {c: {"version": x.version, "mount": str(x.mount), "base": str(x.base)} for c, x in h.items()},
+        "cgexec": proc.which("cgexec"),
+    }
 
 
 def _write(path: Path, value: str) -> None:
@@ -235,8 +244,10 @@ class Cgroup:
                     "current_bytes": int(_read(d / "memory.usage_in_bytes") or 0),
                     "limit_hits": int(_read(d / "memory.failcnt") or 0),
                     "oom_kills": _kv(_read(d / "memory.oom_control")).get("oom_kill", 0),
-                    "cache_bytes": st.get("total_cache"), "anon_bytes": st.get("total_rss"),
-                    "dirty_bytes": st.get("total_dirty"), "writeback_bytes": st.get("total_writeback"),
+                    "cache_bytes": st.get("total_cache"),
+                    "anon_bytes": st.get("total_rss"),
+                    "dirty_bytes": st.get("total_dirty"),
+                    "writeback_bytes": st.get("total_writeback"),
                 }
             else:
                 st, ev = _kv(_read(d / "memory.stat")), _kv(_read(d / "memory.events"))
@@ -244,9 +255,12 @@ class Cgroup:
                 out["memory"] = {
                     "peak_bytes": int(peak) if peak else None,
                     "current_bytes": int(_read(d / "memory.current") or 0),
-                    "limit_hits": ev.get("max", 0), "oom_kills": ev.get("oom_kill", 0),
-                    "cache_bytes": st.get("file"), "anon_bytes": st.get("anon"),
-                    "dirty_bytes": st.get("file_dirty"), "writeback_bytes": st.get("file_writeback"),
+                    "limit_hits": ev.get("max", 0),
+                    "oom_kills": ev.get("oom_kill", 0),
+                    "cache_bytes": st.get("file"),
+                    "anon_bytes": st.get("anon"),
+                    "dirty_bytes": st.get("file_dirty"),
+                    "writeback_bytes": st.get("file_writeback"),
                 }
         if (d := self.dirs.get("io")) is not None:
             if self.hierarchies["io"].version == 1:
@@ -294,8 +308,12 @@ def _configure(h: Hierarchy, d: Path, limits: Limits) -> dict[str, Any]:
         assert limits.device is not None
         dev, notes = _devno(limits.device)
         got["device"], got["devno"], got["notes"] = limits.device, dev, notes
-        pairs = {"read_bps": limits.read_bps, "write_bps": limits.write_bps,
-                 "read_iops": limits.read_iops, "write_iops": limits.write_iops}
+        pairs = {
+            "read_bps": limits.read_bps,
+            "write_bps": limits.write_bps,
+            "read_iops": limits.read_iops,
+            "write_iops": limits.write_iops,
+        }
         if h.version == 1:
             for k, v in pairs.items():
                 if v is not None:
@@ -348,8 +366,13 @@ def limited(name: str, limits: Limits) -> Iterator[Cgroup]:
     """A cgroup `pgfs-lab/<name>` with `limits` for the duration of the block; removed after."""
     cg = Cgroup(name)
     wanted = limits.controllers()
-    cg.record = {"name": f"{LAB}/{name}", "requested": {k: v for k, v in asdict(limits).items() if v is not None},
-                 "applied": False, "cgexec": proc.which("cgexec"), "method": "pgfslab/host/cgexec.py wrapper"}
+    cg.record = {
+        "name": f"{LAB}/{name}",
+        "requested": {k: v for k, v in asdict(limits).items() if v is not None},
+        "applied": False,
+        "cgexec": proc.which("cgexec"),
+        "method": "pgfslab/host/cgexec.py wrapper",
+    }
     if not wanted:
         cg.record["reason"] = "no limits configured"
         yield cg

@@ -45,8 +45,7 @@ def table(path: Path = MOUNTS) -> list[MountEntry]:
         parts = line.split()
         if len(parts) < 4:
             continue
-        out.append(MountEntry(_unescape(parts[0]), Path(_unescape(parts[1])), parts[2],
-                              tuple(parts[3].split(","))))
+        out.append(MountEntry(_unescape(parts[0]), Path(_unescape(parts[1])), parts[2], tuple(parts[3].split(","))))
     return out
 
 

@@ -101,8 +101,19 @@ class Cluster:
         return proc.run(["runuser", "-u", self.user, "--", *cmd], timeout=timeout)
 
     def initdb(self, settings: dict[str, Any]) -> list[str]:
-        cmd = [str(self.bindir / "initdb"), "-D", str(self.pgdata), "-U", "postgres", "-A", "trust",
-               "-E", "UTF8", "--locale=C", "--no-instructions"]
+        cmd = [
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.pgdata),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-instructions",
+        ]
         self._as_user(*cmd)
         # unix socket only: no TCP port is opened, so trust authentication reaches nobody but the
         # users who can enter the socket directory (root and the server's user, mode 0700)
@@ -130,9 +141,22 @@ class Cluster:
 
     def start(self) -> list[str]:
         if _port_in_use(self.port):
-            raise LabError(f"port {self.port} is already in use: another server is listening; change postgres.port_base")
-        cmd = [str(self.bindir / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", "120",
-               "-o", f"-p {self.port} -k {self.sockdir}", "start"]
+            raise LabError(
+                f"port {self.port} is already in use: another server is listening; change postgres.port_base"
+            )
+        cmd = [
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.pgdata),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "120",
+            "-o",
+            f"-p {self.port} -k {self.sockdir}",
+            "start",
+        ]
         try:
             proc.run(self.wrap(["runuser", "-u", self.user, "--", *cmd]), timeout=300)
         except LabError as exc:
@@ -223,8 +247,25 @@ class Cluster:
         server that is already gone: a crashed server is data, not a lab error."""
         if not self.alive():
             return self.reap()
-        res = proc.run(["runuser", "-u", self.user, "--", str(self.bindir / "pg_ctl"), "-D", str(self.pgdata),
-                        "-m", mode, "-w", "-t", "120", "stop"], check=False, timeout=180)
+        res = proc.run(
+            [
+                "runuser",
+                "-u",
+                self.user,
+                "--",
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.pgdata),
+                "-m",
+                mode,
+                "-w",
+                "-t",
+                "120",
+                "stop",
+            ],
+            check=False,
+            timeout=180,
+        )
         if res.returncode != 0 and mode != "immediate" and self.alive():
             return self.stop("immediate")
         if self.alive():  # pg_ctl could not stop it: do not leave it running on a file system we unmount
@@ -245,30 +286,42 @@ class Cluster:
             version = conn.execute("SELECT version()").fetchone()[0]
             settings = conn.execute(
                 "SELECT name, setting, unit, source FROM pg_settings "
-                "WHERE source NOT IN ('default', 'override') ORDER BY name").fetchall()
+                "WHERE source NOT IN ('default', 'override') ORDER BY name"
+            ).fetchall()
             db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
             all_db_bytes = conn.execute("SELECT sum(pg_database_size(oid))::bigint FROM pg_database").fetchone()[0]
-            bgw = conn.execute("SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, "
-                               "buffers_backend FROM pg_stat_bgwriter").fetchone()
-            dbstat = conn.execute("SELECT xact_commit, xact_rollback, blks_read, blks_hit FROM pg_stat_database "
-                                  "WHERE datname = current_database()").fetchone()
+            bgw = conn.execute(
+                "SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, "
+                "buffers_backend FROM pg_stat_bgwriter"
+            ).fetchone()
+            dbstat = conn.execute(
+                "SELECT xact_commit, xact_rollback, blks_read, blks_hit FROM pg_stat_database "
+                "WHERE datname = current_database()"
+            ).fetchone()
             rels = conn.execute(
                 "SELECT c.relname, c.relkind, pg_relation_size(c.oid), pg_total_relation_size(c.oid), "
                 "coalesce((SELECT option_value::int FROM pg_options_to_table(c.reloptions) "
                 "WHERE option_name = 'fillfactor'), CASE c.relkind WHEN 'r' THEN 100 END) "
                 "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i', 'p') "
-                "ORDER BY pg_relation_size(c.oid) DESC LIMIT 50").fetchall()
+                "ORDER BY pg_relation_size(c.oid) DESC LIMIT 50"
+            ).fetchall()
         return {
             "version": version,
             "settings": {n: {"setting": s, "unit": u, "source": src} for n, s, u, src in settings},
             "database_bytes": db_bytes,
             "all_databases_bytes": all_db_bytes,
-            "bgwriter": dict(zip(["checkpoints_timed", "checkpoints_req", "buffers_checkpoint",
-                                  "buffers_clean", "buffers_backend"], bgw)),
+            "bgwriter": dict(
+                zip(
+                    ["checkpoints_timed", "checkpoints_req", "buffers_checkpoint", "buffers_clean", "buffers_backend"],
+                    bgw,
+                )
+            ),
             "database_stats": dict(zip(["xact_commit", "xact_rollback", "blks_read", "blks_hit"], dbstat)),
-            "relations": [{"relname": r, "relkind": k, "relation_bytes": b, "total_bytes": t, "fillfactor": f}
-                          for r, k, b, t, f in rels],
+            "relations": [
+                {"relname": r, "relkind": k, "relation_bytes": b, "total_bytes": t, "fillfactor": f}
+                for r, k, b, t, f in rels
+            ],
         }
 
 
@@ -293,8 +346,10 @@ def _check_shell_safe(pgdata: Path) -> None:
     text = str(pgdata.absolute())
     bad = sorted({c for c in text if c in '$`"\\\n\r' or ord(c) < 32})
     if bad:
-        raise LabError(f"refusing data directory {text!r}: it contains {''.join(bad)!r}, which pg_ctl's shell "
-                       "command line would expand; use a work directory without these characters")
+        raise LabError(
+            f"refusing data directory {text!r}: it contains {''.join(bad)!r}, which pg_ctl's shell "
+            "command line would expand; use a work directory without these characters"
+        )
 
 
 def check_reachable(path: Path, user: str) -> None:
@@ -307,15 +362,25 @@ def check_reachable(path: Path, user: str) -> None:
         st = parent.stat()
         if st.st_uid == pw.pw_uid or st.st_mode & 0o001 or (st.st_gid == pw.pw_gid and st.st_mode & 0o010):
             continue
-        raise LabError(f"PostgreSQL's user {user!r} cannot reach {path}: {parent} is not searchable by it "
-                       f"(mode {st.st_mode & 0o777:o}); set `workdir:` in the study config to a directory "
-                       f"{user!r} can reach, or `chmod o+x {parent}`")
+        raise LabError(
+            f"PostgreSQL's user {user!r} cannot reach {path}: {parent} is not searchable by it "
+            f"(mode {st.st_mode & 0o777:o}); set `workdir:` in the study config to a directory "
+            f"{user!r} can reach, or `chmod o+x {parent}`"
+        )
 
 
 @contextlib.contextmanager
-def running(pgdata: Path, port: int, bin_dir: Path, user: str, settings: dict[str, Any] | None = None,
-            *, init: bool = False, run_settings: dict[str, Any] | None = None,
-            wrap: Callable[[list[str]], list[str]] | None = None) -> Iterator[Cluster]:
+def running(
+    pgdata: Path,
+    port: int,
+    bin_dir: Path,
+    user: str,
+    settings: dict[str, Any] | None = None,
+    *,
+    init: bool = False,
+    run_settings: dict[str, Any] | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+) -> Iterator[Cluster]:
     """A started cluster for the duration of the block (initdb first if `init`); always stopped after.
 
     `settings` go to the cluster's own config at initdb; `run_settings` to the per-run file read at

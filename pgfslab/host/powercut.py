@@ -32,8 +32,10 @@ def power_cut_possible(mnt: Mounted) -> tuple[bool, str]:
     if mnt.fallback:
         return False, "a FALLBACK plain directory has no device to cut"
     if mnt.kind != "image" or not (mnt.device or "").startswith("/dev/loop"):
-        return False, (f"a {mnt.kind} target has no loop device of the lab's to cut (only loop-mounted images "
-                       "can lose their unsynced writes here; no device-mapper for dm-flakey)")
+        return False, (
+            f"a {mnt.kind} target has no loop device of the lab's to cut (only loop-mounted images "
+            "can lose their unsynced writes here; no device-mapper for dm-flakey)"
+        )
     return True, "loop device of a lab image"
 
 
@@ -70,5 +72,10 @@ def cut_power(workdir: Path, dev: str) -> dict[str, Any]:
     t0 = time.time()
     _set_sizelimit(dev, 512)  # one sector
     sectors = (Path("/sys/block") / Path(dev).name / "size").read_text().strip()
-    return {"device": dev, "method": "loop device shrunk to one sector (LOOP_SET_STATUS64 lo_sizelimit=512)",
-            "cut_at": t0, "cut_s": round(time.time() - t0, 4), "sectors_after": int(sectors)}
+    return {
+        "device": dev,
+        "method": "loop device shrunk to one sector (LOOP_SET_STATUS64 lo_sizelimit=512)",
+        "cut_at": t0,
+        "cut_s": round(time.time() - t0, 4),
+        "sectors_after": int(sectors),
+    }

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from pgfslab.errors import LabError
 
 
-def run(cmd: Sequence[str], *, check: bool = True, timeout: float | None = 120, **kw) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: Sequence[str], *, check: bool = True, timeout: float | None = 120, **kw
+) -> subprocess.CompletedProcess[str]:
     """Run a command, capture its output as text, raise LabError with its stderr on failure."""
     try:
         proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, **kw)

@@ -65,8 +65,7 @@ def marker(path: Path) -> dict[str, Any] | None:
 
 def is_lab_dir(path: Path) -> bool:
     """A directory the lab created outside its work directory: named pgfs-lab-*, with the marker."""
-    return (not path.is_symlink() and path.is_dir() and path.name.startswith(LAB_DIR_PREFIX)
-            and marker(path) is not None)
+    return not path.is_symlink() and path.is_dir() and path.name.startswith(LAB_DIR_PREFIX) and marker(path) is not None
 
 
 def require_deletable(path: Path, workdir: Path) -> Path:
@@ -74,12 +73,16 @@ def require_deletable(path: Path, workdir: Path) -> Path:
     if path.is_symlink():
         raise LabError(f"refusing to delete {path}: it is a symbolic link")
     if not (is_under(path, check_workdir(workdir)) or is_lab_dir(path)):
-        raise LabError(f"refusing to delete {path}: it is neither under the study's work directory {workdir} "
-                       f"nor a directory the lab created (named {LAB_DIR_PREFIX}* with a {MARKER} marker)")
+        raise LabError(
+            f"refusing to delete {path}: it is neither under the study's work directory {workdir} "
+            f"nor a directory the lab created (named {LAB_DIR_PREFIX}* with a {MARKER} marker)"
+        )
     inside = mounts.below(path)
     if inside:
-        raise LabError(f"refusing to delete {path}: a file system is mounted at {inside[0].target} "
-                       "(unmount it first; a recursive delete would erase its contents)")
+        raise LabError(
+            f"refusing to delete {path}: a file system is mounted at {inside[0].target} "
+            "(unmount it first; a recursive delete would erase its contents)"
+        )
     return _resolved(path)
 
 
@@ -127,6 +130,7 @@ def require_detachable(dev: str, workdir: Path) -> str:
     if backing is None:
         raise LabError(f"refusing to detach {dev}: it is not an attached loop device")
     if not is_under(backing, check_workdir(workdir)):
-        raise LabError(f"refusing to detach {dev}: its backing file {backing} is not under the study's "
-                       f"work directory {workdir}")
+        raise LabError(
+            f"refusing to detach {dev}: its backing file {backing} is not under the study's work directory {workdir}"
+        )
     return dev

@@ -56,8 +56,9 @@ def device_mapper() -> tuple[bool, str]:
         dm = False
     if have_lvm and dm:
         return True, "lvm2 and device-mapper are available"
-    missing = ([] if have_lvm else ["the lvm2 tools"]) + ([] if dm else ["the kernel's device-mapper "
-                                                                          "(no /dev/mapper/control)"])
+    missing = ([] if have_lvm else ["the lvm2 tools"]) + (
+        [] if dm else ["the kernel's device-mapper (no /dev/mapper/control)"]
+    )
     return False, "LVM thin snapshots are not usable here: no " + " and no ".join(missing)
 
 
@@ -66,13 +67,17 @@ def support(path: Path) -> tuple[bool, str]:
     fstype = mounts.containing(path).fstype
     if fstype != "btrfs":
         _, dm = device_mapper()
-        return False, (f"snapshots are not supported on {fstype}: the lab takes native btrfs snapshots only "
-                       f"({dm}; LVM snapshots are not implemented)")
+        return False, (
+            f"snapshots are not supported on {fstype}: the lab takes native btrfs snapshots only "
+            f"({dm}; LVM snapshots are not implemented)"
+        )
     if proc.which("btrfs") is None:
         return False, "btrfs-progs (the btrfs command) is not installed"
     if not btrfs.is_subvolume(path):
-        return False, (f"{path} is not a btrfs subvolume: create the target with data_subvolume=True "
-                       "(snapshots configured) so PGDATA's parent is one")
+        return False, (
+            f"{path} is not a btrfs subvolume: create the target with data_subvolume=True "
+            "(snapshots configured) so PGDATA's parent is one"
+        )
     return True, "btrfs subvolume snapshots (read-only)"
 
 
@@ -195,14 +200,25 @@ class Scheduler:
 
     def summary(self) -> dict[str, Any]:
         """For run.json."""
+
         def stats(xs: list[float]) -> dict[str, float] | None:
             return {"n": len(xs), "mean": round(sum(xs) / len(xs), 1), "max": round(max(xs), 1)} if xs else None
 
-        return {"method": "btrfs subvolume snapshot -r", "interval_s": self.schedule.interval_s,
-                "keep_s": self.schedule.keep_s, "offset_s": self.schedule.offset_s,
-                "subvolume": str(self.subvolume), "snapdir": str(self.snapdir), "log": self.log_path.name,
-                "created": self.created, "deleted": self.deleted, "max_alive": self.max_alive,
-                "create_ms": stats(self.create_ms), "delete_ms": stats(self.delete_ms), "errors": self.errors}
+        return {
+            "method": "btrfs subvolume snapshot -r",
+            "interval_s": self.schedule.interval_s,
+            "keep_s": self.schedule.keep_s,
+            "offset_s": self.schedule.offset_s,
+            "subvolume": str(self.subvolume),
+            "snapdir": str(self.snapdir),
+            "log": self.log_path.name,
+            "created": self.created,
+            "deleted": self.deleted,
+            "max_alive": self.max_alive,
+            "create_ms": stats(self.create_ms),
+            "delete_ms": stats(self.delete_ms),
+            "errors": self.errors,
+        }
 
 
 def snapshot_dir(mountpoint: Path) -> Path:

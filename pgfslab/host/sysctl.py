@@ -26,16 +26,44 @@ from pgfslab.errors import LabError
 
 VM = Path("/proc/sys/vm")
 LOCK = Path("/run/pgfs-lab-vm.lock")
-ALLOWED = frozenset({
-    "dirty_background_bytes", "dirty_background_ratio", "dirty_bytes", "dirty_ratio",
-    "dirty_expire_centisecs", "dirty_writeback_centisecs", "dirtytime_expire_seconds",
-    "swappiness", "vfs_cache_pressure", "page-cluster", "min_free_kbytes", "watermark_scale_factor",
-    "overcommit_memory", "overcommit_ratio", "zone_reclaim_mode",
-})
-PAIRS = {"dirty_bytes": "dirty_ratio", "dirty_ratio": "dirty_bytes",
-         "dirty_background_bytes": "dirty_background_ratio", "dirty_background_ratio": "dirty_background_bytes"}
-_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-          "k": 1024, "m": 1024**2, "g": 1024**3}
+ALLOWED = frozenset(
+    {
+        "dirty_background_bytes",
+        "dirty_background_ratio",
+        "dirty_bytes",
+        "dirty_ratio",
+        "dirty_expire_centisecs",
+        "dirty_writeback_centisecs",
+        "dirtytime_expire_seconds",
+        "swappiness",
+        "vfs_cache_pressure",
+        "page-cluster",
+        "min_free_kbytes",
+        "watermark_scale_factor",
+        "overcommit_memory",
+        "overcommit_ratio",
+        "zone_reclaim_mode",
+    }
+)
+PAIRS = {
+    "dirty_bytes": "dirty_ratio",
+    "dirty_ratio": "dirty_bytes",
+    "dirty_background_bytes": "dirty_background_ratio",
+    "dirty_background_ratio": "dirty_background_bytes",
+}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "k": 1024,
+    "m": 1024**2,
+    "g": 1024**3,
+}
 
 
 def key(name: str) -> str:
@@ -57,7 +85,7 @@ def parse_bytes(value: int | str) -> int:
         return value
     m = re.fullmatch(r"\s*([0-9]+)\s*([A-Za-z]*)\s*", str(value))
     if not m or m.group(2).lower() not in _UNITS:
-        raise LabError(f"not a byte count: {value!r} (write e.g. 33554432, \"32MB\" or \"32MiB\")")
+        raise LabError(f'not a byte count: {value!r} (write e.g. 33554432, "32MB" or "32MiB")')
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
@@ -79,8 +107,10 @@ def settings_from_config(os_cfg: Mapping[str, Any]) -> dict[str, int]:
             raise LabError(f"os: vm.{k} must be a non-negative integer, not {value!r}")
     for k in out:
         if PAIRS.get(k) in out:
-            raise LabError(f"os: vm.{k} and vm.{PAIRS[k]} cannot both be set: the kernel keeps only one of "
-                           "them (writing one zeroes the other)")
+            raise LabError(
+                f"os: vm.{k} and vm.{PAIRS[k]} cannot both be set: the kernel keeps only one of "
+                "them (writing one zeroes the other)"
+            )
     return out
 
 
@@ -145,8 +175,10 @@ def _locked() -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise LabError(f"another pgfs-lab process is changing vm.* settings now (lock {LOCK}); "
-                           "runs that change OS settings cannot overlap") from None
+            raise LabError(
+                f"another pgfs-lab process is changing vm.* settings now (lock {LOCK}); "
+                "runs that change OS settings cannot overlap"
+            ) from None
         yield
 
 

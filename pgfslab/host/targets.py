@@ -35,9 +35,29 @@ from pgfslab.host import blockdev, btrfs, mounts, proc, safety
 
 DATA_SUBVOLUME = "data"  # btrfs targets with snapshots keep PGDATA's parent in this subvolume
 
-PSEUDO_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs",
-             "configfs", "fusectl", "bpf", "mqueue", "hugetlbfs", "pstore", "autofs", "binfmt_misc", "efivarfs",
-             "nsfs", "rpc_pipefs", "ramfs"}
+PSEUDO_FS = {
+    "proc",
+    "sysfs",
+    "devtmpfs",
+    "devpts",
+    "cgroup",
+    "cgroup2",
+    "securityfs",
+    "debugfs",
+    "tracefs",
+    "configfs",
+    "fusectl",
+    "bpf",
+    "mqueue",
+    "hugetlbfs",
+    "pstore",
+    "autofs",
+    "binfmt_misc",
+    "efivarfs",
+    "nsfs",
+    "rpc_pipefs",
+    "ramfs",
+}
 
 
 @dataclass
@@ -154,8 +174,9 @@ def _mkfs_command(name: str, spec: dict[str, Any], dev: str) -> list[str]:
     return [*MKFS[spec["fs"]], "-L", blockdev.lab_label(name, spec["fs"]), *spec.get("mkfs_options", []), dev]
 
 
-def create(workdir: Path, name: str, spec: dict[str, Any], *, study: str | None = None,
-           data_subvolume: bool = False) -> dict[str, Any]:
+def create(
+    workdir: Path, name: str, spec: dict[str, Any], *, study: str | None = None, data_subvolume: bool = False
+) -> dict[str, Any]:
     """Create the target afresh (image: a sparse image, formatted; device: checked, then formatted;
     tmpfs: mounted; existing: the lab's subdirectory emptied). Returns what was done (for provenance).
 
@@ -165,12 +186,20 @@ def create(workdir: Path, name: str, spec: dict[str, Any], *, study: str | None 
     check_spec(name, spec)
     k = kind(spec)
     if data_subvolume and (spec["fs"] != "btrfs" or k not in ("image", "device")):
-        raise LabError(f"target {name}: a data subvolume (for snapshots) needs a btrfs image or device target, "
-                       f"not {spec['fs']} ({k})")
+        raise LabError(
+            f"target {name}: a data subvolume (for snapshots) needs a btrfs image or device target, "
+            f"not {spec['fs']} ({k})"
+        )
     if k == "dir":
         path = workdir / "dirs" / name
         safety.reset_dir(path, workdir)
-        return {"fs": "dir", "kind": k, "fallback": False, "path": str(path), "reason": "configured as a plain directory"}
+        return {
+            "fs": "dir",
+            "kind": k,
+            "fallback": False,
+            "path": str(path),
+            "reason": "configured as a plain directory",
+        }
     if k == "existing":
         return _create_existing(workdir, name, spec, study or workdir.name)
     ok, why = mounting_allowed()
@@ -255,10 +284,17 @@ def _create_tmpfs(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, A
     cmd = ["mount", "-t", "tmpfs", "-o", opts, _tmpfs_source(name), str(mnt)]
     t0 = time.monotonic()
     proc.run(cmd)
-    return {"fs": "tmpfs", "kind": "tmpfs", "fallback": False, "mountpoint": str(mnt), "size_bytes": size,
-            "mount_command": cmd, "mount_s": round(time.monotonic() - t0, 3),
-            "mount_options": mounts.options(mnt),
-            "note": "tmpfs lives in RAM: it stays mounted until release(); unmounting or a reboot loses it"}
+    return {
+        "fs": "tmpfs",
+        "kind": "tmpfs",
+        "fallback": False,
+        "mountpoint": str(mnt),
+        "size_bytes": size,
+        "mount_command": cmd,
+        "mount_s": round(time.monotonic() - t0, 3),
+        "mount_options": mounts.options(mnt),
+        "note": "tmpfs lives in RAM: it stays mounted until release(); unmounting or a reboot loses it",
+    }
 
 
 def _create_existing(workdir: Path, name: str, spec: dict[str, Any], study: str) -> dict[str, Any]:
@@ -272,16 +308,26 @@ def _create_existing(workdir: Path, name: str, spec: dict[str, Any], study: str)
     if sub.exists() or sub.is_symlink():
         info = safety.marker(sub) if safety.is_lab_dir(sub) else None
         if info is None or info.get("study") != study or info.get("target") != name:
-            raise LabError(f"target {name}: {sub} exists but was not created by the lab for study {study} "
-                           f"target {name}; the lab never deletes what it did not create: move it away first")
+            raise LabError(
+                f"target {name}: {sub} exists but was not created by the lab for study {study} "
+                f"target {name}; the lab never deletes what it did not create: move it away first"
+            )
         safety.reset_dir(sub, workdir)
     else:
         sub.mkdir(mode=0o755)
         safety.mark(sub, study=study, target=name, created_at=_now())
-    return {"fs": "existing", "kind": "existing", "fallback": False, "path": str(sub), "host_path": str(base),
-            "host_mountpoint": str(host.target), "host_fs": host.fstype, "host_source": host.source,
-            "host_mount_options": host.options_text,
-            "note": "a file system the host already uses: other activity on it affects the results"}
+    return {
+        "fs": "existing",
+        "kind": "existing",
+        "fallback": False,
+        "path": str(sub),
+        "host_path": str(base),
+        "host_mountpoint": str(host.target),
+        "host_fs": host.fstype,
+        "host_source": host.source,
+        "host_mount_options": host.options_text,
+        "note": "a file system the host already uses: other activity on it affects the results",
+    }
 
 
 def _unapplied(requested: list[str], effective: str | None) -> list[str]:
@@ -320,8 +366,9 @@ def _attached_and_mounted(workdir: Path, name: str, spec: dict[str, Any]) -> Ite
 
 
 @contextlib.contextmanager
-def mounted(workdir: Path, name: str, spec: dict[str, Any], owner: str, *,
-            study: str | None = None) -> Iterator[Mounted]:
+def mounted(
+    workdir: Path, name: str, spec: dict[str, Any], owner: str, *, study: str | None = None
+) -> Iterator[Mounted]:
     """The created target, ready for a cluster, for the duration of the block. Image and device targets
     are mounted now and always released after; tmpfs and existing targets stay as they are."""
     import pwd
@@ -330,16 +377,27 @@ def mounted(workdir: Path, name: str, spec: dict[str, Any], owner: str, *,
     fs, k = spec["fs"], kind(spec)
     dirpath = workdir / "dirs" / name
     image = image_path(workdir, name)
-    if k == "dir" or (k in ("image", "tmpfs") and not image.exists() and dirpath.exists()
-                      and not mounts.is_mounted(mountpoint(workdir, name))):
+    if k == "dir" or (
+        k in ("image", "tmpfs")
+        and not image.exists()
+        and dirpath.exists()
+        and not mounts.is_mounted(mountpoint(workdir, name))
+    ):
         fallback = fs != "dir"
         if fallback:
             _warn(f"target {name}: plain-directory FALLBACK at {dirpath} (not a {fs} file system)")
         os.chown(dirpath, pw.pw_uid, pw.pw_gid)
         host_fs = mounts.containing(dirpath).fstype
-        yield Mounted(name, fs if not fallback else f"{fs}->dir", dirpath, dirpath, fallback,
-                      mount_options=None, notes=[f"host file system: {host_fs or 'unknown'}"],
-                      kind="dir" if not fallback else f"{k}->dir")
+        yield Mounted(
+            name,
+            fs if not fallback else f"{fs}->dir",
+            dirpath,
+            dirpath,
+            fallback,
+            mount_options=None,
+            notes=[f"host file system: {host_fs or 'unknown'}"],
+            kind="dir" if not fallback else f"{k}->dir",
+        )
         return
     if k == "existing":
         sub = existing_dir(spec, study or workdir.name, name)
@@ -347,20 +405,40 @@ def mounted(workdir: Path, name: str, spec: dict[str, Any], owner: str, *,
             raise LabError(f"target {name}: {sub} is missing or not the lab's; prepare the target first")
         os.chown(sub, pw.pw_uid, pw.pw_gid)
         host = mounts.containing(sub)
-        yield Mounted(name, host.fstype, sub, host.target, False, device=host.source,
-                      mount_options=host.options_text, kind="existing",
-                      notes=[f"existing file system at {host.target}, shared with the host; "
-                             "used bytes count the whole file system"])
+        yield Mounted(
+            name,
+            host.fstype,
+            sub,
+            host.target,
+            False,
+            device=host.source,
+            mount_options=host.options_text,
+            kind="existing",
+            notes=[
+                f"existing file system at {host.target}, shared with the host; used bytes count the whole file system"
+            ],
+        )
         return
     if k == "tmpfs":
         mnt = mountpoint(workdir, name)
         m = mounts.at(mnt)
         if m is None or m.fstype != "tmpfs" or m.source != _tmpfs_source(name):
-            raise LabError(f"target {name}: no lab tmpfs is mounted at {mnt}; a tmpfs lives in RAM, so its data "
-                           "is gone after an unmount or a reboot: prepare the target again")
+            raise LabError(
+                f"target {name}: no lab tmpfs is mounted at {mnt}; a tmpfs lives in RAM, so its data "
+                "is gone after an unmount or a reboot: prepare the target again"
+            )
         os.chown(mnt, pw.pw_uid, pw.pw_gid)
-        yield Mounted(name, "tmpfs", mnt, mnt, False, device=m.source, mount_options=m.options_text, kind="tmpfs",
-                      notes=["tmpfs: pages live in RAM (and count against a memory cgroup that writes them)"])
+        yield Mounted(
+            name,
+            "tmpfs",
+            mnt,
+            mnt,
+            False,
+            device=m.source,
+            mount_options=m.options_text,
+            kind="tmpfs",
+            notes=["tmpfs: pages live in RAM (and count against a memory cgroup that writes them)"],
+        )
         return
     with _attached_and_mounted(workdir, name, spec) as (dev, mnt, mount_s):
         os.chown(mnt, pw.pw_uid, pw.pw_gid)
@@ -369,13 +447,25 @@ def mounted(workdir: Path, name: str, spec: dict[str, Any], owner: str, *,
             path = mnt / DATA_SUBVOLUME
             os.chown(path, pw.pw_uid, pw.pw_gid)
         effective = mounts.options(mnt)
-        notes = [f"mount option {o} requested but not listed by the kernel (a default it does not show?)"
-                 for o in _unapplied(list(spec.get("mount_options", [])), effective)]
+        notes = [
+            f"mount option {o} requested but not listed by the kernel (a default it does not show?)"
+            for o in _unapplied(list(spec.get("mount_options", [])), effective)
+        ]
         for note in notes:
             _warn(f"target {name}: {note}")
-        yield Mounted(name, fs, path, mnt, False, device=dev, mount_options=effective,
-                      direct_io=_dio_on(dev) if k == "image" else None, notes=notes, kind=k,
-                      mount_s=round(mount_s, 4))
+        yield Mounted(
+            name,
+            fs,
+            path,
+            mnt,
+            False,
+            device=dev,
+            mount_options=effective,
+            direct_io=_dio_on(dev) if k == "image" else None,
+            notes=notes,
+            kind=k,
+            mount_s=round(mount_s, 4),
+        )
 
 
 def used_bytes(path: Path) -> int:
@@ -398,9 +488,11 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
     if mounts.is_mounted(mnt) or still:
         # never mount an image a second time while the old mount lives on (lazily unmounted, its loop
         # device busy): two file systems writing one image would corrupt it
-        raise LabError(f"target {name}: cannot mount it again after the power cut: "
-                       f"{'still mounted' if mounts.is_mounted(mnt) else 'its loop device ' + ', '.join(still) + ' is still busy'}"
-                       f" ({'; '.join(notes) or 'nothing released'}); a process may be stuck in the kernel")
+        raise LabError(
+            f"target {name}: cannot mount it again after the power cut: "
+            f"{'still mounted' if mounts.is_mounted(mnt) else 'its loop device ' + ', '.join(still) + ' is still busy'}"
+            f" ({'; '.join(notes) or 'nothing released'}); a process may be stuck in the kernel"
+        )
     dev = _attach(image_path(workdir, name), spec.get("direct_io", True))
     opts = ",".join(spec.get("mount_options", []))
     t0 = time.monotonic()
@@ -409,6 +501,16 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
     pw = pwd.getpwnam(owner)
     os.chown(mnt, pw.pw_uid, pw.pw_gid)
     path = mnt / DATA_SUBVOLUME if spec["fs"] == "btrfs" and btrfs.is_subvolume(mnt / DATA_SUBVOLUME) else mnt
-    return Mounted(name, spec["fs"], path, mnt, False, device=dev, mount_options=mounts.options(mnt),
-                   direct_io=_dio_on(dev), notes=[f"remounted after a power cut: {'; '.join(notes)}"], kind="image",
-                   mount_s=round(mount_s, 4))
+    return Mounted(
+        name,
+        spec["fs"],
+        path,
+        mnt,
+        False,
+        device=dev,
+        mount_options=mounts.options(mnt),
+        direct_io=_dio_on(dev),
+        notes=[f"remounted after a power cut: {'; '.join(notes)}"],
+        kind="image",
+        mount_s=round(mount_s, 4),
+    )

@@ -39,8 +39,13 @@ def export_parquet(db: Path, out_dir: Path) -> list[Exported]:
     out_dir.mkdir(parents=True, exist_ok=True)
     done: list[Exported] = []
     with duckdb.connect(str(db), read_only=True) as con:
-        present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal "
-                                             "UNION SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        present = {
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT internal "
+                "UNION SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        }
         missing = [t for t in ("runs", "files") if t not in present]
         if missing:
             raise LabError(f"{db}: not a pgfs-lab database (no {', '.join(missing)} table)")
@@ -55,9 +60,12 @@ def export_parquet(db: Path, out_dir: Path) -> list[Exported]:
             rows = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0])
             cols = [r[0] for r in con.execute(f'DESCRIBE SELECT * FROM "{table}"').fetchall()]
             done.append(Exported(table, target, rows, cols))
-    index = {"database": str(db), "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-             "join": "every table with a run_id joins runs.parquet on run_id; file_id joins files.parquet",
-             "tables": {e.table: {"file": e.path.name, "rows": e.rows, "columns": e.columns} for e in done}}
+    index = {
+        "database": str(db),
+        "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "join": "every table with a run_id joins runs.parquet on run_id; file_id joins files.parquet",
+        "tables": {e.table: {"file": e.path.name, "rows": e.rows, "columns": e.columns} for e in done},
+    }
     tmp = out_dir / "._tables.json.tmp"
     tmp.write_text(json.dumps(index, indent=2) + "\n")
     os.replace(tmp, out_dir / "_tables.json")

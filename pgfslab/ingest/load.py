@@ -38,45 +38,92 @@ from pgfslab.ingest.parsers._common import FileScan, scan_file
 
 # Tables the lab itself defines (parsers define theirs in their module's TABLES).
 RUNS: dict[str, Any] = {
-    "run_id": pl.Utf8, "study": pl.Utf8, "origin": pl.Utf8, "status": pl.Utf8, "error": pl.Utf8,
-    "target": pl.Utf8, "target_label": pl.Utf8, "fs": pl.Utf8, "fallback": pl.Boolean,
-    "mount_options": pl.Utf8, "device": pl.Utf8, "direct_io": pl.Boolean,
-    "workload": pl.Utf8, "tool": pl.Utf8, "builtin": pl.Utf8, "clients": pl.Int64, "threads": pl.Int64,
-    "repeat": pl.Int64, "plan_index": pl.Int64, "duration_s": pl.Float64, "scale": pl.Int64,
-    "started_at": pl.Datetime("us", "UTC"), "ended_at": pl.Datetime("us", "UTC"), "wall_s": pl.Float64,
-    "pg_version": pl.Utf8, "kernel": pl.Utf8, "cpu_model": pl.Utf8, "cpus": pl.Int64,
-    "mem_total_kb": pl.Int64, "git_commit": pl.Utf8,
-    "database_bytes_end": pl.Int64, "fs_used_bytes_end": pl.Int64,
-    "checkpoints_timed": pl.Int64, "checkpoints_req": pl.Int64, "xact_commit": pl.Int64,
+    "run_id": pl.Utf8,
+    "study": pl.Utf8,
+    "origin": pl.Utf8,
+    "status": pl.Utf8,
+    "error": pl.Utf8,
+    "target": pl.Utf8,
+    "target_label": pl.Utf8,
+    "fs": pl.Utf8,
+    "fallback": pl.Boolean,
+    "mount_options": pl.Utf8,
+    "device": pl.Utf8,
+    "direct_io": pl.Boolean,
+    "workload": pl.Utf8,
+    "tool": pl.Utf8,
+    "builtin": pl.Utf8,
+    "clients": pl.Int64,
+    "threads": pl.Int64,
+    "repeat": pl.Int64,
+    "plan_index": pl.Int64,
+    "duration_s": pl.Float64,
+    "scale": pl.Int64,
+    "started_at": pl.Datetime("us", "UTC"),
+    "ended_at": pl.Datetime("us", "UTC"),
+    "wall_s": pl.Float64,
+    "pg_version": pl.Utf8,
+    "kernel": pl.Utf8,
+    "cpu_model": pl.Utf8,
+    "cpus": pl.Int64,
+    "mem_total_kb": pl.Int64,
+    "git_commit": pl.Utf8,
+    "database_bytes_end": pl.Int64,
+    "fs_used_bytes_end": pl.Int64,
+    "checkpoints_timed": pl.Int64,
+    "checkpoints_req": pl.Int64,
+    "xact_commit": pl.Int64,
     "run_json": pl.Utf8,
 }
 RUN_PARAMS: dict[str, Any] = {"run_id": pl.Utf8, "key": pl.Utf8, "value": pl.Utf8}
 TARGETS: dict[str, Any] = {
-    "study": pl.Utf8, "target": pl.Utf8, "fs": pl.Utf8, "fallback": pl.Boolean, "mount_options": pl.Utf8,
-    "mkfs_command": pl.Utf8, "image_bytes": pl.Int64, "direct_io": pl.Boolean, "scale": pl.Int64,
-    "load_wall_s": pl.Float64, "database_bytes": pl.Int64, "fs_used_bytes": pl.Int64, "target_json": pl.Utf8,
+    "study": pl.Utf8,
+    "target": pl.Utf8,
+    "fs": pl.Utf8,
+    "fallback": pl.Boolean,
+    "mount_options": pl.Utf8,
+    "mkfs_command": pl.Utf8,
+    "image_bytes": pl.Int64,
+    "direct_io": pl.Boolean,
+    "scale": pl.Int64,
+    "load_wall_s": pl.Float64,
+    "database_bytes": pl.Int64,
+    "fs_used_bytes": pl.Int64,
+    "target_json": pl.Utf8,
 }
 STUDY: dict[str, Any] = {"study": pl.Utf8, "title": pl.Utf8, "authors": pl.Utf8, "config_yaml": pl.Utf8}
 FILES: dict[str, Any] = {
-    "file_id": pl.Utf8, "source_file": pl.Utf8, "format": pl.Utf8, "run_id": pl.Utf8, "study": pl.Utf8,
-    "bytes": pl.Int64, "rows": pl.Int64, "warnings": pl.Int64, "ingested_at": pl.Datetime("us", "UTC"),
-    "origin": pl.Utf8, "file_no": pl.Int64,
+    "file_id": pl.Utf8,
+    "source_file": pl.Utf8,
+    "format": pl.Utf8,
+    "run_id": pl.Utf8,
+    "study": pl.Utf8,
+    "bytes": pl.Int64,
+    "rows": pl.Int64,
+    "warnings": pl.Int64,
+    "ingested_at": pl.Datetime("us", "UTC"),
+    "origin": pl.Utf8,
+    "file_no": pl.Int64,
 }
 LAB_TABLES: dict[str, dict[str, Any]] = {
-    "study": STUDY, "runs": RUNS, "run_params": RUN_PARAMS, "targets": TARGETS, "files": FILES,
+    "study": STUDY,
+    "runs": RUNS,
+    "run_params": RUN_PARAMS,
+    "targets": TARGETS,
+    "files": FILES,
 }
 LINK_COLUMNS: dict[str, Any] = {"file_id": pl.Utf8, "source_file": pl.Utf8, "run_id": pl.Utf8}
 TABLE_DOCS: dict[str, str] = {
     "study": "one row per study in the database: its name, title, authors and resolved config (YAML)",
     "runs": "one row per run (run.json): target, file system, workload, clients, repeat, timings, server "
-            "counters; `origin` is 'local' for this lab's runs and 'published' (with a null `study`) for the "
-            "reference results of data/external/",
+    "counters; `origin` is 'local' for this lab's runs and 'published' (with a null `study`) for the "
+    "reference results of data/external/",
     "run_params": "every configured parameter of a run, flattened (`key` like `run.duration_s`, `value` as text)",
     "targets": "one row per storage target of a study: file system, mount options, mkfs command, image size, "
-               "bulk-load time and sizes",
+    "bulk-load time and sizes",
     "files": "one row per ingested file: `file_id` (SHA-256 of its bytes), where it came from, its format, "
-             "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
-             "database, keys the rows of the compact tables",
+    "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
+    "database, keys the rows of the compact tables",
 }
 # Tables whose rows can number in the tens of millions are stored compactly: `<table>_rows` holds
 # `file_no` (BIGINT) and the format's columns, and `<table>` is a view that adds file_id,
@@ -87,7 +134,8 @@ COMPACT: set[str] = {"pgbench_txlog"}
 # documented types): 32-bit integers where the writer's own values are C ints, and a column's
 # commonest value stored as null (`status` 'ok': every row but the failed and skipped ones)
 COMPACT_TYPES: dict[str, dict[str, str]] = {
-    "pgbench_txlog": {"file_no": "INTEGER", "client_id": "INTEGER", "script_no": "INTEGER"}}
+    "pgbench_txlog": {"file_no": "INTEGER", "client_id": "INTEGER", "script_no": "INTEGER"}
+}
 COMPACT_OK: dict[str, tuple[str, str]] = {"pgbench_txlog": ("status", "ok")}
 EXTERNAL_DIR = paths.EXTERNAL
 PUBLISHED = "published"
@@ -98,8 +146,16 @@ def _duck_type(dtype: Any) -> str:
     if base is pl.Datetime:
         tz = getattr(dtype, "time_zone", None)
         return "TIMESTAMPTZ" if tz else "TIMESTAMP"
-    names = {pl.Utf8: "VARCHAR", pl.String: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER",
-             pl.Float64: "DOUBLE", pl.Float32: "FLOAT", pl.Boolean: "BOOLEAN", pl.Date: "DATE"}
+    names = {
+        pl.Utf8: "VARCHAR",
+        pl.String: "VARCHAR",
+        pl.Int64: "BIGINT",
+        pl.Int32: "INTEGER",
+        pl.Float64: "DOUBLE",
+        pl.Float32: "FLOAT",
+        pl.Boolean: "BOOLEAN",
+        pl.Date: "DATE",
+    }
     for k, v in names.items():
         if base is k or dtype == k:
             return v
@@ -124,13 +180,18 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create every table that is missing, add the columns a table of an older database lacks (new
     columns are null in its old rows), and (re)create the views of the compact tables, moving the
     rows of an older database's plain table into the compact one."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
-                                        "AND schema_name = current_schema() AND database_name = current_database()"
-                                        ).fetchall()}
+    tables = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
+            "AND schema_name = current_schema() AND database_name = current_database()"
+        ).fetchall()
+    }
     existing: dict[str, set[str]] = {t: set() for t in tables}
-    for table, column in con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal "
-                                     "AND schema_name = current_schema() AND database_name = current_database()"
-                                     ).fetchall():
+    for table, column in con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal "
+        "AND schema_name = current_schema() AND database_name = current_database()"
+    ).fetchall():
         if table in existing:
             existing[table].add(column)
     con.execute("CREATE SEQUENCE IF NOT EXISTS file_no_seq")
@@ -157,14 +218,23 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
         ok_col, ok = COMPACT_OK.get(name, ("", ""))
         if name in existing:  # an older database: a plain table with the link columns on every row
             stored = ", ".join(f"nullif(\"{c}\", '{ok}')" if c == ok_col else f'"{c}"' for c in cols)
-            con.execute(f'INSERT INTO "{storage_table(name)}" (file_no, {names}) SELECT f.file_no, {stored} '
-                        f'FROM "{name}" JOIN files f USING (file_id)')
+            con.execute(
+                f'INSERT INTO "{storage_table(name)}" (file_no, {names}) SELECT f.file_no, {stored} '
+                f'FROM "{name}" JOIN files f USING (file_id)'
+            )
             con.execute(f'DROP TABLE "{name}"')
-        picked = ", ".join(f"coalesce(r.\"{c}\", '{ok}') AS \"{c}\"" if c == ok_col else
-                           f'r."{c}"::{_duck_type(t)} AS "{c}"' if c in COMPACT_TYPES.get(name, {}) else f'r."{c}"'
-                           for c, t in cols.items())
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT f.file_id, f.source_file, f.run_id, {picked} '
-                    f'FROM "{storage_table(name)}" r JOIN files f ON f.file_no = r.file_no')
+        picked = ", ".join(
+            f'coalesce(r."{c}", \'{ok}\') AS "{c}"'
+            if c == ok_col
+            else f'r."{c}"::{_duck_type(t)} AS "{c}"'
+            if c in COMPACT_TYPES.get(name, {})
+            else f'r."{c}"'
+            for c, t in cols.items()
+        )
+        con.execute(
+            f'CREATE OR REPLACE VIEW "{name}" AS SELECT f.file_id, f.source_file, f.run_id, {picked} '
+            f'FROM "{storage_table(name)}" r JOIN files f ON f.file_no = r.file_no'
+        )
 
 
 def sha256(path: Path) -> str:
@@ -197,17 +267,21 @@ class FileResult:
 
 def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str) -> None:
     """Delete what an earlier ingest of this content (file_id) or of this source name stored."""
-    prev = con.execute("SELECT file_id, format FROM files WHERE file_id = ? OR source_file = ?",
-                       [file_id, source]).fetchall()
+    prev = con.execute(
+        "SELECT file_id, format FROM files WHERE file_id = ? OR source_file = ?", [file_id, source]
+    ).fetchall()
     ids: dict[str, set[str]] = {fmt: {file_id}}
     for fid, f in prev:
         ids.setdefault(f, set()).add(fid)
     for f, fids in ids.items():
         mod = parsers.FORMATS.get(f)
-        for table in (mod.TABLES if mod is not None else ()):
+        for table in mod.TABLES if mod is not None else ():
             if table in COMPACT:
-                con.execute(f'DELETE FROM "{storage_table(table)}" WHERE file_no IN '
-                            "(SELECT file_no FROM files WHERE list_contains(?, file_id))", [sorted(fids)])
+                con.execute(
+                    f'DELETE FROM "{storage_table(table)}" WHERE file_no IN '
+                    "(SELECT file_no FROM files WHERE list_contains(?, file_id))",
+                    [sorted(fids)],
+                )
             else:
                 con.execute(f'DELETE FROM "{table}" WHERE list_contains(?, file_id)', [sorted(fids)])
     con.execute("DELETE FROM files WHERE list_contains(?, file_id)", [sorted({file_id, *(r[0] for r in prev)})])
@@ -217,12 +291,36 @@ def _next_file_no(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute("SELECT nextval('file_no_seq')").fetchall()[0][0])
 
 
-def _file_row(con: duckdb.DuckDBPyConnection, path: Path, file_id: str, source: str, fmt: str, run_id: str | None,
-              study: str | None, rows: int, warnings: int, origin: str, file_no: int) -> None:
-    _insert_row(con, "files", {
-        "file_id": file_id, "source_file": source, "format": fmt, "run_id": run_id, "study": study,
-        "bytes": path.stat().st_size, "rows": rows, "warnings": warnings,
-        "ingested_at": dt.datetime.now(dt.UTC), "origin": origin, "file_no": file_no})
+def _file_row(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    file_id: str,
+    source: str,
+    fmt: str,
+    run_id: str | None,
+    study: str | None,
+    rows: int,
+    warnings: int,
+    origin: str,
+    file_no: int,
+) -> None:
+    _insert_row(
+        con,
+        "files",
+        {
+            "file_id": file_id,
+            "source_file": source,
+            "format": fmt,
+            "run_id": run_id,
+            "study": study,
+            "bytes": path.stat().st_size,
+            "rows": rows,
+            "warnings": warnings,
+            "ingested_at": dt.datetime.now(dt.UTC),
+            "origin": origin,
+            "file_no": file_no,
+        },
+    )
 
 
 def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
@@ -235,9 +333,18 @@ def _warning_texts(path: Path, items: Iterable[tuple[int | None, str]]) -> list[
     return [f"{path}:{line}: {msg}" if line is not None else f"{path}: {msg}" for line, msg in items]
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str | None = None, run_id: str | None = None,
-                study: str | None = None, source_name: str | None = None, origin: str = "local",
-                run_record: dict[str, Any] | None = None, direct: bool = True) -> FileResult:
+def ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    *,
+    fmt: str | None = None,
+    run_id: str | None = None,
+    study: str | None = None,
+    source_name: str | None = None,
+    origin: str = "local",
+    run_record: dict[str, Any] | None = None,
+    direct: bool = True,
+) -> FileResult:
     """Parse one file and replace its rows in one transaction. Raises ParseError/LabError on failure,
     and then the database is exactly as before. `run_record` (a `runs` row) is stored in the same
     transaction, replacing the run of the same run_id. `direct=False` forces the polars parser."""
@@ -271,8 +378,11 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str | None =
         file_id = sha256(path)
     tables = parsers.parse(path, fmt)
     warn_frame = tables.pop("_warnings", None)
-    warnings = [] if warn_frame is None else _warning_texts(
-        path, ((r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)))
+    warnings = (
+        []
+        if warn_frame is None
+        else _warning_texts(path, ((r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)))
+    )
     rows = 0
     con.execute("BEGIN TRANSACTION")
     try:
@@ -287,8 +397,11 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str | None =
                     col, ok = COMPACT_OK[table]
                     frame = frame.with_columns(pl.when(pl.col(col) != ok).then(pl.col(col)).alias(col))
             else:
-                frame = frame.with_columns(pl.lit(file_id).alias("file_id"), pl.lit(source).alias("source_file"),
-                                           pl.lit(run_id, dtype=pl.Utf8).alias("run_id"))
+                frame = frame.with_columns(
+                    pl.lit(file_id).alias("file_id"),
+                    pl.lit(source).alias("source_file"),
+                    pl.lit(run_id, dtype=pl.Utf8).alias("run_id"),
+                )
             _insert(con, storage_table(table), frame)
             rows += frame.height
         _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no)
@@ -309,9 +422,20 @@ def _numeric_head(path: Path, alphabet: bytes) -> bool:
     return bool(head) and not head.translate(None, alphabet)
 
 
-def _direct(con: duckdb.DuckDBPyConnection, path: Path, mod: Any, loader: Any, table: str, source: str, fmt: str,
-            run_id: str | None, study: str | None, origin: str, run_record: dict[str, Any] | None,
-            scan: FileScan | None) -> FileResult | None:
+def _direct(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    mod: Any,
+    loader: Any,
+    table: str,
+    source: str,
+    fmt: str,
+    run_id: str | None,
+    study: str | None,
+    origin: str,
+    run_record: dict[str, Any] | None,
+    scan: FileScan | None,
+) -> FileResult | None:
     """One transaction of a format's DuckDB fast path; None (and the database untouched) when it
     does not apply or fails: the caller then takes the exact parser. With `scan` None (compact
     tables only) the file is hashed and checked in a thread while DuckDB reads it, and the result
@@ -321,8 +445,11 @@ def _direct(con: duckdb.DuckDBPyConnection, path: Path, mod: Any, loader: Any, t
     con.execute("BEGIN TRANSACTION")
     try:
         file_no = _next_file_no(con)
-        link: dict[str, Any] = ({"file_no": file_no} if table in COMPACT else
-                                {"file_id": scan.sha256 if scan else None, "source_file": source, "run_id": run_id})
+        link: dict[str, Any] = (
+            {"file_no": file_no}
+            if table in COMPACT
+            else {"file_id": scan.sha256 if scan else None, "source_file": source, "run_id": run_id}
+        )
         if scan is None:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 pending = pool.submit(scan_file, path, mod.NUMERIC_ALPHABET)
@@ -330,8 +457,13 @@ def _direct(con: duckdb.DuckDBPyConnection, path: Path, mod: Any, loader: Any, t
                     loaded = loader(con, path, None, link, storage_table(table))
                 finally:
                     check = pending.result()
-            if (loaded is None or check.foreign or not check.ends_with_newline or check.size == 0
-                    or loaded[0] != check.newlines):
+            if (
+                loaded is None
+                or check.foreign
+                or not check.ends_with_newline
+                or check.size == 0
+                or loaded[0] != check.newlines
+            ):
                 _rollback(con)
                 return None
         else:
@@ -370,6 +502,7 @@ def _store_run(con: duckdb.DuckDBPyConnection, record: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------- published reference results (data/external/)
+
 
 @dataclass
 class ExternalSummary:
@@ -432,11 +565,27 @@ def ingest_external(con: duckdb.DuckDBPyConnection, root: Path = EXTERNAL_DIR) -
         if run:
             record = {k: None for k in RUNS}
             record.update({k: v for k, v in run.items() if k in RUNS})
-            record.update({"run_id": run_id, "study": None, "origin": PUBLISHED, "status": "ok",
-                           "target_label": f"{run.get('target')} (published)", "fallback": False,
-                           "run_json": json.dumps({**e, "run_id": run_id}, sort_keys=True)})
-        res = ingest_file(con, path, fmt=e["format"], run_id=run_id, study=None,
-                          source_name=f"external/{e['path']}", origin=PUBLISHED, run_record=record)
+            record.update(
+                {
+                    "run_id": run_id,
+                    "study": None,
+                    "origin": PUBLISHED,
+                    "status": "ok",
+                    "target_label": f"{run.get('target')} (published)",
+                    "fallback": False,
+                    "run_json": json.dumps({**e, "run_id": run_id}, sort_keys=True),
+                }
+            )
+        res = ingest_file(
+            con,
+            path,
+            fmt=e["format"],
+            run_id=run_id,
+            study=None,
+            source_name=f"external/{e['path']}",
+            origin=PUBLISHED,
+            run_record=record,
+        )
         summary.files += 1
         summary.rows += res.rows
         summary.warnings += res.warnings
@@ -445,12 +594,16 @@ def ingest_external(con: duckdb.DuckDBPyConnection, root: Path = EXTERNAL_DIR) -
 
 # ---------------------------------------------------------------- the documented schema
 
+
 def schema_markdown() -> str:
     """Every table and column as Markdown (for the README): what fills the table, then its columns."""
     owners = {t: (name, mod) for name, mod in parsers.FORMATS.items() for t in mod.TABLES}
-    out = ["Every table produced from a log file also has `file_id` (SHA-256 of the file), `source_file` "
-           "(`<study>/<run-id>/<file>`, or `external/<path>` for published results) and `run_id` (join with "
-           "`runs`). Units are in the column names (`_ms`, `_us`, `_s`, `_kb`, `_gb`, `_pct`, `_per_s`).", ""]
+    out = [
+        "Every table produced from a log file also has `file_id` (SHA-256 of the file), `source_file` "
+        "(`<study>/<run-id>/<file>`, or `external/<path>` for published results) and `run_id` (join with "
+        "`runs`). Units are in the column names (`_ms`, `_us`, `_s`, `_kb`, `_gb`, `_pct`, `_per_s`).",
+        "",
+    ]
     for table, cols in all_tables().items():
         if table in TABLE_DOCS:
             what = TABLE_DOCS[table]
@@ -458,8 +611,10 @@ def schema_markdown() -> str:
             name, mod = owners[table]
             what = f"format `{name}`: {mod.DESCRIPTION}"
         if table in COMPACT:
-            what += (f". A view: the rows are stored in `{storage_table(table)}` (`file_no` and the columns "
-                     "below), file_id/source_file/run_id come from `files`")
+            what += (
+                f". A view: the rows are stored in `{storage_table(table)}` (`file_no` and the columns "
+                "below), file_id/source_file/run_id come from `files`"
+            )
             narrow = ", ".join(f"`{c}` {t}" for c, t in COMPACT_TYPES.get(table, {}).items())
             if narrow:
                 what += f"; stored narrower: {narrow}"
@@ -472,6 +627,7 @@ def schema_markdown() -> str:
 
 
 # ---------------------------------------------------------------- study folders (run.json etc.)
+
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
     if isinstance(value, dict):
@@ -499,20 +655,38 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
     target = rec["target"]
     wl = rec.get("workload_spec") or {}
     return {
-        "run_id": rec["run_id"], "study": rec["study"], "origin": origin, "status": rec.get("status"),
-        "error": rec.get("error"), "target": target,
+        "run_id": rec["run_id"],
+        "study": rec["study"],
+        "origin": origin,
+        "status": rec.get("status"),
+        "error": rec.get("error"),
+        "target": target,
         "target_label": f"{target} (FALLBACK: plain directory)" if fallback else target,
-        "fs": rec.get("fs"), "fallback": fallback, "mount_options": mount.get("mount_options"),
-        "device": mount.get("device"), "direct_io": mount.get("direct_io"),
-        "workload": rec.get("workload"), "tool": rec.get("tool"), "builtin": wl.get("builtin"),
-        "clients": rec.get("clients"), "threads": _threads(rec), "repeat": rec.get("repeat"),
-        "plan_index": rec.get("plan_index"), "duration_s": (rec.get("run") or {}).get("duration_s"),
+        "fs": rec.get("fs"),
+        "fallback": fallback,
+        "mount_options": mount.get("mount_options"),
+        "device": mount.get("device"),
+        "direct_io": mount.get("direct_io"),
+        "workload": rec.get("workload"),
+        "tool": rec.get("tool"),
+        "builtin": wl.get("builtin"),
+        "clients": rec.get("clients"),
+        "threads": _threads(rec),
+        "repeat": rec.get("repeat"),
+        "plan_index": rec.get("plan_index"),
+        "duration_s": (rec.get("run") or {}).get("duration_s"),
         "scale": (rec.get("dataset") or {}).get("scale"),
-        "started_at": _ts(rec.get("started_at")), "ended_at": _ts(rec.get("ended_at")), "wall_s": rec.get("wall_s"),
-        "pg_version": pg.get("version"), "kernel": (rec.get("host") or {}).get("kernel"),
-        "cpu_model": (rec.get("host") or {}).get("cpu_model"), "cpus": (rec.get("host") or {}).get("cpus"),
-        "mem_total_kb": (rec.get("host") or {}).get("mem_total_kb"), "git_commit": (rec.get("git") or {}).get("commit"),
-        "database_bytes_end": pg.get("database_bytes"), "fs_used_bytes_end": rec.get("fs_used_bytes"),
+        "started_at": _ts(rec.get("started_at")),
+        "ended_at": _ts(rec.get("ended_at")),
+        "wall_s": rec.get("wall_s"),
+        "pg_version": pg.get("version"),
+        "kernel": (rec.get("host") or {}).get("kernel"),
+        "cpu_model": (rec.get("host") or {}).get("cpu_model"),
+        "cpus": (rec.get("host") or {}).get("cpus"),
+        "mem_total_kb": (rec.get("host") or {}).get("mem_total_kb"),
+        "git_commit": (rec.get("git") or {}).get("commit"),
+        "database_bytes_end": pg.get("database_bytes"),
+        "fs_used_bytes_end": rec.get("fs_used_bytes"),
         "checkpoints_timed": delta(bgw, bgw0, "checkpoints_timed"),
         "checkpoints_req": delta(bgw, bgw0, "checkpoints_req"),
         "xact_commit": delta(dbs, dbs0, "xact_commit"),
@@ -538,14 +712,19 @@ def run_params(rec: dict[str, Any]) -> list[dict[str, str]]:
 def target_row(rec: dict[str, Any]) -> dict[str, Any]:
     created, mount = rec.get("created") or {}, rec.get("mount") or {}
     return {
-        "study": rec["study"], "target": rec["target"], "fs": (rec.get("spec") or {}).get("fs"),
+        "study": rec["study"],
+        "target": rec["target"],
+        "fs": (rec.get("spec") or {}).get("fs"),
         "fallback": bool(mount.get("fallback", created.get("fallback", False))),
         "mount_options": mount.get("mount_options"),
         "mkfs_command": " ".join(created.get("mkfs_command") or []) or None,
-        "image_bytes": created.get("image_bytes"), "direct_io": mount.get("direct_io"),
-        "scale": (rec.get("load") or {}).get("scale"), "load_wall_s": (rec.get("load") or {}).get("wall_s"),
+        "image_bytes": created.get("image_bytes"),
+        "direct_io": mount.get("direct_io"),
+        "scale": (rec.get("load") or {}).get("scale"),
+        "load_wall_s": (rec.get("load") or {}).get("wall_s"),
         "database_bytes": (rec.get("postgres") or {}).get("database_bytes"),
-        "fs_used_bytes": rec.get("fs_used_bytes"), "target_json": json.dumps(rec, sort_keys=True),
+        "fs_used_bytes": rec.get("fs_used_bytes"),
+        "target_json": json.dumps(rec, sort_keys=True),
     }
 
 
@@ -556,8 +735,14 @@ RUN_FILES_SKIPPED = {"run.json", "run.incomplete.json", "postgresql.log", "sysbe
 
 
 def _run_files(rdir: Path) -> Iterable[Path]:
-    return sorted(p for p in rdir.iterdir() if p.is_file() and p.name not in RUN_FILES_SKIPPED
-                  and not p.name.endswith(".tmp") and not p.name.startswith("script_"))
+    return sorted(
+        p
+        for p in rdir.iterdir()
+        if p.is_file()
+        and p.name not in RUN_FILES_SKIPPED
+        and not p.name.endswith(".tmp")
+        and not p.name.startswith("script_")
+    )
 
 
 @dataclass
@@ -570,8 +755,9 @@ class StudySummary:
     published_files: int = 0
 
 
-def ingest_study(raw: Path, db_path: Path, *, progress: bool = True,
-                 external: Path | None = EXTERNAL_DIR) -> StudySummary:
+def ingest_study(
+    raw: Path, db_path: Path, *, progress: bool = True, external: Path | None = EXTERNAL_DIR
+) -> StudySummary:
     """(Re)build the study database from a data/raw/<study>/ folder, atomically, with the published
     reference results of `external` (data/external/; None leaves them out)."""
     if not raw.is_dir():
@@ -587,9 +773,21 @@ def ingest_study(raw: Path, db_path: Path, *, progress: bool = True,
     con = duckdb.connect(str(tmp))
     try:
         create_schema(con)
-        _insert(con, "study", pl.DataFrame([{"study": cfg["study"], "title": cfg.get("title"),
-                                             "authors": json.dumps(cfg.get("authors", [])),
-                                             "config_yaml": study_file.read_text()}], schema=STUDY))
+        _insert(
+            con,
+            "study",
+            pl.DataFrame(
+                [
+                    {
+                        "study": cfg["study"],
+                        "title": cfg.get("title"),
+                        "authors": json.dumps(cfg.get("authors", [])),
+                        "config_yaml": study_file.read_text(),
+                    }
+                ],
+                schema=STUDY,
+            ),
+        )
         if external is not None:
             ext = ingest_external(con, external)
             summary.published_files = ext.files
@@ -619,8 +817,9 @@ def ingest_study(raw: Path, db_path: Path, *, progress: bool = True,
                     continue
                 # source_file is <study>/<run-id>/<file>: the same on every machine the folder is copied to
                 try:
-                    res = ingest_file(con, f, run_id=rec["run_id"], study=cfg["study"],
-                                      source_name=str(f.relative_to(raw.parent)))
+                    res = ingest_file(
+                        con, f, run_id=rec["run_id"], study=cfg["study"], source_name=str(f.relative_to(raw.parent))
+                    )
                 except (parsers.ParseError, LabError) as exc:
                     if rec.get("status") == "ok":
                         raise
@@ -631,8 +830,11 @@ def ingest_study(raw: Path, db_path: Path, *, progress: bool = True,
                 summary.rows += res.rows
                 summary.warnings += res.warnings
             if progress and (i % 10 == 0 or i == len(run_dirs)):
-                print(f"[ingest {cfg['study']}] {i}/{len(run_dirs)} run folders, {summary.rows} rows",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[ingest {cfg['study']}] {i}/{len(run_dirs)} run folders, {summary.rows} rows",
+                    file=sys.stderr,
+                    flush=True,
+                )
         con.execute("CHECKPOINT")
     except BaseException:
         con.close()
@@ -641,4 +843,3 @@ def ingest_study(raw: Path, db_path: Path, *, progress: bool = True,
     con.close()
     os.replace(tmp, db_path)
     return summary
-

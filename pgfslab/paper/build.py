@@ -38,9 +38,18 @@ def _study_meta(db: Path, study: str) -> dict[str, Any]:
     }
 
 
-def build(db: Path, study: str, source: Path, executed: Path, pdf: Path, html: Path, *,
-          figures_dir: str | Path | None = None, tables_dir: str | Path | None = None,
-          papermill_options: dict[str, Any] | None = None) -> None:
+def build(
+    db: Path,
+    study: str,
+    source: Path,
+    executed: Path,
+    pdf: Path,
+    html: Path,
+    *,
+    figures_dir: str | Path | None = None,
+    tables_dir: str | Path | None = None,
+    papermill_options: dict[str, Any] | None = None,
+) -> None:
     """Execute the paper notebook against `db` and the executed notebooks' outputs (figures in
     `figures_dir`, default figures/<study>; tables and their publications in `tables_dir`, default
     <build dir>/tables, the build dir being the executed notebook's folder), then export PDF and HTML.
@@ -57,17 +66,25 @@ def build(db: Path, study: str, source: Path, executed: Path, pdf: Path, html: P
     (build_dir / META_FILE).unlink(missing_ok=True)
     try:
         papermill.execute_notebook(
-            str(source), str(executed), kernel_name="python3", progress_bar=False,
+            str(source),
+            str(executed),
+            kernel_name="python3",
+            progress_bar=False,
             # absolute: the notebook resolves relative paths against the repository, not this directory
-            parameters={"db": str(Path(db).absolute()), "study": study,
-                        "figures_dir": str(Path(figures_dir or f"figures/{study}").absolute()),
-                        "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
-                        "build_dir": str(build_dir.absolute())},
+            parameters={
+                "db": str(Path(db).absolute()),
+                "study": study,
+                "figures_dir": str(Path(figures_dir or f"figures/{study}").absolute()),
+                "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
+                "build_dir": str(build_dir.absolute()),
+            },
             **(papermill_options or {}),
         )
     except papermill.PapermillExecutionError as exc:
-        raise LabError(f"{source}: cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} "
-                       f"(executed copy with the traceback: {executed})") from None
+        raise LabError(
+            f"{source}: cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} "
+            f"(executed copy with the traceback: {executed})"
+        ) from None
     nb = nbformat.read(executed, as_version=4)
     meta = _study_meta(db, study)
     extra = build_dir / META_FILE
@@ -83,7 +100,8 @@ def build(db: Path, study: str, source: Path, executed: Path, pdf: Path, html: P
 def export_html(notebook: Path, html: Path) -> None:
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True,
-                            embed_images=True)
+    exporter = HTMLExporter(
+        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True
+    )
     body, _ = exporter.from_filename(str(notebook))
     html.write_text(body)

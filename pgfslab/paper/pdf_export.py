@@ -163,8 +163,9 @@ class TypstPDFExporter(Exporter):
     def _file_extension_default(self) -> str:
         return ".pdf"
 
-    def from_notebook_node(self, nb: nbformat.NotebookNode, resources: dict[str, Any] | None = None,
-                           **kw: Any) -> tuple[bytes, dict[str, Any]]:
+    def from_notebook_node(
+        self, nb: nbformat.NotebookNode, resources: dict[str, Any] | None = None, **kw: Any
+    ) -> tuple[bytes, dict[str, Any]]:
         nb, resources = super().from_notebook_node(nb, resources, **kw)  # a copy, preprocessed
         self._check_outputs(nb)
         markdown, resources = TypstMarkdownExporter(config=self.config, parent=self).from_notebook_node(nb, resources)
@@ -183,15 +184,20 @@ class TypstPDFExporter(Exporter):
             kept = []
             for out in cell.get("outputs", []):
                 if out.output_type == "error" and not self.allow_errors:
-                    raise PDFExportError(f"cell {i} has an error output, not exporting a paper with a traceback: "
-                                         f"{out.get('ename')}: {out.get('evalue')}")
+                    raise PDFExportError(
+                        f"cell {i} has an error output, not exporting a paper with a traceback: "
+                        f"{out.get('ename')}: {out.get('evalue')}"
+                    )
                 if out.output_type == "stream" and out.get("name") == "stderr":
                     self.log.warning("cell %d: stderr left out of the PDF: %s", i, out.text.strip()[:200])
                     continue
                 data = out.get("data", {})
                 if "text/html" in data and not ({"text/markdown"} | IMAGE_TYPES) & set(data):
-                    self.log.warning("cell %d: HTML output cannot be typeset; its plain text is shown instead "
-                                     "(emit Markdown, e.g. report.markdown_table)", i)
+                    self.log.warning(
+                        "cell %d: HTML output cannot be typeset; its plain text is shown instead "
+                        "(emit Markdown, e.g. report.markdown_table)",
+                        i,
+                    )
                 kept.append(out)
             cell.outputs = kept
 
@@ -228,8 +234,8 @@ class TypstPDFExporter(Exporter):
         stamp = dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC) if date else None
         try:
             pdf, warnings = typst.compile_with_warnings(
-                str(main), root=str(work), font_paths=list(self.font_paths), ignore_system_fonts=True,
-                timestamp=stamp)
+                str(main), root=str(work), font_paths=list(self.font_paths), ignore_system_fonts=True, timestamp=stamp
+            )
         except typst.TypstError as exc:
             detail = (getattr(exc, "diagnostic", "") or getattr(exc, "message", "") or str(exc)).rstrip()
             hints = "".join(f"\n  hint: {h}" for h in getattr(exc, "hints", []) or [])
@@ -294,8 +300,13 @@ class _Images:
         if url.startswith("data:"):
             head, _, payload = url.partition(",")
             mime = head[5:].split(";")[0]
-            ext = {"image/svg+xml": ".svg", "image/svg": ".svg", "image/png": ".png", "image/jpeg": ".jpg",
-                   "application/pdf": ".pdf"}.get(mime)
+            ext = {
+                "image/svg+xml": ".svg",
+                "image/svg": ".svg",
+                "image/png": ".png",
+                "image/jpeg": ".jpg",
+                "application/pdf": ".pdf",
+            }.get(mime)
             if ext is None:
                 raise PDFExportError(f"unsupported data URI image type {mime!r}")
             return (base64.b64decode(payload) if ";base64" in head else unquote(payload).encode()), ext
@@ -322,8 +333,11 @@ def _keep_with_heading(ast: dict[str, Any]) -> None:
     def walk(blocks: list[Any]) -> None:
         for i in range(len(blocks) - 1, 0, -1):
             if blocks[i - 1].get("t") == "Header" and blocks[i].get("t") == "Para":
-                blocks[i:i + 1] = [{"t": "RawBlock", "c": ["typst", "#block(sticky: true)["]}, blocks[i],
-                                   {"t": "RawBlock", "c": ["typst", "]"]}]
+                blocks[i : i + 1] = [
+                    {"t": "RawBlock", "c": ["typst", "#block(sticky: true)["]},
+                    blocks[i],
+                    {"t": "RawBlock", "c": ["typst", "]"]},
+                ]
         for b in blocks:
             if b.get("t") == "Div":
                 walk(b["c"][1])

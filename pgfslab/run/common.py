@@ -90,8 +90,10 @@ def disk_full_message(cfg: dict[str, Any], target: str, texts: list[str], path: 
     if path is not None:
         with contextlib.suppress(OSError):
             st = os.statvfs(path)
-            free = (f" ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB of "
-                    f"{st.f_blocks * st.f_frsize / 2**20:.0f} MiB free now)")
+            free = (
+                f" ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB of "
+                f"{st.f_blocks * st.f_frsize / 2**20:.0f} MiB free now)"
+            )
     if len(hit) > 240:
         hit = hit[:240] + "..."
     return f"target {target} ({_size_text(spec)}) is full{free}: {hit} -- {_advice(target, spec)}"
@@ -100,8 +102,11 @@ def disk_full_message(cfg: dict[str, Any], target: str, texts: list[str], path: 
 def texts(folder: Path, names: list[str] | None = None) -> list[str]:
     """The text of a run's or set-up's logs (stdout/stderr of the tools, the server log)."""
     out = []
-    files = [folder / n for n in names] if names else sorted(
-        p for p in folder.iterdir() if p.suffix in (".stderr", ".stdout") or p.name == "postgresql.log")
+    files = (
+        [folder / n for n in names]
+        if names
+        else sorted(p for p in folder.iterdir() if p.suffix in (".stderr", ".stdout") or p.name == "postgresql.log")
+    )
     for f in files:
         with contextlib.suppress(OSError):
             out.append(f.read_text(errors="replace")[-200_000:])

@@ -26,8 +26,9 @@ from pgfslab.run.sampler import Samplers
 from pgfslab.runners import process
 
 
-def _durability_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str,
-                    record: dict[str, Any]) -> process.Outcome:
+def _durability_run(
+    cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str, record: dict[str, Any]
+) -> process.Outcome:
     """One durability check (pgfslab/runners/durability.py): write, crash, restart, verify.
 
     Writes durability.json (the parser `durability` reads it). The run fails only when the cycle could
@@ -43,9 +44,16 @@ def _durability_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: 
     requested = wl.get("crash", "power-loss")
     crash = requested
     can_cut, why = powercut.power_cut_possible(mnt)
-    rec: dict[str, Any] = {"format": durability.FORMAT, "run_id": spec.run_id, "target": spec.target,
-                           "workload": spec.workload, "clients": spec.clients, "crash_requested": requested,
-                           "crash_after_s": crash_after, "crashes": 0}
+    rec: dict[str, Any] = {
+        "format": durability.FORMAT,
+        "run_id": spec.run_id,
+        "target": spec.target,
+        "workload": spec.workload,
+        "clients": spec.clients,
+        "crash_requested": requested,
+        "crash_after_s": crash_after,
+        "crashes": 0,
+    }
     if requested == "power-loss" and not can_cut:
         crash = "kill"
         rec["crash_note"] = f"power-loss emulation not possible here ({why}): SIGKILL of every server process only"
@@ -70,11 +78,13 @@ def _durability_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: 
             with contextlib.suppress(OSError):
                 copy_log_since(log, offset, rdir / name)
             del logs[name]
+
     with cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg:
         try:
             # 1. write, then crash
-            with postgres.running(mnt.path / "pgdata", port, bindir, user, run_settings=settings,
-                                  wrap=cg.command) as cl:
+            with postgres.running(
+                mnt.path / "pgdata", port, bindir, user, run_settings=settings, wrap=cg.command
+            ) as cl:
                 logs["postgresql.log"] = (cl.log, log_size(cl.log))
                 server["start_notes"] = list(cl.notes)
                 record["postgres_before"] = cl.facts()
@@ -90,23 +100,35 @@ def _durability_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: 
                 record["commands"] = [cmd]
                 with Samplers(rdir, cfg["sampler"]):
                     # before a power cut, the server log as the server wrote it (page cache included)
-                    crash_info = _write_and_crash(cg.command(cmd), cl, out, crash_after, crash, wd, mnt, label,
-                                                  keep_logs if crash == "power-loss" else None)
+                    crash_info = _write_and_crash(
+                        cg.command(cmd),
+                        cl,
+                        out,
+                        crash_after,
+                        crash,
+                        wd,
+                        mnt,
+                        label,
+                        keep_logs if crash == "power-loss" else None,
+                    )
                 rec.update(crash_info)
                 rec["crashes"] = 1
-            server["cleanup"] = list(cl.notes)[len(server["start_notes"]):]
+            server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
             # 2. restart (after a power cut: the file system is mounted again from what the image holds)
             vmnt = mnt
             if crash == "power-loss":
                 vmnt = targets.remount(wd, spec.target, cfg["targets"][spec.target], user)
                 rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
                 record["mount_after_crash"] = vmnt.describe()
-                logs["durability/postgresql.after-crash.log"] = (vmnt.path / "postgresql.log",
-                                                                 log_size(vmnt.path / "postgresql.log"))
+                logs["durability/postgresql.after-crash.log"] = (
+                    vmnt.path / "postgresql.log",
+                    log_size(vmnt.path / "postgresql.log"),
+                )
             t0 = time.monotonic()
             try:
-                with postgres.running(vmnt.path / "pgdata", port, bindir, user, run_settings=settings,
-                                      wrap=cg.command) as cl2:
+                with postgres.running(
+                    vmnt.path / "pgdata", port, bindir, user, run_settings=settings, wrap=cg.command
+                ) as cl2:
                     rec["restart_s"] = round(time.monotonic() - t0, 3)
                     rec["restart_notes"] = list(cl2.notes)
                     with cl2.connect() as conn:
@@ -128,13 +150,22 @@ def _durability_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: 
         error = f"no transaction committed in the {crash_after:g} s before the crash (see durability/client.stderr)"
     server["crash"] = "caused by the durability check itself (not a failure of the run)"
     say(label, rec["verdict"])
-    return process.Outcome(record["commands"][0] if record.get("commands") else [], 0,
-                           round(time.monotonic() - t_start, 3), False, error)
+    return process.Outcome(
+        record["commands"][0] if record.get("commands") else [], 0, round(time.monotonic() - t_start, 3), False, error
+    )
 
 
-def _write_and_crash(cmd: list[str], cl: postgres.Cluster, out: Path, crash_after: float, crash: str,
-                     wd: Path, mnt: targets.Mounted, label: str,
-                     before_cut: Callable[[], None] | None = None) -> dict[str, Any]:
+def _write_and_crash(
+    cmd: list[str],
+    cl: postgres.Cluster,
+    out: Path,
+    crash_after: float,
+    crash: str,
+    wd: Path,
+    mnt: targets.Mounted,
+    label: str,
+    before_cut: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """Start the durability client, let it commit for `crash_after` seconds, crash the server (and, for
     a power loss, the device first), wait for the client to see it. Returns the crash facts."""
     import subprocess
@@ -169,9 +200,11 @@ def _write_and_crash(cmd: list[str], cl: postgres.Cluster, out: Path, crash_afte
                 stuck = cl.processes()
                 if stuck:
                     powercut.restore_power(wd, str(mnt.device))
-                    info["power_restored"] = (f"{len(stuck)} server process(es) stuck in the kernel 15 s after the "
-                                              "cut: device restored so they could finish; writes after the cut "
-                                              "may have reached the image")
+                    info["power_restored"] = (
+                        f"{len(stuck)} server process(es) stuck in the kernel 15 s after the "
+                        "cut: device restored so they could finish; writes after the cut "
+                        "may have reached the image"
+                    )
                     say(label, f"WARNING: {info['power_restored']}")
                     cl.kill(9, all_processes=True)
             try:

@@ -63,8 +63,12 @@ def _compsize(path: Path) -> dict[str, Any] | None:
     for line in res.stdout.splitlines():
         parts = line.split()
         if parts[:1] == ["TOTAL"] and len(parts) >= 5:
-            return {"disk_bytes": int(parts[2]), "uncompressed_bytes": int(parts[3]),
-                    "referenced_bytes": int(parts[4]), "command": ["compsize", "-b", str(path)]}
+            return {
+                "disk_bytes": int(parts[2]),
+                "uncompressed_bytes": int(parts[3]),
+                "referenced_bytes": int(parts[4]),
+                "command": ["compsize", "-b", str(path)],
+            }
     return {"error": (res.stderr or res.stdout).strip()[-300:]}
 
 
@@ -91,8 +95,9 @@ def _timeout(cfg: dict[str, Any], duration: float) -> float:
     return duration * cfg["run"]["timeout_factor"] + float(cfg["run"].get("timeout_grace_s", 60))
 
 
-def _pg_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str,
-            record: dict[str, Any]) -> process.Outcome:
+def _pg_run(
+    cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str, record: dict[str, Any]
+) -> process.Outcome:
     """One pgbench or sysbench run against the target's cluster (in its cgroup, with its samplers).
 
     A server that crashes during the run is data: what it left is recorded (record["server"]), its
@@ -110,30 +115,46 @@ def _pg_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.
     record["server"] = server
     log_at: list[Any] = []
     try:
-        with cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg, \
-                postgres.running(mnt.path / "pgdata", server_port(cfg, spec.target), bindir, user, run_settings=settings,
-                                 wrap=cg.command) as cl:
+        with (
+            cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg,
+            postgres.running(
+                mnt.path / "pgdata", server_port(cfg, spec.target), bindir, user, run_settings=settings, wrap=cg.command
+            ) as cl,
+        ):
             log_at[:] = [cl.log, log_size(cl.log)]
             server["start_notes"] = list(cl.notes)
             record["postgres_settings"] = settings
             record["postgres_before"] = cl.facts()
             if wl["tool"] == "pgbench":
-                cmd = pgbench.run_command(bindir / "pgbench", cl.client_args(), {**wl, "duration_s": duration},
-                                          spec.clients, cfg["run"], _scripts(cfg, wl, rdir))
+                cmd = pgbench.run_command(
+                    bindir / "pgbench",
+                    cl.client_args(),
+                    {**wl, "duration_s": duration},
+                    spec.clients,
+                    cfg["run"],
+                    _scripts(cfg, wl, rdir),
+                )
             else:
-                cmd = sysbench.run_command(cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients,
-                                           cfg["run"], dataset)
+                cmd = sysbench.run_command(
+                    cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients, cfg["run"], dataset
+                )
             record["commands"] = [cmd]
             with contextlib.ExitStack() as stack:
                 smp = stack.enter_context(Samplers(rdir, cfg["sampler"], cl.conninfo))
                 sched = None
                 if snaps:
-                    sched = stack.enter_context(snapshots.scheduled(
-                        mnt.path, mnt.mountpoint, snapshots.Schedule(snaps["interval_s"], snaps["keep_s"],
-                                                                     snaps.get("offset_s", 0)), rdir))
+                    sched = stack.enter_context(
+                        snapshots.scheduled(
+                            mnt.path,
+                            mnt.mountpoint,
+                            snapshots.Schedule(snaps["interval_s"], snaps["keep_s"], snaps.get("offset_s", 0)),
+                            rdir,
+                        )
+                    )
                 if wl["tool"] == "pgbench":
-                    outcome = pgbench.execute(cg.command(cmd), rdir, "pgbench.stdout", "pgbench.stderr", timeout,
-                                              Progress(label), duration)
+                    outcome = pgbench.execute(
+                        cg.command(cmd), rdir, "pgbench.stdout", "pgbench.stderr", timeout, Progress(label), duration
+                    )
                 else:
                     outcome = sysbench.execute(cg.command(cmd), rdir, timeout, Progress(label))
             record["sampler"] = {**cfg["sampler"], **smp.record()}
@@ -146,7 +167,7 @@ def _pg_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.
                 except psycopg.Error as exc:  # e.g. in crash recovery after a backend was killed
                     server["facts_error"] = one_line(exc)
             record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
-        server["cleanup"] = list(cl.notes)[len(server["start_notes"]):]
+        server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
     finally:
         if log_at:
             copy_log_since(log_at[0], log_at[1], rdir / "postgresql.log")
@@ -156,8 +177,14 @@ def _pg_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.
     return outcome
 
 
-def _run_error(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted,
-               record: dict[str, Any], outcome: process.Outcome) -> str | None:
+def _run_error(
+    cfg: dict[str, Any],
+    spec: cfgmod.RunSpec,
+    rdir: Path,
+    mnt: targets.Mounted,
+    record: dict[str, Any],
+    outcome: process.Outcome,
+) -> str | None:
     """What went wrong in a run, most telling first: a full target, a server crash, the tool's error
     (a timeout, a client that died); None for a good run."""
     parts: list[str] = []
@@ -179,8 +206,9 @@ def _run_error(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targe
     return "; ".join(parts) or None
 
 
-def _fs_run(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str,
-            record: dict[str, Any]) -> process.Outcome:
+def _fs_run(
+    cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str, record: dict[str, Any]
+) -> process.Outcome:
     """One file-system micro-benchmark run in the target's file system (no PostgreSQL)."""
     wl = cfg["workloads"][spec.workload]
     op = {k: v for k, v in wl.items() if k in cfgmod.TOOL_KEYS["fsmicro"]}
@@ -223,36 +251,59 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     say(label, f"starting ({done} runs done; {eta})")
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "run_id": run_id, "study": study, "plan_index": spec.plan_index, "plan_total": total,
-        "target": spec.target, "target_spec": tspec, "fs": tspec["fs"],
-        "workload": spec.workload, "workload_spec": wl, "tool": wl["tool"],
-        "clients": spec.clients, "repeat": spec.repeat, "duration_s": _duration(cfg, wl),
-        "dataset": cfgmod.dataset_for(cfg, spec.target), "run": cfg["run"], "sampler": cfg["sampler"],
-        "os": cfgmod.os_for(cfg, spec.workload), "resources": cfg["resources"],
+        "run_id": run_id,
+        "study": study,
+        "plan_index": spec.plan_index,
+        "plan_total": total,
+        "target": spec.target,
+        "target_spec": tspec,
+        "fs": tspec["fs"],
+        "workload": spec.workload,
+        "workload_spec": wl,
+        "tool": wl["tool"],
+        "clients": spec.clients,
+        "repeat": spec.repeat,
+        "duration_s": _duration(cfg, wl),
+        "dataset": cfgmod.dataset_for(cfg, spec.target),
+        "run": cfg["run"],
+        "sampler": cfg["sampler"],
+        "os": cfgmod.os_for(cfg, spec.workload),
+        "resources": cfg["resources"],
         "postgres_settings_config": cfg["postgres"]["settings"],
-        "status": "running", "started_at": now(),
-        "host": provenance.host(), "vm": provenance.vm_settings(),
-        "tools": provenance.tools(str(postgres.bindir(cfg["postgres"].get("bindir"))) if wl["tool"] in PG_TOOLS else ""),
+        "status": "running",
+        "started_at": now(),
+        "host": provenance.host(),
+        "vm": provenance.vm_settings(),
+        "tools": provenance.tools(
+            str(postgres.bindir(cfg["postgres"].get("bindir"))) if wl["tool"] in PG_TOOLS else ""
+        ),
         "git": provenance.git(),
-        "target_setup": {"load_wall_s": (setup.get("load") or {}).get("wall_s"),
-                         "load_sysbench_wall_s": (setup.get("load_sysbench") or {}).get("wall_s"),
-                         "created": setup.get("created")},
+        "target_setup": {
+            "load_wall_s": (setup.get("load") or {}).get("wall_s"),
+            "load_sysbench_wall_s": (setup.get("load_sysbench") or {}).get("wall_s"),
+            "created": setup.get("created"),
+        },
     }
     write_json(rdir / "run.incomplete.json", record)
     t0 = time.monotonic()
     wd = cfgmod.workdir(cfg)
     vm_rec: dict[str, Any] = {}
     try:
-        with sysctl.applied(sysctl.settings_from_config(cfgmod.os_for(cfg, spec.workload))) as vm_rec, \
-                targets.mounted(wd, spec.target, tspec, user, study=study) as mnt:
+        with (
+            sysctl.applied(sysctl.settings_from_config(cfgmod.os_for(cfg, spec.workload))) as vm_rec,
+            targets.mounted(wd, spec.target, tspec, user, study=study) as mnt,
+        ):
             record["vm_applied"] = vm_rec
             record["mount"] = mnt.describe()
             record["fallback"] = mnt.fallback
             record["caches"] = sysctl.drop_caches() if cfg["run"]["drop_caches"] else "kept"
             runner = {"fsmicro": _fs_run, "durability": _durability_run}.get(wl["tool"], _pg_run)
             outcome = runner(cfg, spec, rdir, mnt, label, record)
-            record[wl["tool"]] = {"returncode": outcome.returncode, "wall_s": outcome.wall_s,
-                                  "timed_out": outcome.timed_out}
+            record[wl["tool"]] = {
+                "returncode": outcome.returncode,
+                "wall_s": outcome.wall_s,
+                "timed_out": outcome.timed_out,
+            }
             if wl["tool"] == "fsmicro":
                 error = disk_full_message(cfg, spec.target, texts(rdir), mnt.mountpoint) or outcome.error
             else:
@@ -284,8 +335,12 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     write_json(rdir / "run.json", record)
     (rdir / "run.incomplete.json").unlink()
     tps = _summary_tps(rdir)
-    say(label, f"{record['status']} in {record['wall_s']:.0f} s" + (f", {tps}" if tps else "")
-         + (f": {error}" if error else ""))
+    say(
+        label,
+        f"{record['status']} in {record['wall_s']:.0f} s"
+        + (f", {tps}" if tps else "")
+        + (f": {error}" if error else ""),
+    )
     return rdir / "run.json"
 
 
@@ -303,5 +358,3 @@ def _summary_tps(rdir: Path) -> str | None:
             rows = [ln for ln in p.read_text().splitlines() if ln.startswith("fsbench/")]
             return rows[-1].split(None, 2)[2] if rows else None
     return None
-
-

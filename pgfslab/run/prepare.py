@@ -45,12 +45,19 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
     user = cfg["postgres"]["user"]
     tools = cfgmod.tools(cfg)
     dataset = cfgmod.dataset_for(cfg, target)
-    record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "study": study, "target": target,
-                              "spec": spec, "dataset": dataset, "started_at": now()}
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "study": study,
+        "target": target,
+        "spec": spec,
+        "dataset": dataset,
+        "started_at": now(),
+    }
     label = f"prepare {target}"
     say(label, f"creating {spec['fs']} target")
-    record["created"] = targets.create(wd, target, spec, study=study,
-                                       data_subvolume=target in cfgmod.snapshot_targets(cfg))
+    record["created"] = targets.create(
+        wd, target, spec, study=study, data_subvolume=target in cfgmod.snapshot_targets(cfg)
+    )
     bindir = postgres.bindir(cfg["postgres"].get("bindir")) if tools & PG_TOOLS else None
     with targets.mounted(wd, target, spec, user, study=study) as mnt:
         record["mount"] = mnt.describe()
@@ -71,44 +78,63 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
     write_json(out / "target.json", record)
     loads = [f"{k} {record[k]['wall_s']:.1f} s" for k in ("load", "load_sysbench") if k in record]
     size = (record.get("postgres") or {}).get("database_bytes")
-    say(label, "done" + (f": {', '.join(loads)}" if loads else "")
-         + (f", database {size / 2**20:.0f} MiB" if size else ""))
+    say(
+        label,
+        "done" + (f": {', '.join(loads)}" if loads else "") + (f", database {size / 2**20:.0f} MiB" if size else ""),
+    )
     return out / "target.json"
 
 
-def _prepare_on(cfg: dict[str, Any], target: str, mnt: targets.Mounted, out: Path, bindir: Path | None,
-                tools: set[str], dataset: dict[str, Any], label: str, record: dict[str, Any]) -> None:
+def _prepare_on(
+    cfg: dict[str, Any],
+    target: str,
+    mnt: targets.Mounted,
+    out: Path,
+    bindir: Path | None,
+    tools: set[str],
+    dataset: dict[str, Any],
+    label: str,
+    record: dict[str, Any],
+) -> None:
     """initdb and bulk loads on a mounted target (prepare_target's body)."""
     user = cfg["postgres"]["user"]
     if bindir is not None:
         settings = cfgmod.pg_settings_for(cfg, target)
-        with postgres.running(mnt.path / "pgdata", server_port(cfg, target), bindir, user, init=True,
-                              run_settings=settings) as cl:
+        with postgres.running(
+            mnt.path / "pgdata", server_port(cfg, target), bindir, user, init=True, run_settings=settings
+        ) as cl:
             record["initdb"] = True
             if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
                 cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset)
                 say(label, f"loading scale {dataset['scale']} with pgbench -i")
                 res = pgbench.execute(cmd, out, "pgbench_init.stdout", "pgbench_init.stderr", timeout_s=3600)
                 if res.returncode != 0:
-                    raise LabError(f"target {target}: pgbench -i failed: {res.error} "
-                                   f"(see {out / 'pgbench_init.stderr'})")
+                    raise LabError(
+                        f"target {target}: pgbench -i failed: {res.error} (see {out / 'pgbench_init.stderr'})"
+                    )
                 record["load"] = {"command": cmd, "wall_s": res.wall_s, "scale": dataset["scale"]}
             if "sysbench" in tools:
                 cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset)
                 sb = dataset.get("sysbench") or {}
                 say(label, f"loading {sb.get('tables', 4)} sysbench tables of {sb.get('table_size', 100000)} rows")
-                res = sysbench.execute(cmd, out, 3600, stdout_name="sysbench_prepare.stdout",
-                                       stderr_name="sysbench_prepare.stderr")
+                res = sysbench.execute(
+                    cmd, out, 3600, stdout_name="sysbench_prepare.stdout", stderr_name="sysbench_prepare.stderr"
+                )
                 if res.returncode != 0:
-                    raise LabError(f"target {target}: sysbench prepare failed: {res.error} "
-                                   f"(see {out / 'sysbench_prepare.stderr'})")
+                    raise LabError(
+                        f"target {target}: sysbench prepare failed: {res.error} (see {out / 'sysbench_prepare.stderr'})"
+                    )
                 t0 = time.monotonic()
                 statements = sysbench.fillfactor_sql(dataset)
                 for sql in statements:
                     cl.query(sql)
-                record["load_sysbench"] = {"command": cmd, "wall_s": res.wall_s, **sb,
-                                           "fillfactor_sql": statements,
-                                           "fillfactor_s": round(time.monotonic() - t0, 3)}
+                record["load_sysbench"] = {
+                    "command": cmd,
+                    "wall_s": res.wall_s,
+                    **sb,
+                    "fillfactor_sql": statements,
+                    "fillfactor_s": round(time.monotonic() - t0, 3),
+                }
             cl.query("CHECKPOINT")
             record["postgres"] = cl.facts()
             record["fs_used_bytes"] = targets.used_bytes(mnt.mountpoint)

@@ -57,8 +57,15 @@ def host() -> dict[str, Any]:
 
 
 def vm_settings() -> dict[str, str]:
-    keys = ["dirty_background_bytes", "dirty_background_ratio", "dirty_bytes", "dirty_ratio",
-            "dirty_expire_centisecs", "dirty_writeback_centisecs", "swappiness"]
+    keys = [
+        "dirty_background_bytes",
+        "dirty_background_ratio",
+        "dirty_bytes",
+        "dirty_ratio",
+        "dirty_expire_centisecs",
+        "dirty_writeback_centisecs",
+        "swappiness",
+    ]
     out = {}
     for k in keys:
         try:

@@ -44,16 +44,32 @@ class ProcSampler:
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
 
 
 # pg_stat_bgwriter and pg_stat_database counters, one CSV row per sample (parsed by the `pgstat` format)
-PGSTAT_COLUMNS = ["ts", "checkpoints_timed", "checkpoints_req", "buffers_checkpoint", "buffers_clean",
-                  "buffers_backend", "buffers_alloc", "xact_commit", "xact_rollback", "blks_read", "blks_hit",
-                  "tup_inserted", "tup_updated", "tup_deleted", "temp_bytes", "deadlocks"]
+PGSTAT_COLUMNS = [
+    "ts",
+    "checkpoints_timed",
+    "checkpoints_req",
+    "buffers_checkpoint",
+    "buffers_clean",
+    "buffers_backend",
+    "buffers_alloc",
+    "xact_commit",
+    "xact_rollback",
+    "blks_read",
+    "blks_hit",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+    "temp_bytes",
+    "deadlocks",
+]
 PGSTAT_SQL = (
     "SELECT extract(epoch FROM clock_timestamp())::float8, b.checkpoints_timed, b.checkpoints_req, "
     "b.buffers_checkpoint, b.buffers_clean, b.buffers_backend, b.buffers_alloc, d.xact_commit, d.xact_rollback, "
@@ -105,8 +121,9 @@ class PgStatSampler:
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
 

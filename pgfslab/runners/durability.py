@@ -58,8 +58,15 @@ SELECT (SELECT coalesce(sum(abalance), 0) FROM pgbench_accounts)::bigint,
        (SELECT coalesce(sum(bbalance), 0) FROM pgbench_branches)::bigint,
        (SELECT coalesce(sum(delta), 0) FROM pgbench_history)::bigint"""
 SUM_KEYS = ("accounts", "tellers", "branches", "history")
-SETTINGS = ("synchronous_commit", "fsync", "wal_writer_delay", "full_page_writes", "wal_sync_method",
-            "data_checksums", "wal_level")
+SETTINGS = (
+    "synchronous_commit",
+    "fsync",
+    "wal_writer_delay",
+    "full_page_writes",
+    "wal_sync_method",
+    "data_checksums",
+    "wal_level",
+)
 ID_STRIDE = 10**9  # id = client * ID_STRIDE + n: unique within a run without coordination
 SLACK_MS = 50  # scheduling between the client's clock read and the crash, both on this host's clock
 FORMAT = "pgfs-lab durability v1"
@@ -67,8 +74,17 @@ FORMAT = "pgfs-lab durability v1"
 
 # ----------------------------------------------------------------------------------------- the client
 
-def _client(conninfo: str, run: str, client: int, scale: int, out: Path, stop: threading.Event,
-            counts: list[int], errors: list[str]) -> None:
+
+def _client(
+    conninfo: str,
+    run: str,
+    client: int,
+    scale: int,
+    out: Path,
+    stop: threading.Event,
+    counts: list[int],
+    errors: list[str],
+) -> None:
     rng = random.Random(f"{run}:{client}")
     n = 0
     try:
@@ -89,10 +105,15 @@ def _client(conninfo: str, run: str, client: int, scale: int, out: Path, stop: t
                     cur.execute("UPDATE pgbench_accounts SET abalance = abalance + %s WHERE aid = %s", (delta, aid))
                     cur.execute("UPDATE pgbench_tellers SET tbalance = tbalance + %s WHERE tid = %s", (delta, tid))
                     cur.execute("UPDATE pgbench_branches SET bbalance = bbalance + %s WHERE bid = %s", (delta, bid))
-                    cur.execute("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) "
-                                "VALUES (%s, %s, %s, %s, CURRENT_TIMESTAMP)", (tid, bid, aid, delta))
-                    cur.execute("INSERT INTO durability_log (run, id, client, aid, delta) VALUES (%s, %s, %s, %s, %s)",
-                                (run, tx_id, client, aid, delta))
+                    cur.execute(
+                        "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) "
+                        "VALUES (%s, %s, %s, %s, CURRENT_TIMESTAMP)",
+                        (tid, bid, aid, delta),
+                    )
+                    cur.execute(
+                        "INSERT INTO durability_log (run, id, client, aid, delta) VALUES (%s, %s, %s, %s, %s)",
+                        (run, tx_id, client, aid, delta),
+                    )
                 conn.commit()
                 # the promise: COMMIT returned, so this transaction must survive any crash from now on
                 fh.write(f"{tx_id} {time.time():.6f}\n")
@@ -121,9 +142,12 @@ def client_main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     counts = [0] * args.clients
     errors: list[str] = []
-    threads = [threading.Thread(target=_client, args=(args.conninfo, args.run, c, args.scale, args.out, stop,
-                                                      counts, errors), daemon=True)
-               for c in range(args.clients)]
+    threads = [
+        threading.Thread(
+            target=_client, args=(args.conninfo, args.run, c, args.scale, args.out, stop, counts, errors), daemon=True
+        )
+        for c in range(args.clients)
+    ]
     t0 = time.monotonic()
     for t in threads:
         t.start()
@@ -139,17 +163,36 @@ def client_main(argv: list[str] | None = None) -> int:
         stop.set()
     for e in errors:
         print(e, file=sys.stderr, flush=True)
-    print(f"done: {sum(counts)} commits acknowledged by {args.clients} clients in "
-          f"{time.monotonic() - t0:.1f} s; {len(errors)} clients stopped by errors", flush=True)
+    print(
+        f"done: {sum(counts)} commits acknowledged by {args.clients} clients in "
+        f"{time.monotonic() - t0:.1f} s; {len(errors)} clients stopped by errors",
+        flush=True,
+    )
     return 0
 
 
 # ----------------------------------------------------------------------- the lab's side (orchestrated
 # from pgfslab/run/execute.py, which owns the mount, the server and the crash)
 
+
 def client_command(conninfo: str, run: str, clients: int, scale: int, out: Path, max_s: float) -> list[str]:
-    return [sys.executable, "-m", "pgfslab.runners.durability", "--conninfo", conninfo, "--run", run,
-            "--clients", str(clients), "--scale", str(scale), "--out", str(out), "--max-s", f"{max_s:g}"]
+    return [
+        sys.executable,
+        "-m",
+        "pgfslab.runners.durability",
+        "--conninfo",
+        conninfo,
+        "--run",
+        run,
+        "--clients",
+        str(clients),
+        "--scale",
+        str(scale),
+        "--out",
+        str(out),
+        "--max-s",
+        f"{max_s:g}",
+    ]
 
 
 def prepare(conn: psycopg.Connection) -> None:
@@ -167,7 +210,9 @@ def sums(conn: psycopg.Connection) -> dict[str, int]:
 
 
 def settings(conn: psycopg.Connection) -> dict[str, str]:
-    rows = conn.execute("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)", (list(SETTINGS),)).fetchall()
+    rows = conn.execute(
+        "SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)", (list(SETTINGS),)
+    ).fetchall()
     return {n: s for n, s, _u in rows}
 
 
@@ -201,8 +246,15 @@ def read_acked(out: Path) -> tuple[dict[int, float], int]:
     return acked, torn
 
 
-def verify(conn: psycopg.Connection, run: str, out: Path, before: dict[str, int], effective: dict[str, str],
-           crash_at: float, crash: str) -> dict[str, Any]:
+def verify(
+    conn: psycopg.Connection,
+    run: str,
+    out: Path,
+    before: dict[str, int],
+    effective: dict[str, str],
+    crash_at: float,
+    crash: str,
+) -> dict[str, Any]:
     """After the restart: committed ids present, balances moved together, indexes intact."""
     acked, torn = read_acked(out)
     rows = conn.execute("SELECT id, delta FROM durability_log WHERE run = %s", (run,)).fetchall()
@@ -223,16 +275,27 @@ def verify(conn: psycopg.Connection, run: str, out: Path, before: dict[str, int]
         allowed, why = within, "within the synchronous_commit=off window" if within else ""
     violations = len(lost) - len(allowed)
     return {
-        "committed_ids": len(acked), "present_ids": len(present), "lost_ids": len(lost),
-        "lost_within_window": len(within), "lost_allowed": len(allowed), "lost_allowed_reason": why or None,
-        "violations": violations, "in_doubt_present": in_doubt, "torn_ack_lines": torn,
+        "committed_ids": len(acked),
+        "present_ids": len(present),
+        "lost_ids": len(lost),
+        "lost_within_window": len(within),
+        "lost_allowed": len(allowed),
+        "lost_allowed_reason": why or None,
+        "violations": violations,
+        "in_doubt_present": in_doubt,
+        "torn_ack_lines": torn,
         "lost_sample": [{"id": i, "acked_ms_before_crash": ages[i]} for i in lost[:20]],
         "oldest_lost_ms": max(ages.values()) if ages else None,
-        "balances_ok": balances_ok, "balance_moved": moved, "durability_log_delta_sum": logged,
-        "sums_before": before, "sums_after": after,
-        "synchronous_commit": effective.get("synchronous_commit"), "fsync": effective.get("fsync"),
+        "balances_ok": balances_ok,
+        "balance_moved": moved,
+        "durability_log_delta_sum": logged,
+        "sums_before": before,
+        "sums_after": after,
+        "synchronous_commit": effective.get("synchronous_commit"),
+        "fsync": effective.get("fsync"),
         "full_page_writes": effective.get("full_page_writes"),
-        "wal_writer_delay_ms": float(effective.get("wal_writer_delay") or 0), "window_ms": win,
+        "wal_writer_delay_ms": float(effective.get("wal_writer_delay") or 0),
+        "window_ms": win,
         "amcheck": amcheck(conn),
     }
 
@@ -256,8 +319,10 @@ def verdict(rec: dict[str, Any]) -> str:
     """One line for the progress output and run.json."""
     if rec.get("restart_error"):
         return f"server did not restart after the crash: {rec['restart_error']}"
-    text = (f"{rec.get('crash')} crash after {rec.get('committed_ids', 0)} committed transactions: "
-            f"{rec.get('lost_ids', 0)} lost")
+    text = (
+        f"{rec.get('crash')} crash after {rec.get('committed_ids', 0)} committed transactions: "
+        f"{rec.get('lost_ids', 0)} lost"
+    )
     if rec.get("lost_allowed"):
         text += f" ({rec['lost_allowed']} {rec.get('lost_allowed_reason')})"
     if rec.get("violations"):

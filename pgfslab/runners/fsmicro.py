@@ -71,6 +71,7 @@ from pgfslab.runners.fsmicro_spec import (
 # ---------------------------------------------------------------------------------------------------
 # the benchmarks
 
+
 class Stop:
     """Set by SIGINT/SIGTERM (or an error): the loop ends after the current operation."""
 
@@ -250,13 +251,18 @@ class Statfs(_Appending):
 
 
 BENCHES: dict[str, type[Bench]] = {
-    "create_fsync": CreateFsync, "delete": DeleteFiles, "delete_small_dir": DeleteInDir,
-    "delete_large_dir": DeleteInDir, "write_fsync": WriteFsync, "statfs": Statfs,
+    "create_fsync": CreateFsync,
+    "delete": DeleteFiles,
+    "delete_small_dir": DeleteInDir,
+    "delete_large_dir": DeleteInDir,
+    "write_fsync": WriteFsync,
+    "statfs": Statfs,
 }
 
 
 # ---------------------------------------------------------------------------------------------------
 # measuring, summarising, printing
+
 
 @dataclass
 class Result:
@@ -267,8 +273,7 @@ class Result:
     partial: str | None  # reason the run stopped early, None if it completed
 
 
-def measure(bench: Bench, params: Mapping[str, Any], stop: Stop, tick: Tick, name: str,
-            progress_ns: int) -> Result:
+def measure(bench: Bench, params: Mapping[str, Any], stop: Stop, tick: Tick, name: str, progress_ns: int) -> Result:
     """Run `bench.step` until duration/count/exhaustion/stop; keep every (start, latency)."""
     starts, lats = array("q"), array("q")
     count, duration = params["count"], params["duration_s"]
@@ -281,8 +286,11 @@ def measure(bench: Bench, params: Mapping[str, Any], stop: Stop, tick: Tick, nam
         try:
             t0, lat = bench.step()
         except OSError as exc:
-            stop.reason = ("no space left on device" if exc.errno == errno.ENOSPC
-                           else f"error: {exc.strerror or exc} ({type(exc).__name__})")
+            stop.reason = (
+                "no space left on device"
+                if exc.errno == errno.ENOSPC
+                else f"error: {exc.strerror or exc} ({type(exc).__name__})"
+            )
             break
         starts.append(t0 + to_epoch)
         lats.append(lat)
@@ -292,8 +300,13 @@ def measure(bench: Bench, params: Mapping[str, Any], stop: Stop, tick: Tick, nam
         if now >= next_progress:
             next_progress = now + progress_ns
             el = (now - t_start) / 1e9
-            tick(f"t={el:.1f}" + (f"/{duration:g}" if duration else "") + f" s  {len(lats)} ops"
-                 + f"  {len(lats) / el:.1f} ops/s", True)
+            tick(
+                f"t={el:.1f}"
+                + (f"/{duration:g}" if duration else "")
+                + f" s  {len(lats)} ops"
+                + f"  {len(lats) / el:.1f} ops/s",
+                True,
+            )
     return Result(name, starts, lats, (now - t_start) / 1e9, stop.reason)
 
 
@@ -302,8 +315,13 @@ def summary(lat_ns: np.ndarray) -> dict[str, float]:
     if lat_ns.size == 0:
         return dict.fromkeys(("avg", "p50", "p95", "p99", "max"), 0.0)
     q = np.percentile(lat_ns, QUANTILES, method=PERCENTILE_METHOD)
-    return {"avg": float(lat_ns.mean()) / 1e6, "p50": float(q[0]) / 1e6, "p95": float(q[1]) / 1e6,
-            "p99": float(q[2]) / 1e6, "max": float(lat_ns.max()) / 1e6}
+    return {
+        "avg": float(lat_ns.mean()) / 1e6,
+        "p50": float(q[0]) / 1e6,
+        "p95": float(q[1]) / 1e6,
+        "p99": float(q[2]) / 1e6,
+        "max": float(lat_ns.max()) / 1e6,
+    }
 
 
 def format_row(name: str, elapsed_s: float, n: int, ms: Mapping[str, float], ms_decimals: int = 1) -> str:
@@ -311,8 +329,10 @@ def format_row(name: str, elapsed_s: float, n: int, ms: Mapping[str, float], ms_
     with ms_decimals N != 1 the latency columns are "%5.Nf" as in pebble's later fsbench."""
     rate = n / elapsed_s if elapsed_s > 0 else 0.0
     fmt = "%8.1f" if ms_decimals == 1 else f"%5.{ms_decimals}f"
-    return ("%10s %7.1fs %14d %14.1f " % (name[:10], elapsed_s, n, rate)  # noqa: UP031 (Go printf layout, verbatim)
-            + " ".join(fmt % ms[k] for k in ("avg", "p50", "p95", "p99", "max")))
+    return (
+        "%10s %7.1fs %14d %14.1f " % (name[:10], elapsed_s, n, rate)  # noqa: UP031 (Go printf layout, verbatim)
+        + " ".join(fmt % ms[k] for k in ("avg", "p50", "p95", "p99", "max"))
+    )
 
 
 def format_block(res: Result, ms_decimals: int = 1) -> str:
@@ -333,12 +353,16 @@ def write_csv(res: Result, path: Path) -> None:
         prefix = res.name + ","
         step = 1 << 16
         for i in range(0, len(res.latency_ns), step):
-            fh.write("".join(f"{prefix}{s},{lat}\n" for s, lat in
-                             zip(res.start_ns[i:i + step], res.latency_ns[i:i + step])))
+            fh.write(
+                "".join(
+                    f"{prefix}{s},{lat}\n" for s, lat in zip(res.start_ns[i : i + step], res.latency_ns[i : i + step])
+                )
+            )
 
 
 # ---------------------------------------------------------------------------------------------------
 # the work directory: created here, refused otherwise, emptied of our own names only
+
 
 class Refused(Exception):
     """Bad input or an unsafe request: reported as one line, exit status 2, nothing created."""
@@ -357,8 +381,10 @@ def make_workdir(parent: Path, needed_bytes: int, needed_files: int) -> Path:
     try:
         os.mkdir(sub, 0o755)
     except FileExistsError:
-        raise Refused(f"{sub} already exists and was not created by this run (a run still going, or left "
-                      "by a killed one?): refusing to use or delete it; inspect and remove it yourself") from None
+        raise Refused(
+            f"{sub} already exists and was not created by this run (a run still going, or left "
+            "by a killed one?): refusing to use or delete it; inspect and remove it yourself"
+        ) from None
     return sub
 
 
@@ -385,14 +411,19 @@ def remove_workdir(sub: Path, tick: Tick) -> str | None:
 # ---------------------------------------------------------------------------------------------------
 # command line
 
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m pgfslab.runners.fsmicro",
         description="File-system micro-benchmarks of seed 003 (pebble `bench fs` style), one op per run.",
-        epilog="ops: " + "; ".join(f"{k} ({v.seed})" for k, v in OPS.items()) + ". --list describes them.")
+        epilog="ops: " + "; ".join(f"{k} ({v.seed})" for k, v in OPS.items()) + ". --list describes them.",
+    )
     ap.add_argument("--op", choices=list(OPS))
-    ap.add_argument("--dir", type=Path, help=f"existing directory on the file system under test; the "
-                                             f"runner creates and removes {SUBDIR}/ in it")
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        help=f"existing directory on the file system under test; the runner creates and removes {SUBDIR}/ in it",
+    )
     ap.add_argument("--out", type=Path, help=f"run directory for {CSV_NAME} (created if missing)")
     for key, p in PARAMS.items():
         flag = "--" + key.replace("_", "-")
@@ -402,8 +433,14 @@ def _parser() -> argparse.ArgumentParser:
             ap.add_argument(flag, choices=p.choices, help=p.help)
         else:
             ap.add_argument(flag, type=p.type, metavar="N", help=p.help)
-    ap.add_argument("--ms-decimals", type=int, default=1, choices=range(1, 10), metavar="N",
-                    help="decimals of the latency columns: 1 = '%%8.1f' (default), N > 1 = '%%5.Nf'")
+    ap.add_argument(
+        "--ms-decimals",
+        type=int,
+        default=1,
+        choices=range(1, 10),
+        metavar="N",
+        help="decimals of the latency columns: 1 = '%%8.1f' (default), N > 1 = '%%5.Nf'",
+    )
     ap.add_argument("--progress-s", type=float, default=5.0, metavar="S", help="progress to stderr every S s")
     ap.add_argument("--list", action="store_true", help="describe every op and exit")
     return ap
@@ -455,8 +492,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(s, h)
 
 
-def _run(args: argparse.Namespace, params: dict[str, Any], name: str, csv_path: Path,
-         stop: Stop, tick: Tick) -> int:
+def _run(args: argparse.Namespace, params: dict[str, Any], name: str, csv_path: Path, stop: Stop, tick: Tick) -> int:
     shown = " ".join(f"{k}={v}" for k, v in params.items() if k != "op" and v is not None)
     print(f"fsmicro: {params['op']} as {name}: {shown}", file=sys.stderr, flush=True)
     sub = make_workdir(args.dir, *needs(params))

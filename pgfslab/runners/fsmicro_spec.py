@@ -51,11 +51,20 @@ PARAMS: dict[str, Param] = {
     "bg_size_bytes": Param(int, 0, "size of each background file"),
     "max_file_bytes": Param(int, 1, "start a new file when the current one would exceed this size"),
     "fsync_dir": Param(bool, 0, "also fsync the parent directory after each unlink (timed)"),
-    "unlink_open": Param(bool, 0, "unlink the new file while it is still open and close it after the "
-                                  "timer, as pebble's deleteBench did (its blocks are then freed by the "
-                                  "untimed close); default: close first, the timed unlink frees them"),
-    "fill": Param(str, 0, "file content: 'a' (bytes 'a' as in seed 003, compressible) or 'random' "
-                          "(a 1 MiB random block repeated: incompressible per 128 KiB extent)", ("a", "random")),
+    "unlink_open": Param(
+        bool,
+        0,
+        "unlink the new file while it is still open and close it after the "
+        "timer, as pebble's deleteBench did (its blocks are then freed by the "
+        "untimed close); default: close first, the timed unlink frees them",
+    ),
+    "fill": Param(
+        str,
+        0,
+        "file content: 'a' (bytes 'a' as in seed 003, compressible) or 'random' "
+        "(a 1 MiB random block repeated: incompressible per 128 KiB extent)",
+        ("a", "random"),
+    ),
 }
 
 
@@ -65,57 +74,94 @@ COMMON = ("duration_s", "count", "bg_files", "bg_size_bytes", "fill")
 @dataclass(frozen=True)
 class OpInfo:
     name: str
-    seed: str          # the seed 003 benchmark(s) it reproduces
-    measures: str      # what the latency covers; what else each loop iteration does
+    seed: str  # the seed 003 benchmark(s) it reproduces
+    measures: str  # what the latency covers; what else each loop iteration does
     params: tuple[str, ...]
     defaults: Mapping[str, Any]
 
 
 OPS: dict[str, OpInfo] = {
     "create_fsync": OpInfo(
-        "create_fsync", "create_empty (optype create_emp)",
+        "create_fsync",
+        "create_empty (optype create_emp)",
         "timed: open(O_CREAT|O_EXCL) of a new file + fsync of the parent directory (+ write and fsync "
         "of size_bytes if > 0, like pebble's create_100KB) + close. Files accumulate.",
         COMMON + ("size_bytes",),
-        {"duration_s": 600.0, "size_bytes": 0, "bg_files": 0, "bg_size_bytes": 0, "fill": "a"}),
+        {"duration_s": 600.0, "size_bytes": 0, "bg_files": 0, "bg_size_bytes": 0, "fill": "a"},
+    ),
     "delete": OpInfo(
-        "delete", "delete_10k_2MB, delete_100k_2MB, delete_200k_2MB; with bg_files: delete_10k_2k_200MB",
+        "delete",
+        "delete_10k_2MB, delete_100k_2MB, delete_200k_2MB; with bg_files: delete_10k_2k_200MB",
         "set-up (untimed): `files` files of size_bytes written and fsynced, then bg_files background "
         "files, then the directory fsynced. timed: unlink of one pre-created file (newest first) "
         "(+ directory fsync if fsync_dir). Runs until all are deleted unless count/duration_s say less.",
         COMMON + ("files", "size_bytes", "fsync_dir"),
-        {"files": 10_000, "size_bytes": 2_000_000, "bg_files": 0, "bg_size_bytes": 0,
-         "fsync_dir": False, "fill": "a"}),
+        {"files": 10_000, "size_bytes": 2_000_000, "bg_files": 0, "bg_size_bytes": 0, "fsync_dir": False, "fill": "a"},
+    ),
     "delete_small_dir": OpInfo(
-        "delete_small_dir", "delete_small_dir_2MB, delete_small_dir_200MB (optype delete_sma)",
+        "delete_small_dir",
+        "delete_small_dir_2MB, delete_small_dir_200MB (optype delete_sma)",
         "set-up: bg_files (1k) files of bg_size_bytes (1 MB) written and fsynced. each iteration "
         "creates, writes and fsyncs a file of size_bytes and closes it (untimed, in ops/sec); timed: "
         "its unlink (+ directory fsync if fsync_dir).",
         COMMON + ("size_bytes", "fsync_dir", "unlink_open"),
-        {"duration_s": 600.0, "size_bytes": 2_000_000, "bg_files": 1_000, "bg_size_bytes": 1_000_000,
-         "fsync_dir": False, "unlink_open": False, "fill": "a"}),
+        {
+            "duration_s": 600.0,
+            "size_bytes": 2_000_000,
+            "bg_files": 1_000,
+            "bg_size_bytes": 1_000_000,
+            "fsync_dir": False,
+            "unlink_open": False,
+            "fill": "a",
+        },
+    ),
     "delete_large_dir": OpInfo(
-        "delete_large_dir", "delete_large_dir_2MB, delete_large_dir_200MB (optype delete_lar)",
+        "delete_large_dir",
+        "delete_large_dir_2MB, delete_large_dir_200MB (optype delete_lar)",
         "as delete_small_dir in a directory pre-filled with 100k files of 1 MB (100 GB at the seed's "
         "defaults: set bg_files/bg_size_bytes for a small target).",
         COMMON + ("size_bytes", "fsync_dir", "unlink_open"),
-        {"duration_s": 600.0, "size_bytes": 2_000_000, "bg_files": 100_000, "bg_size_bytes": 1_000_000,
-         "fsync_dir": False, "unlink_open": False, "fill": "a"}),
+        {
+            "duration_s": 600.0,
+            "size_bytes": 2_000_000,
+            "bg_files": 100_000,
+            "bg_size_bytes": 1_000_000,
+            "fsync_dir": False,
+            "unlink_open": False,
+            "fill": "a",
+        },
+    ),
     "write_fsync": OpInfo(
-        "write_fsync", "write_sync_10MB (optype write_sync)",
+        "write_fsync",
+        "write_sync_10MB (optype write_sync)",
         "each iteration writes size_bytes to the current file (untimed, in ops/sec); timed: its fsync. "
         "A new file is started when the current one would exceed max_file_bytes; old files are kept "
         "(as in seed 003), so a run needs ops x size_bytes of free space.",
         COMMON + ("size_bytes", "max_file_bytes"),
-        {"duration_s": 600.0, "size_bytes": 10_000_000, "max_file_bytes": 2_000_000_000,
-         "bg_files": 0, "bg_size_bytes": 0, "fill": "a"}),
+        {
+            "duration_s": 600.0,
+            "size_bytes": 10_000_000,
+            "max_file_bytes": 2_000_000_000,
+            "bg_files": 0,
+            "bg_size_bytes": 0,
+            "fill": "a",
+        },
+    ),
     "statfs": OpInfo(
-        "statfs", "statfs_many_files (optype statfs_man)",
+        "statfs",
+        "statfs_many_files (optype statfs_man)",
         "each iteration writes size_bytes (100 KB) to a file and fsyncs it, a new file every iteration "
         "at the default max_file_bytes (untimed, in ops/sec); timed: os.statvfs of the directory.",
         COMMON + ("size_bytes", "max_file_bytes"),
-        {"duration_s": 600.0, "size_bytes": 100_000, "max_file_bytes": 100_005,
-         "bg_files": 0, "bg_size_bytes": 0, "fill": "a"}),
+        {
+            "duration_s": 600.0,
+            "size_bytes": 100_000,
+            "max_file_bytes": 100_005,
+            "bg_files": 0,
+            "bg_size_bytes": 0,
+            "fill": "a",
+        },
+    ),
 }
 
 
@@ -195,8 +241,14 @@ def label(params: Mapping[str, Any]) -> str:
 
 
 def _size(n: int) -> str:
-    for unit, mult in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3), ("GiB", 1 << 30), ("MiB", 1 << 20),
-                       ("KiB", 1 << 10)):
+    for unit, mult in (
+        ("GB", 10**9),
+        ("MB", 10**6),
+        ("KB", 10**3),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ):
         if n and n % mult == 0:
             return f"{n // mult}{unit}"
     return f"{n}B"

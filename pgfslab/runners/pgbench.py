@@ -18,8 +18,9 @@ from pgfslab.runners.process import execute as _execute
 
 __all__ = ["Outcome", "execute", "init_command", "run_command"]
 
-PROGRESS = regex_progress(r"^progress: ([0-9.]+) s, ([0-9.]+) tps",
-                          lambda m: f"t={float(m.group(1)):.0f} s  {float(m.group(2)):.0f} tps")
+PROGRESS = regex_progress(
+    r"^progress: ([0-9.]+) s, ([0-9.]+) tps", lambda m: f"t={float(m.group(1)):.0f} s  {float(m.group(2)):.0f} tps"
+)
 
 
 def init_command(pgbench: Path, conn: list[str], dataset: dict[str, Any]) -> list[str]:
@@ -31,8 +32,14 @@ def init_command(pgbench: Path, conn: list[str], dataset: dict[str, Any]) -> lis
     return [str(pgbench), *conn, "-i", "-s", str(dataset["scale"]), *extra, "postgres"]
 
 
-def run_command(pgbench: Path, conn: list[str], workload: dict[str, Any], clients: int, run: dict[str, Any],
-                scripts: list[tuple[Path, int]] | None = None) -> list[str]:
+def run_command(
+    pgbench: Path,
+    conn: list[str],
+    workload: dict[str, Any],
+    clients: int,
+    run: dict[str, Any],
+    scripts: list[tuple[Path, int]] | None = None,
+) -> list[str]:
     """The pgbench command of one run. `scripts` are (path, weight) of custom scripts, already resolved."""
     threads = min(workload.get("threads") or min(clients, os.cpu_count() or 1), clients)
     cmd = [str(pgbench), *conn]
@@ -64,7 +71,14 @@ def run_command(pgbench: Path, conn: list[str], workload: dict[str, Any], client
     return [*cmd, "postgres"]
 
 
-def execute(cmd: list[str], cwd: Path, stdout_name: str, stderr_name: str, timeout_s: float,
-            progress: Progress | None = None, duration_s: float | None = None) -> Outcome:
+def execute(
+    cmd: list[str],
+    cwd: Path,
+    stdout_name: str,
+    stderr_name: str,
+    timeout_s: float,
+    progress: Progress | None = None,
+    duration_s: float | None = None,
+) -> Outcome:
     """Run a pgbench command in `cwd`, its progress lines (stderr) echoed to the progress line."""
     return _execute(cmd, cwd, stdout_name, stderr_name, timeout_s, progress, PROGRESS, "stderr")

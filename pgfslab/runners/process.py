@@ -41,9 +41,16 @@ def regex_progress(pattern: str, fmt: Callable[[re.Match[str]], str]) -> Progres
     return parse
 
 
-def execute(cmd: list[str], cwd: Path, stdout_name: str, stderr_name: str, timeout_s: float,
-            progress: Progress | None = None, parse_progress: ProgressParser | None = None,
-            progress_stream: str = "stderr") -> Outcome:
+def execute(
+    cmd: list[str],
+    cwd: Path,
+    stdout_name: str,
+    stderr_name: str,
+    timeout_s: float,
+    progress: Progress | None = None,
+    parse_progress: ProgressParser | None = None,
+    progress_stream: str = "stderr",
+) -> Outcome:
     """Run `cmd` in `cwd`; stdout -> cwd/stdout_name, stderr -> cwd/stderr_name (verbatim).
 
     The stream named `progress_stream` is read line by line (and still written verbatim) so that
@@ -54,9 +61,14 @@ def execute(cmd: list[str], cwd: Path, stdout_name: str, stderr_name: str, timeo
     last_err: list[str] = []
     with open(cwd / stdout_name, "w") as out, open(cwd / stderr_name, "w") as err:
         pipe_out = progress_stream == "stdout"
-        p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE if pipe_out else out,
-                             stderr=subprocess.PIPE if not pipe_out else err, text=True,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            stdout=subprocess.PIPE if pipe_out else out,
+            stderr=subprocess.PIPE if not pipe_out else err,
+            text=True,
+            start_new_session=True,
+        )
         stream, sink = (p.stdout, out) if pipe_out else (p.stderr, err)
 
         def pump() -> None:

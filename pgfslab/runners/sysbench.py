@@ -18,8 +18,10 @@ from pgfslab.run.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
 from pgfslab.runners.process import execute as _execute
 
-PROGRESS = regex_progress(r"^\[ *([0-9.]+)s \] thds: \d+ tps: ([0-9.]+)",
-                          lambda m: f"t={float(m.group(1)):.0f} s  {float(m.group(2)):.0f} tps")
+PROGRESS = regex_progress(
+    r"^\[ *([0-9.]+)s \] thds: \d+ tps: ([0-9.]+)",
+    lambda m: f"t={float(m.group(1)):.0f} s  {float(m.group(2)):.0f} tps",
+)
 
 
 def binary() -> str:
@@ -30,8 +32,13 @@ def binary() -> str:
 
 
 def _conn(sockdir: Path, port: int) -> list[str]:
-    return ["--db-driver=pgsql", f"--pgsql-host={sockdir}", f"--pgsql-port={port}", "--pgsql-user=postgres",
-            "--pgsql-db=postgres"]
+    return [
+        "--db-driver=pgsql",
+        f"--pgsql-host={sockdir}",
+        f"--pgsql-port={port}",
+        "--pgsql-user=postgres",
+        "--pgsql-db=postgres",
+    ]
 
 
 def _data(dataset: dict[str, Any]) -> list[str]:
@@ -56,11 +63,19 @@ def fillfactor_sql(dataset: dict[str, Any]) -> list[str]:
     return out
 
 
-def run_command(sockdir: Path, port: int, workload: dict[str, Any], threads: int, run: dict[str, Any],
-                dataset: dict[str, Any]) -> list[str]:
-    cmd = [binary(), workload["test"], *_conn(sockdir, port), *_data(dataset), f"--threads={threads}",
-           f"--time={workload.get('duration_s') or run['duration_s']}",
-           f"--report-interval={run['progress_interval_s']}", f"--percentile={workload.get('percentile', 95)}"]
+def run_command(
+    sockdir: Path, port: int, workload: dict[str, Any], threads: int, run: dict[str, Any], dataset: dict[str, Any]
+) -> list[str]:
+    cmd = [
+        binary(),
+        workload["test"],
+        *_conn(sockdir, port),
+        *_data(dataset),
+        f"--threads={threads}",
+        f"--time={workload.get('duration_s') or run['duration_s']}",
+        f"--report-interval={run['progress_interval_s']}",
+        f"--percentile={workload.get('percentile', 95)}",
+    ]
     if workload.get("rand_type"):
         cmd.append(f"--rand-type={workload['rand_type']}")
     if workload.get("histogram"):
@@ -68,6 +83,12 @@ def run_command(sockdir: Path, port: int, workload: dict[str, Any], threads: int
     return [*cmd, "run"]
 
 
-def execute(cmd: list[str], cwd: Path, timeout_s: float, progress: Progress | None = None,
-            stdout_name: str = "sysbench.stdout", stderr_name: str = "sysbench.stderr") -> Outcome:
+def execute(
+    cmd: list[str],
+    cwd: Path,
+    timeout_s: float,
+    progress: Progress | None = None,
+    stdout_name: str = "sysbench.stdout",
+    stderr_name: str = "sysbench.stderr",
+) -> Outcome:
     return _execute(cmd, cwd, stdout_name, stderr_name, timeout_s, progress, PROGRESS, "stdout")

@@ -85,8 +85,9 @@ def min_possible_p(n_a: int, n_b: int) -> float:
     return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
 
 
-def compare_to_baseline(df: pl.DataFrame, value: str, cell: list[str], group: str, baseline: str,
-                        alpha: float = 0.05) -> pl.DataFrame:
+def compare_to_baseline(
+    df: pl.DataFrame, value: str, cell: list[str], group: str, baseline: str, alpha: float = 0.05
+) -> pl.DataFrame:
     """For each cell, each `group` level vs `baseline`: medians, delta %, Mann-Whitney p, verdict.
 
     `significant` is False (shown as `~`) where p >= alpha or where the sample sizes cannot reach
@@ -104,10 +105,21 @@ def compare_to_baseline(df: pl.DataFrame, value: str, cell: list[str], group: st
             p = mann_whitney_p(base, cand)
             reachable = min_possible_p(len(base), len(cand)) < alpha
             mb, mc = float(np.median(base)), float(np.median(cand))
-            rows.append({**dict(zip(cell, key)), "baseline": baseline, group: other,
-                         "n_baseline": len(base), "n": len(cand), "median_baseline": mb, "median": mc,
-                         "delta_pct": 100.0 * (mc - mb) / mb if mb else math.nan, "p": p,
-                         "reachable": reachable, "significant": bool(reachable and p < alpha)})
+            rows.append(
+                {
+                    **dict(zip(cell, key)),
+                    "baseline": baseline,
+                    group: other,
+                    "n_baseline": len(base),
+                    "n": len(cand),
+                    "median_baseline": mb,
+                    "median": mc,
+                    "delta_pct": 100.0 * (mc - mb) / mb if mb else math.nan,
+                    "p": p,
+                    "reachable": reachable,
+                    "significant": bool(reachable and p < alpha),
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -119,14 +131,51 @@ def trim_warmup(df: pl.DataFrame, trim_s: float, time: str = "t_s") -> pl.DataFr
 
 
 __all__ = [
-    "PERCENTILES", "MeanCI", "Scaling", "Summary", "UTestResult", "adjust_pvalues", "aggregate_latency_summary",
-    "apply_steady_state", "autocorrelation", "benchstat", "benchstat_grid", "bytes_per_size_unit_from", "cell_summary",
-    "checkpoint_attribution", "checkpoint_windows_from_log", "circular_block_bootstrap_means",
-    "compare_to_baseline", "compression_exprs", "compression_ratio", "detect_steady_state",
-    "effective_sample_size", "format_benchstat", "goodput", "histogram_percentiles", "latency_percentiles",
-    "mann_whitney_p", "mean_ci_autocorr", "median_ci_ranks", "median_summary", "memory_thresholds",
-    "min_possible_p", "mser_truncation", "page_compression_estimate", "pct_range", "politis_white_block_length",
-    "quantile_ci_orders", "run_mean_table", "scaling_table", "stability_table", "sysbench_bucket_bounds",
-    "trim_warmup", "utest", "utest_min_p", "v1_summary", "variance_comparison", "variance_ratio",
+    "PERCENTILES",
+    "MeanCI",
+    "Scaling",
+    "Summary",
+    "UTestResult",
+    "adjust_pvalues",
+    "aggregate_latency_summary",
+    "apply_steady_state",
+    "autocorrelation",
+    "benchstat",
+    "benchstat_grid",
+    "bytes_per_size_unit_from",
+    "cell_summary",
+    "checkpoint_attribution",
+    "checkpoint_windows_from_log",
+    "circular_block_bootstrap_means",
+    "compare_to_baseline",
+    "compression_exprs",
+    "compression_ratio",
+    "detect_steady_state",
+    "effective_sample_size",
+    "format_benchstat",
+    "goodput",
+    "histogram_percentiles",
+    "latency_percentiles",
+    "mann_whitney_p",
+    "mean_ci_autocorr",
+    "median_ci_ranks",
+    "median_summary",
+    "memory_thresholds",
+    "min_possible_p",
+    "mser_truncation",
+    "page_compression_estimate",
+    "pct_range",
+    "politis_white_block_length",
+    "quantile_ci_orders",
+    "run_mean_table",
+    "scaling_table",
+    "stability_table",
+    "sysbench_bucket_bounds",
+    "trim_warmup",
+    "utest",
+    "utest_min_p",
+    "v1_summary",
+    "variance_comparison",
+    "variance_ratio",
     "variance_test",
 ]

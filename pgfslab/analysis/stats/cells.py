@@ -52,8 +52,11 @@ def cell_summary(df: pl.DataFrame, value: str, by: list[str], confidence: float 
         )
     )
     ranks = pl.DataFrame(
-        [{"n": n, "_lo": lo - 1, "_hi": hi - 1, "ci_coverage": cov}
-         for n in agg["n"].unique().to_list() for lo, hi, cov in [median_ci_ranks(int(n), confidence)]],
+        [
+            {"n": n, "_lo": lo - 1, "_hi": hi - 1, "ci_coverage": cov}
+            for n in agg["n"].unique().to_list()
+            for lo, hi, cov in [median_ci_ranks(int(n), confidence)]
+        ],
         schema={"n": pl.UInt32, "_lo": pl.Int64, "_hi": pl.Int64, "ci_coverage": pl.Float64},
     )
     return (

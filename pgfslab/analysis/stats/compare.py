@@ -42,6 +42,7 @@ QUANTILE_CI_EXACT_LIMIT = 30
 
 # ---------------------------------------------------------------------------- median CI (benchstat)
 
+
 def _binom_pmf(n: int, q: float) -> list[float]:
     if q == 0.5:  # exact, so that symmetric probabilities compare equal
         return [float(Fraction(math.comb(n, k), 2**n)) for k in range(n + 1)]
@@ -137,8 +138,11 @@ def median_summary(values: np.ndarray | list[float], confidence: float = 0.95) -
     note = None
     if math.isinf(lo) or math.isinf(hi):
         need = median_ci_samples_needed(confidence)
-        note = (f"need >= {need} samples for confidence interval at level {confidence:g}" if need
-                else f"need > 50 samples for confidence interval at level {confidence:g}")
+        note = (
+            f"need >= {need} samples for confidence interval at level {confidence:g}"
+            if need
+            else f"need > 50 samples for confidence interval at level {confidence:g}"
+        )
     return Summary(n, float(np.median(xs)), lo, hi, cov, note)
 
 
@@ -196,6 +200,7 @@ def pct_range(center: float, lo: float, hi: float) -> float:
 
 # ---------------------------------------------------------------------------- Mann-Whitney U (benchstat)
 
+
 @dataclass(frozen=True)
 class UTestResult:
     """Mann-Whitney U test: U of the first sample (pairs x1 > x2, ties 0.5), two-sided p, method."""
@@ -220,7 +225,7 @@ def _u_null_dist(n1: int, tie_sizes: list[int]) -> np.ndarray:
         r2 = 2 * start + t - 1  # doubled mid-rank of this tie group
         new = dp.copy()
         for c in range(1, min(t, n1) + 1):
-            new[c:, c * r2:] += math.comb(t, c) * dp[: n1 + 1 - c, : total2 + 1 - c * r2]
+            new[c:, c * r2 :] += math.comb(t, c) * dp[: n1 + 1 - c, : total2 + 1 - c * r2]
         dp = new
         start += t
     dist = dp[n1] / dp[n1].sum()
@@ -258,7 +263,8 @@ def utest(x1: np.ndarray | list[float], x2: np.ndarray | list[float]) -> UTestRe
     if len(tie_sizes) == 1:
         return UTestResult(n1, n2, u1, 1.0, "none", "all samples are equal")
     exact = (not has_ties and n1 <= UTEST_EXACT_LIMIT and n2 <= UTEST_EXACT_LIMIT) or (
-        has_ties and n1 <= UTEST_TIES_EXACT_LIMIT and n2 <= UTEST_TIES_EXACT_LIMIT)
+        has_ties and n1 <= UTEST_TIES_EXACT_LIMIT and n2 <= UTEST_TIES_EXACT_LIMIT
+    )
     if exact:
         if u1 == u2:
             p = 1.0
@@ -295,6 +301,7 @@ def utest_samples_needed(alpha: float = 0.05, limit: int = 10) -> int | None:
 
 
 # ---------------------------------------------------------------------------- multiple comparisons
+
 
 def adjust_pvalues(p: np.ndarray | list[float] | pl.Series, method: AdjustMethod = "holm") -> np.ndarray:
     """Adjusted p-values for m simultaneous tests (NaN entries are kept and not counted in m).
@@ -333,6 +340,7 @@ def adjust_pvalues(p: np.ndarray | list[float] | pl.Series, method: AdjustMethod
 
 # ---------------------------------------------------------------------------- the table
 
+
 def _fmt_delta(significant: bool, old: float, new: float) -> str:
     if not significant:
         return "~"
@@ -343,10 +351,20 @@ def _fmt_delta(significant: bool, old: float, new: float) -> str:
     return f"{(new / old - 1) * 100:+.2f}%"
 
 
-def benchstat(df: pl.DataFrame, value: str, benchmark_col: str, config_col: str, baseline: str,
-              candidate: str, alpha: float = 0.05, confidence: float = 0.95, *,
-              adjust: AdjustMethod = "none", higher_is_better: bool | None = None,
-              center: Literal["median", "v1"] = "median") -> pl.DataFrame:
+def benchstat(
+    df: pl.DataFrame,
+    value: str,
+    benchmark_col: str,
+    config_col: str,
+    baseline: str,
+    candidate: str,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    *,
+    adjust: AdjustMethod = "none",
+    higher_is_better: bool | None = None,
+    center: Literal["median", "v1"] = "median",
+) -> pl.DataFrame:
     """benchstat's two-configuration table: one row per benchmark plus a `geomean` row.
 
     Per benchmark (rows of `df` whose `config_col` is `baseline` or `candidate`; one row per repeat):
@@ -362,13 +380,16 @@ def benchstat(df: pl.DataFrame, value: str, benchmark_col: str, config_col: str,
     both sides with positive centers, and their ratio as `delta_pct` (no test, as benchstat).
     Column `baseline`/`candidate` carry the two names for `format_benchstat`.
     """
-    data = df.filter(pl.col(config_col).is_in([baseline, candidate]) & pl.col(value).is_not_null()
-                     & pl.col(value).is_finite())
-    samples = (data.group_by(benchmark_col, config_col, maintain_order=True)
-               .agg(pl.col(value).cast(pl.Float64).alias("_v")))
+    data = df.filter(
+        pl.col(config_col).is_in([baseline, candidate]) & pl.col(value).is_not_null() & pl.col(value).is_finite()
+    )
+    samples = data.group_by(benchmark_col, config_col, maintain_order=True).agg(
+        pl.col(value).cast(pl.Float64).alias("_v")
+    )
     bench_order = [str(b) for b in samples[benchmark_col].unique(maintain_order=True).to_list()]
-    by_key = {(str(r[benchmark_col]), r[config_col]): np.asarray(r["_v"], float)
-              for r in samples.iter_rows(named=True)}  # one row per benchmark x config: small
+    by_key = {
+        (str(r[benchmark_col]), r[config_col]): np.asarray(r["_v"], float) for r in samples.iter_rows(named=True)
+    }  # one row per benchmark x config: small
     empty = np.array([])
 
     def summarize(v: np.ndarray) -> Summary:
@@ -404,47 +425,79 @@ def benchstat(df: pl.DataFrame, value: str, benchmark_col: str, config_col: str,
     for i, t in enumerate(tests):
         if tested[i] and not reachable[i]:
             if min_p[i] >= alpha:
-                notes[i].append(f"need >= {need} samples to detect a difference at alpha level {alpha:g}"
-                                f" (n={t.n1}+{t.n2}: smallest possible p={min_p[i]:.3f})")
+                notes[i].append(
+                    f"need >= {need} samples to detect a difference at alpha level {alpha:g}"
+                    f" (n={t.n1}+{t.n2}: smallest possible p={min_p[i]:.3f})"
+                )
             else:
-                notes[i].append(f"n={t.n1}+{t.n2} cannot reach alpha {alpha:g} after {adjust} adjustment over "
-                                f"{int(tested.sum())} tests (smallest possible adjusted p={min_p_adj[i]:.3f})")
+                notes[i].append(
+                    f"n={t.n1}+{t.n2} cannot reach alpha {alpha:g} after {adjust} adjustment over "
+                    f"{int(tested.sum())} tests (smallest possible adjusted p={min_p_adj[i]:.3f})"
+                )
 
     def ratio_pct(a: float, b: float) -> float:
         return 100 * (b / a - 1) if a != 0 and not math.isnan(a) else math.nan
 
-    out = pl.DataFrame({
-        "benchmark": bench_order, "baseline": [baseline] * len(tests), "candidate": [candidate] * len(tests),
-        "n_baseline": [a.n for a, _ in sums], "center_baseline": [a.center for a, _ in sums],
-        "lo_baseline": [a.lo for a, _ in sums], "hi_baseline": [a.hi for a, _ in sums],
-        "ci_coverage_baseline": [a.confidence for a, _ in sums],
-        "pm_baseline": [pct_range(a.center, a.lo, a.hi) for a, _ in sums],
-        "n_candidate": [b.n for _, b in sums], "center_candidate": [b.center for _, b in sums],
-        "lo_candidate": [b.lo for _, b in sums], "hi_candidate": [b.hi for _, b in sums],
-        "ci_coverage_candidate": [b.confidence for _, b in sums],
-        "pm_candidate": [pct_range(b.center, b.lo, b.hi) for _, b in sums],
-        "delta_pct": [ratio_pct(a.center, b.center) for a, b in sums],
-        "p": p_raw, "p_method": [t.method for t in tests], "p_adjusted": p_adj,
-        "adjust": [adjust] * len(tests), "alpha": [alpha] * len(tests),
-        "reachable": reachable, "significant": significant,
-        "delta": [_fmt_delta(bool(sig), a.center, b.center) if ok else ""
-                  for sig, ok, (a, b) in zip(significant, tested, sums)],
-        "note": ["; ".join(n) if n else None for n in notes],
-    }, schema=BENCHSTAT_SCHEMA)
+    out = pl.DataFrame(
+        {
+            "benchmark": bench_order,
+            "baseline": [baseline] * len(tests),
+            "candidate": [candidate] * len(tests),
+            "n_baseline": [a.n for a, _ in sums],
+            "center_baseline": [a.center for a, _ in sums],
+            "lo_baseline": [a.lo for a, _ in sums],
+            "hi_baseline": [a.hi for a, _ in sums],
+            "ci_coverage_baseline": [a.confidence for a, _ in sums],
+            "pm_baseline": [pct_range(a.center, a.lo, a.hi) for a, _ in sums],
+            "n_candidate": [b.n for _, b in sums],
+            "center_candidate": [b.center for _, b in sums],
+            "lo_candidate": [b.lo for _, b in sums],
+            "hi_candidate": [b.hi for _, b in sums],
+            "ci_coverage_candidate": [b.confidence for _, b in sums],
+            "pm_candidate": [pct_range(b.center, b.lo, b.hi) for _, b in sums],
+            "delta_pct": [ratio_pct(a.center, b.center) for a, b in sums],
+            "p": p_raw,
+            "p_method": [t.method for t in tests],
+            "p_adjusted": p_adj,
+            "adjust": [adjust] * len(tests),
+            "alpha": [alpha] * len(tests),
+            "reachable": reachable,
+            "significant": significant,
+            "delta": [
+                _fmt_delta(bool(sig), a.center, b.center) if ok else ""
+                for sig, ok, (a, b) in zip(significant, tested, sums)
+            ],
+            "note": ["; ".join(n) if n else None for n in notes],
+        },
+        schema=BENCHSTAT_SCHEMA,
+    )
     if out.height:
         out = pl.concat([out, _geomean_row(out, baseline, candidate, adjust, alpha)], how="vertical_relaxed")
     if higher_is_better is not None:
         sign = 1 if higher_is_better else -1
         out = out.with_columns(
             pl.when(pl.col("significant") & (pl.col("benchmark") != "geomean"))
-            .then((pl.col("delta_pct").sign() * sign).cast(pl.Int64)).otherwise(0).alias("change"))
+            .then((pl.col("delta_pct").sign() * sign).cast(pl.Int64))
+            .otherwise(0)
+            .alias("change")
+        )
         out = out.with_columns((pl.col("change") < 0).alias("regression"))
     return out
 
 
-def benchstat_grid(df: pl.DataFrame, value: str, benchmark_col: str, config_col: str, baseline: str,
-                   candidates: list[str] | None = None, alpha: float = 0.05, confidence: float = 0.95, *,
-                   adjust: AdjustMethod = "holm", higher_is_better: bool | None = None) -> pl.DataFrame:
+def benchstat_grid(
+    df: pl.DataFrame,
+    value: str,
+    benchmark_col: str,
+    config_col: str,
+    baseline: str,
+    candidates: list[str] | None = None,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    *,
+    adjust: AdjustMethod = "holm",
+    higher_is_better: bool | None = None,
+) -> pl.DataFrame:
     """`benchstat` of every candidate configuration against one baseline, with the p-values
     adjusted over the whole grid (every benchmark x candidate: the family a reader scans), not per
     candidate. Rows: per candidate its benchmarks, then its `geomean` row (no test, as benchstat);
@@ -458,37 +511,71 @@ def benchstat_grid(df: pl.DataFrame, value: str, benchmark_col: str, config_col:
     parts = []
     for c in cands:  # one copy of the baseline's rows per candidate: benchmark "name<sep>candidate"
         sub = df.filter(pl.col(config_col).cast(pl.Utf8).is_in([baseline, c]))
-        parts.append(sub.with_columns(
-            (pl.col(benchmark_col).cast(pl.Utf8) + sep + pl.lit(c)).alias("_bench"),
-            pl.when(pl.col(config_col).cast(pl.Utf8) == baseline).then(pl.lit("base")).otherwise(pl.lit("cand"))
-            .alias("_cfg")))
+        parts.append(
+            sub.with_columns(
+                (pl.col(benchmark_col).cast(pl.Utf8) + sep + pl.lit(c)).alias("_bench"),
+                pl.when(pl.col(config_col).cast(pl.Utf8) == baseline)
+                .then(pl.lit("base"))
+                .otherwise(pl.lit("cand"))
+                .alias("_cfg"),
+            )
+        )
     stacked = pl.concat(parts, how="vertical_relaxed")
-    grid = benchstat(stacked, value, "_bench", "_cfg", "base", "cand", alpha, confidence, adjust=adjust,
-                     higher_is_better=higher_is_better)
+    grid = benchstat(
+        stacked,
+        value,
+        "_bench",
+        "_cfg",
+        "base",
+        "cand",
+        alpha,
+        confidence,
+        adjust=adjust,
+        higher_is_better=higher_is_better,
+    )
     grid = grid.filter(pl.col("benchmark") != "geomean")
     split = grid["benchmark"].str.split(sep)
-    grid = grid.with_columns(split.list.get(0).alias("benchmark"), split.list.get(1).alias("candidate"),
-                             pl.lit(baseline).alias("baseline"))
+    grid = grid.with_columns(
+        split.list.get(0).alias("benchmark"), split.list.get(1).alias("candidate"), pl.lit(baseline).alias("baseline")
+    )
     out = []
     for c in cands:
         rows = grid.filter(pl.col("candidate") == c)
         if rows.height == 0:
             continue
-        geo = benchstat(df, value, benchmark_col, config_col, baseline, c, alpha, confidence,
-                        higher_is_better=higher_is_better).filter(pl.col("benchmark") == "geomean")
+        geo = benchstat(
+            df, value, benchmark_col, config_col, baseline, c, alpha, confidence, higher_is_better=higher_is_better
+        ).filter(pl.col("benchmark") == "geomean")
         out += [rows, geo.select(rows.columns).cast(rows.schema)]  # type: ignore[arg-type]
     return pl.concat(out, how="vertical_relaxed") if out else grid
 
 
 BENCHSTAT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "benchmark": pl.Utf8, "baseline": pl.Utf8, "candidate": pl.Utf8,
-    "n_baseline": pl.Int64, "center_baseline": pl.Float64, "lo_baseline": pl.Float64,
-    "hi_baseline": pl.Float64, "ci_coverage_baseline": pl.Float64, "pm_baseline": pl.Float64,
-    "n_candidate": pl.Int64, "center_candidate": pl.Float64, "lo_candidate": pl.Float64,
-    "hi_candidate": pl.Float64, "ci_coverage_candidate": pl.Float64, "pm_candidate": pl.Float64,
-    "delta_pct": pl.Float64, "p": pl.Float64, "p_method": pl.Utf8, "p_adjusted": pl.Float64,
-    "adjust": pl.Utf8, "alpha": pl.Float64, "reachable": pl.Boolean, "significant": pl.Boolean,
-    "delta": pl.Utf8, "note": pl.Utf8,
+    "benchmark": pl.Utf8,
+    "baseline": pl.Utf8,
+    "candidate": pl.Utf8,
+    "n_baseline": pl.Int64,
+    "center_baseline": pl.Float64,
+    "lo_baseline": pl.Float64,
+    "hi_baseline": pl.Float64,
+    "ci_coverage_baseline": pl.Float64,
+    "pm_baseline": pl.Float64,
+    "n_candidate": pl.Int64,
+    "center_candidate": pl.Float64,
+    "lo_candidate": pl.Float64,
+    "hi_candidate": pl.Float64,
+    "ci_coverage_candidate": pl.Float64,
+    "pm_candidate": pl.Float64,
+    "delta_pct": pl.Float64,
+    "p": pl.Float64,
+    "p_method": pl.Utf8,
+    "p_adjusted": pl.Float64,
+    "adjust": pl.Utf8,
+    "alpha": pl.Float64,
+    "reachable": pl.Boolean,
+    "significant": pl.Boolean,
+    "delta": pl.Utf8,
+    "note": pl.Utf8,
 }
 
 
@@ -498,31 +585,77 @@ def _geomean_row(rows: pl.DataFrame, baseline: str, candidate: str, adjust: str,
     pos = rows.filter(pl.col("p").is_not_nan() & (pl.col("center_baseline") > 0) & (pl.col("center_candidate") > 0))
     gb = float(np.exp(np.log(pos["center_baseline"].to_numpy()).mean())) if pos.height else math.nan
     gc = float(np.exp(np.log(pos["center_candidate"].to_numpy()).mean())) if pos.height else math.nan
-    note = (f"geomean over {pos.height} of {rows.height} benchmarks (present on both sides, positive centers)"
-            if pos.height < rows.height else None)
-    return pl.DataFrame({
-        "benchmark": ["geomean"], "baseline": [baseline], "candidate": [candidate],
-        "center_baseline": [gb], "center_candidate": [gc],
-        "delta_pct": [100 * (gc / gb - 1) if pos.height else math.nan],
-        "adjust": [adjust], "alpha": [alpha], "reachable": [False], "significant": [False],
-        "delta": [f"{(gc / gb - 1) * 100:+.2f}%" if pos.height else ""], "note": [note],
-    }).with_columns([pl.lit(None, dtype=t).alias(c) for c, t in BENCHSTAT_SCHEMA.items()
-                     if c not in ("benchmark", "baseline", "candidate", "center_baseline", "center_candidate",
-                                  "delta_pct", "adjust", "alpha", "reachable", "significant", "delta", "note")]
-                    ).select(list(BENCHSTAT_SCHEMA)).cast(BENCHSTAT_SCHEMA)  # type: ignore[arg-type]
+    note = (
+        f"geomean over {pos.height} of {rows.height} benchmarks (present on both sides, positive centers)"
+        if pos.height < rows.height
+        else None
+    )
+    return (
+        pl.DataFrame(
+            {
+                "benchmark": ["geomean"],
+                "baseline": [baseline],
+                "candidate": [candidate],
+                "center_baseline": [gb],
+                "center_candidate": [gc],
+                "delta_pct": [100 * (gc / gb - 1) if pos.height else math.nan],
+                "adjust": [adjust],
+                "alpha": [alpha],
+                "reachable": [False],
+                "significant": [False],
+                "delta": [f"{(gc / gb - 1) * 100:+.2f}%" if pos.height else ""],
+                "note": [note],
+            }
+        )
+        .with_columns(
+            [
+                pl.lit(None, dtype=t).alias(c)
+                for c, t in BENCHSTAT_SCHEMA.items()
+                if c
+                not in (
+                    "benchmark",
+                    "baseline",
+                    "candidate",
+                    "center_baseline",
+                    "center_candidate",
+                    "delta_pct",
+                    "adjust",
+                    "alpha",
+                    "reachable",
+                    "significant",
+                    "delta",
+                    "note",
+                )
+            ]
+        )
+        .select(list(BENCHSTAT_SCHEMA))
+        .cast(BENCHSTAT_SCHEMA)
+    )  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------- text output
+
 
 def si_scaler(val: float) -> tuple[str, float, str]:
     """benchstat's number format for a row (old `NewScaler`, unitless): 3 significant digits with a
     k/M/G/T suffix, chosen from the row's baseline value. Returns (format, scale, suffix)."""
     x = abs(val) if not math.isnan(val) else 0.0
-    steps = [(99.5e12, "%.0f", 1e12, "T"), (9.95e12, "%.1f", 1e12, "T"), (995e9, "%.2f", 1e12, "T"),
-             (99.5e9, "%.0f", 1e9, "G"), (9.95e9, "%.1f", 1e9, "G"), (995e6, "%.2f", 1e9, "G"),
-             (99.5e6, "%.0f", 1e6, "M"), (9.95e6, "%.1f", 1e6, "M"), (995e3, "%.2f", 1e6, "M"),
-             (99.5e3, "%.0f", 1e3, "k"), (9.95e3, "%.1f", 1e3, "k"), (995, "%.2f", 1e3, "k"),
-             (99.5, "%.0f", 1, ""), (9.95, "%.1f", 1, "")]
+    steps = [
+        (99.5e12, "%.0f", 1e12, "T"),
+        (9.95e12, "%.1f", 1e12, "T"),
+        (995e9, "%.2f", 1e12, "T"),
+        (99.5e9, "%.0f", 1e9, "G"),
+        (9.95e9, "%.1f", 1e9, "G"),
+        (995e6, "%.2f", 1e9, "G"),
+        (99.5e6, "%.0f", 1e6, "M"),
+        (9.95e6, "%.1f", 1e6, "M"),
+        (995e3, "%.2f", 1e6, "M"),
+        (99.5e3, "%.0f", 1e3, "k"),
+        (9.95e3, "%.1f", 1e3, "k"),
+        (995, "%.2f", 1e3, "k"),
+        (99.5, "%.0f", 1, ""),
+        (9.95, "%.1f", 1, ""),
+    ]
     for threshold, fmt, scale, suffix in steps:
         if x >= threshold:
             return fmt, scale, suffix
@@ -598,15 +731,15 @@ def format_benchstat(df: pl.DataFrame, metric: str | None = None) -> str:
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     lines = []
     for row in table:
-        line = (f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  "
-                f"{row[3]:<{widths[3]}}  {row[4]}")
+        line = f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]:<{widths[3]}}  {row[4]}"
         lines.append(line.rstrip())
     for i, note in enumerate(footnotes, 1):
         lines.append(f"{_superscript(i)} {note}")
     if adjust != "none":
         m = int(df.filter(pl.col("p").is_not_null() & pl.col("p").is_not_nan()).height)
-        lines.append(f"p-values {'Holm-Bonferroni' if adjust == 'holm' else 'Benjamini-Hochberg'}"
-                     f"-adjusted over {m} comparisons")
+        lines.append(
+            f"p-values {'Holm-Bonferroni' if adjust == 'holm' else 'Benjamini-Hochberg'}-adjusted over {m} comparisons"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -30,8 +30,16 @@ SYSBENCH_BUCKETS = 1024
 SYSBENCH_MIN_MS = 1e-3
 SYSBENCH_MAX_MS = 1e5
 
-_LONG = {"stat": pl.Utf8, "percentile": pl.Float64, "value": pl.Float64, "lo": pl.Float64, "hi": pl.Float64,
-         "error_bound": pl.Float64, "method": pl.Utf8, "n": pl.Int64}
+_LONG = {
+    "stat": pl.Utf8,
+    "percentile": pl.Float64,
+    "value": pl.Float64,
+    "lo": pl.Float64,
+    "hi": pl.Float64,
+    "error_bound": pl.Float64,
+    "method": pl.Utf8,
+    "n": pl.Int64,
+}
 
 
 def stat_name(p: float) -> str:
@@ -52,20 +60,28 @@ def _with_key(df: pl.DataFrame, by: list[str] | None) -> tuple[pl.DataFrame, lis
 
 def _finish(out: pl.DataFrame, keys: list[str], by: list[str] | None) -> pl.DataFrame:
     out = out.with_columns(
-        pl.max_horizontal(pl.col("hi") - pl.col("value"), pl.col("value") - pl.col("lo")).alias("error_bound"))
+        pl.max_horizontal(pl.col("hi") - pl.col("value"), pl.col("value") - pl.col("lo")).alias("error_bound")
+    )
     order = {"mean": 0, "stdev": 1, "min": 2, "max": 1000}
     out = out.with_columns(
-        pl.col("stat").replace_strict(order, default=None, return_dtype=pl.Float64)
-        .fill_null(pl.col("percentile") + 10).alias("_o"))
+        pl.col("stat")
+        .replace_strict(order, default=None, return_dtype=pl.Float64)
+        .fill_null(pl.col("percentile") + 10)
+        .alias("_o")
+    )
     out = out.sort([*keys, "_o"]).drop("_o")
     cols = [*(by or []), *_LONG]
     return out.select([pl.col(c).cast(_LONG[c]) if c in _LONG else pl.col(c) for c in cols])
 
 
-def latency_percentiles(df: pl.DataFrame, latency: str = "latency_us", by: list[str] | None = None,
-                        percentiles: Sequence[float] = PERCENTILES,
-                        interpolation: Literal["nearest-rank", "linear"] = "nearest-rank",
-                        scale: float = 1e-3) -> pl.DataFrame:
+def latency_percentiles(
+    df: pl.DataFrame,
+    latency: str = "latency_us",
+    by: list[str] | None = None,
+    percentiles: Sequence[float] = PERCENTILES,
+    interpolation: Literal["nearest-rank", "linear"] = "nearest-rank",
+    scale: float = 1e-3,
+) -> pl.DataFrame:
     """Exact latency statistics from per-transaction latencies (the pgbench_txlog table by default:
     `latency_us` scaled to ms): n, mean, stdev (n - 1), min, the percentiles and max per group.
     Exact, so lo = hi = value and error_bound = 0. A sampled log (--sampling-rate) gives exact
@@ -73,8 +89,13 @@ def latency_percentiles(df: pl.DataFrame, latency: str = "latency_us", by: list[
     data, keys = _with_key(df.filter(pl.col(latency).is_not_null()), by)
     col = pl.col(latency).cast(pl.Float64) * scale
     moments = data.group_by(keys).agg(
-        pl.len().alias("n"), col.mean().alias("mean"), col.std().alias("stdev"), col.min().alias("min"),
-        col.max().alias("max"), col.sort().alias("_sorted"))
+        pl.len().alias("n"),
+        col.mean().alias("mean"),
+        col.std().alias("stdev"),
+        col.min().alias("min"),
+        col.max().alias("max"),
+        col.sort().alias("_sorted"),
+    )
     pf = _percentile_frame(percentiles)
     pct = moments.select(*keys, "n", "_sorted").join(pf, how="cross")
     if interpolation == "nearest-rank":
@@ -86,18 +107,32 @@ def latency_percentiles(df: pl.DataFrame, latency: str = "latency_us", by: list[
         lo_v, hi_v = pl.col("_sorted").list.get(lo_i), pl.col("_sorted").list.get(hi_i)
         pct = pct.with_columns((lo_v + (h - h.floor()) * (hi_v - lo_v)).alias("value"))
     pct = pct.select(*keys, "stat", "percentile", "value", "n")
-    mom = moments.unpivot(index=[*keys, "n"], on=["mean", "stdev", "min", "max"], variable_name="stat") \
-        .with_columns(pl.when(pl.col("stat") == "min").then(0.0).when(pl.col("stat") == "max").then(100.0)
-                      .otherwise(None).alias("percentile"))
+    mom = moments.unpivot(index=[*keys, "n"], on=["mean", "stdev", "min", "max"], variable_name="stat").with_columns(
+        pl.when(pl.col("stat") == "min")
+        .then(0.0)
+        .when(pl.col("stat") == "max")
+        .then(100.0)
+        .otherwise(None)
+        .alias("percentile")
+    )
     out = pl.concat([mom.select(pct.columns), pct], how="vertical_relaxed").with_columns(
-        pl.col("value").alias("lo"), pl.col("value").alias("hi"), pl.lit("exact").alias("method"))
+        pl.col("value").alias("lo"), pl.col("value").alias("hi"), pl.lit("exact").alias("method")
+    )
     return _finish(out, keys, by)
 
 
-def aggregate_latency_summary(df: pl.DataFrame, by: list[str] | None = None, *, n: str = "n_tx",
-                              total: str = "latency_sum_us", total2: str = "latency_sum2_us2",
-                              lo: str = "latency_min_us", hi: str = "latency_max_us", scale: float = 1e-3,
-                              percentiles: Sequence[float] = PERCENTILES) -> pl.DataFrame:
+def aggregate_latency_summary(
+    df: pl.DataFrame,
+    by: list[str] | None = None,
+    *,
+    n: str = "n_tx",
+    total: str = "latency_sum_us",
+    total2: str = "latency_sum2_us2",
+    lo: str = "latency_min_us",
+    hi: str = "latency_max_us",
+    scale: float = 1e-3,
+    percentiles: Sequence[float] = PERCENTILES,
+) -> pl.DataFrame:
     """Latency statistics from pgbench's aggregate log (per interval: n, sum, sum of squares, min,
     max; microseconds, scaled by `scale`, default to ms).
 
@@ -115,17 +150,30 @@ def aggregate_latency_summary(df: pl.DataFrame, by: list[str] | None = None, *, 
     data, keys = _with_key(df.filter(pl.col(n) > 0), by)
     c_n, c_s, c_s2 = pl.col(n).cast(pl.Float64), pl.col(total).cast(pl.Float64), pl.col(total2).cast(pl.Float64)
     mom = data.group_by(keys).agg(
-        c_n.sum().alias("_n"), c_s.sum().alias("_s"), c_s2.sum().alias("_s2"),
-        (pl.col(lo).min() * scale).alias("min"), (pl.col(hi).max() * scale).alias("max"))
+        c_n.sum().alias("_n"),
+        c_s.sum().alias("_s"),
+        c_s2.sum().alias("_s2"),
+        (pl.col(lo).min() * scale).alias("min"),
+        (pl.col(hi).max() * scale).alias("max"),
+    )
     mom = mom.with_columns(
         (pl.col("_s") / pl.col("_n") * scale).alias("mean"),
-        (((pl.col("_s2") - pl.col("_s") ** 2 / pl.col("_n")) / (pl.col("_n") - 1)).clip(0, None).sqrt() * scale)
-        .alias("stdev"),
-        pl.col("_n").cast(pl.Int64).alias("n"))
+        (((pl.col("_s2") - pl.col("_s") ** 2 / pl.col("_n")) / (pl.col("_n") - 1)).clip(0, None).sqrt() * scale).alias(
+            "stdev"
+        ),
+        pl.col("_n").cast(pl.Int64).alias("n"),
+    )
     moments = mom.unpivot(index=[*keys, "n"], on=["mean", "stdev", "min", "max"], variable_name="stat").with_columns(
-        pl.when(pl.col("stat") == "min").then(0.0).when(pl.col("stat") == "max").then(100.0)
-        .otherwise(None).alias("percentile"),
-        pl.col("value").alias("lo"), pl.col("value").alias("hi"), pl.lit("exact").alias("method"))
+        pl.when(pl.col("stat") == "min")
+        .then(0.0)
+        .when(pl.col("stat") == "max")
+        .then(100.0)
+        .otherwise(None)
+        .alias("percentile"),
+        pl.col("value").alias("lo"),
+        pl.col("value").alias("hi"),
+        pl.lit("exact").alias("method"),
+    )
 
     w_n = pl.col(n).cast(pl.Int64)
     pts = data.select(*keys, (pl.col(lo) * scale).alias("_lo"), (pl.col(hi) * scale).alias("_hi"), w_n.alias("_w"))
@@ -133,30 +181,50 @@ def aggregate_latency_summary(df: pl.DataFrame, by: list[str] | None = None, *, 
     def bound(low: bool) -> pl.DataFrame:
         at_min = pl.col("_w") - 1 if low else pl.lit(1, dtype=pl.Int64)
         at_max = pl.lit(1, dtype=pl.Int64) if low else pl.col("_w") - 1
-        parts = pl.concat([pts.select(*keys, pl.col("_lo").alias("v"), at_min.alias("w")),
-                           pts.select(*keys, pl.col("_hi").alias("v"), at_max.alias("w"))])
-        parts = parts.filter(pl.col("w") > 0).sort([*keys, "v"]).with_columns(
-            pl.col("w").cum_sum().over(keys).alias("cw"), pl.col("w").sum().over(keys).alias("N"))
+        parts = pl.concat(
+            [
+                pts.select(*keys, pl.col("_lo").alias("v"), at_min.alias("w")),
+                pts.select(*keys, pl.col("_hi").alias("v"), at_max.alias("w")),
+            ]
+        )
+        parts = (
+            parts.filter(pl.col("w") > 0)
+            .sort([*keys, "v"])
+            .with_columns(pl.col("w").cum_sum().over(keys).alias("cw"), pl.col("w").sum().over(keys).alias("N"))
+        )
         k = (pl.col("percentile") * pl.col("N") / 100).round(9).ceil().clip(1, None)
-        return (parts.join(_percentile_frame(percentiles), how="cross").filter(pl.col("cw") >= k)
-                .group_by([*keys, "stat", "percentile"]).agg(pl.col("v").min().alias("lo" if low else "hi")))
+        return (
+            parts.join(_percentile_frame(percentiles), how="cross")
+            .filter(pl.col("cw") >= k)
+            .group_by([*keys, "stat", "percentile"])
+            .agg(pl.col("v").min().alias("lo" if low else "hi"))
+        )
 
     pop_sd = (pl.col("_s2") / pl.col("_n") - (pl.col("_s") / pl.col("_n")) ** 2).clip(0, None).sqrt() * scale
-    pct = (bound(True).join(bound(False), on=[*keys, "stat", "percentile"])
-           .join(mom.select(*keys, "n", "mean", pop_sd.alias("_sd")), on=keys))
+    pct = (
+        bound(True)
+        .join(bound(False), on=[*keys, "stat", "percentile"])
+        .join(mom.select(*keys, "n", "mean", pop_sd.alias("_sd")), on=keys)
+    )
     q = pl.col("percentile") / 100
     pct = pct.with_columns(
         pl.max_horizontal("lo", pl.col("mean") - pl.col("_sd") * ((1 - q) / q).sqrt()).alias("lo"),
-        pl.min_horizontal("hi", pl.col("mean") + pl.col("_sd") * (q / (1 - q)).sqrt()).alias("hi"))
-    pct = pct.with_columns(((pl.col("lo") + pl.col("hi")) / 2).alias("value"),
-                           pl.lit("aggregate-bounds").alias("method"))
+        pl.min_horizontal("hi", pl.col("mean") + pl.col("_sd") * (q / (1 - q)).sqrt()).alias("hi"),
+    )
+    pct = pct.with_columns(
+        ((pl.col("lo") + pl.col("hi")) / 2).alias("value"), pl.lit("aggregate-bounds").alias("method")
+    )
     cols = [*keys, "stat", "percentile", "value", "lo", "hi", "method", "n"]
     return _finish(pl.concat([moments.select(cols), pct.select(cols)], how="vertical_relaxed"), keys, by)
 
 
-def sysbench_bucket_bounds(value: pl.Expr, buckets: int = SYSBENCH_BUCKETS, range_min: float = SYSBENCH_MIN_MS,
-                           range_max: float = SYSBENCH_MAX_MS,
-                           printed_decimals: int = 3) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+def sysbench_bucket_bounds(
+    value: pl.Expr,
+    buckets: int = SYSBENCH_BUCKETS,
+    range_min: float = SYSBENCH_MIN_MS,
+    range_max: float = SYSBENCH_MAX_MS,
+    printed_decimals: int = 3,
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """The sysbench histogram bucket printed as `value`: (exact bucket value, lower, upper bound).
 
     sysbench puts a latency v in bucket i = floor((ln v - ln min) * mult + 0.5), mult = (buckets - 1)
@@ -181,9 +249,15 @@ def sysbench_bucket_bounds(value: pl.Expr, buckets: int = SYSBENCH_BUCKETS, rang
     return center, lo, hi
 
 
-def histogram_percentiles(df: pl.DataFrame, value: str = "value_ms", count: str = "count", by: list[str] | None = None,
-                          percentiles: Sequence[float] = PERCENTILES, lower: str | None = None,
-                          upper: str | None = None) -> pl.DataFrame:
+def histogram_percentiles(
+    df: pl.DataFrame,
+    value: str = "value_ms",
+    count: str = "count",
+    by: list[str] | None = None,
+    percentiles: Sequence[float] = PERCENTILES,
+    lower: str | None = None,
+    upper: str | None = None,
+) -> pl.DataFrame:
     """Percentiles from a latency histogram (value, count rows; the sysbench_histogram table by
     default), each with its bucket as the bound.
 
@@ -199,20 +273,32 @@ def histogram_percentiles(df: pl.DataFrame, value: str = "value_ms", count: str 
         v_e, lo_e, hi_e = v, pl.col(lower).cast(pl.Float64), pl.col(upper).cast(pl.Float64)
     else:
         v_e, lo_e, hi_e = sysbench_bucket_bounds(v)
-    b = data.select(*keys, v_e.alias("value"), lo_e.alias("lo"), hi_e.alias("hi"), pl.col(count).cast(pl.Int64).alias("w"))
-    b = b.sort([*keys, "value"]).with_columns(pl.col("w").cum_sum().over(keys).alias("cw"),
-                                              pl.col("w").sum().over(keys).alias("n"))
+    b = data.select(
+        *keys, v_e.alias("value"), lo_e.alias("lo"), hi_e.alias("hi"), pl.col(count).cast(pl.Int64).alias("w")
+    )
+    b = b.sort([*keys, "value"]).with_columns(
+        pl.col("w").cum_sum().over(keys).alias("cw"), pl.col("w").sum().over(keys).alias("n")
+    )
     k = (pl.col("n") * pl.col("percentile") / 100 + 0.5).round(9).floor().clip(1, None)
-    pct = (b.join(_percentile_frame(percentiles), how="cross").filter(pl.col("cw") >= k)
-           .sort([*keys, "stat", "value"]).group_by([*keys, "stat", "percentile"], maintain_order=True)
-           .agg(pl.col("value", "lo", "hi", "n").first()))
-    ends = pl.concat([
-        b.group_by(keys).agg(pl.col("value", "lo", "hi", "n").sort_by("value").first()).with_columns(
-            pl.lit("min").alias("stat"), pl.lit(0.0).alias("percentile")),
-        b.group_by(keys).agg(pl.col("value", "lo", "hi", "n").sort_by("value").last()).with_columns(
-            pl.lit("max").alias("stat"), pl.lit(100.0).alias("percentile")),
-    ])
+    pct = (
+        b.join(_percentile_frame(percentiles), how="cross")
+        .filter(pl.col("cw") >= k)
+        .sort([*keys, "stat", "value"])
+        .group_by([*keys, "stat", "percentile"], maintain_order=True)
+        .agg(pl.col("value", "lo", "hi", "n").first())
+    )
+    ends = pl.concat(
+        [
+            b.group_by(keys)
+            .agg(pl.col("value", "lo", "hi", "n").sort_by("value").first())
+            .with_columns(pl.lit("min").alias("stat"), pl.lit(0.0).alias("percentile")),
+            b.group_by(keys)
+            .agg(pl.col("value", "lo", "hi", "n").sort_by("value").last())
+            .with_columns(pl.lit("max").alias("stat"), pl.lit(100.0).alias("percentile")),
+        ]
+    )
     cols = [*keys, "stat", "percentile", "value", "lo", "hi", "n"]
     out = pl.concat([ends.select(cols), pct.select(cols)], how="vertical_relaxed").with_columns(
-        pl.lit("histogram").alias("method"))
+        pl.lit("histogram").alias("method")
+    )
     return _finish(out, keys, by)

@@ -24,6 +24,7 @@ CIMethod = Literal["block-bootstrap", "neff-ar1", "neff-acf", "iid"]
 
 # ---------------------------------------------------------------------------- autocorrelation
 
+
 def autocorrelation(x: np.ndarray | list[float], max_lag: int | None = None) -> np.ndarray:
     """Sample autocorrelation rho_0..rho_max_lag (biased estimator, divisor n, as is standard: it
     keeps the sequence positive semi-definite). rho_0 = 1; NaN for a constant series."""
@@ -59,7 +60,7 @@ def effective_sample_size(x: np.ndarray | list[float], method: Literal["ar1", "a
         return float(n)
     # Geyer's initial positive sequence: tau = -1 + 2 sum_m (rho_2m + rho_2m+1) while the pairs are > 0
     k = (n - 1) // 2
-    pairs = rho[0:2 * k:2] + rho[1:2 * k:2]
+    pairs = rho[0 : 2 * k : 2] + rho[1 : 2 * k : 2]
     stop = int(np.argmax(pairs <= 0)) if (pairs <= 0).any() else k
     tau = -1.0 + 2.0 * float(pairs[:stop].sum())
     return float(np.clip(n / max(tau, 1e-12), 1.0, n))
@@ -87,7 +88,7 @@ def politis_white_block_length(x: np.ndarray | list[float]) -> float:
     insignificant = np.abs(rho[1:]) < crit  # index j -> lag j + 1
     m_hat = None
     for m in range(0, len(insignificant) - kn + 1):
-        if insignificant[m:m + kn].all():
+        if insignificant[m : m + kn].all():
             m_hat = m
             break
     if m_hat is None:
@@ -107,8 +108,9 @@ def politis_white_block_length(x: np.ndarray | list[float]) -> float:
     return float(min(max(b, 1.0), b_max))
 
 
-def circular_block_bootstrap_means(x: np.ndarray | list[float], block: int, n_boot: int = 999,
-                                   rng: np.random.Generator | None = None) -> np.ndarray:
+def circular_block_bootstrap_means(
+    x: np.ndarray | list[float], block: int, n_boot: int = 999, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """Means of `n_boot` circular block bootstrap resamples (blocks of `block` consecutive samples,
     wrapping around the end, so every sample is equally likely; vectorized, no Python loop)."""
     a = np.asarray(x, float)
@@ -137,8 +139,13 @@ class MeanCI:
     block_length: float | None
 
 
-def mean_ci_autocorr(x: np.ndarray | list[float], confidence: float = 0.95, method: CIMethod = "neff-acf",
-                     n_boot: int = 999, seed: int = 0) -> MeanCI:
+def mean_ci_autocorr(
+    x: np.ndarray | list[float],
+    confidence: float = 0.95,
+    method: CIMethod = "neff-acf",
+    n_boot: int = 999,
+    seed: int = 0,
+) -> MeanCI:
     """Confidence interval for the mean of an autocorrelated series (one run's per-second samples).
 
     * "neff-acf" (default): mean ± t_{n_eff-1} s / sqrt(n_eff), n_eff from the autocorrelation sum
@@ -171,8 +178,14 @@ def mean_ci_autocorr(x: np.ndarray | list[float], confidence: float = 0.95, meth
     return MeanCI(mean, mean - half, mean + half, confidence, method, n, n_eff, rho1, block)
 
 
-def run_mean_table(df: pl.DataFrame, value: str, by: list[str], time: str = "t_s", confidence: float = 0.95,
-                   method: CIMethod = "neff-acf") -> pl.DataFrame:
+def run_mean_table(
+    df: pl.DataFrame,
+    value: str,
+    by: list[str],
+    time: str = "t_s",
+    confidence: float = 0.95,
+    method: CIMethod = "neff-acf",
+) -> pl.DataFrame:
     """Per run (`by`), the mean of `value` over its samples (ordered by `time`) with the
     autocorrelation-aware CI of `mean_ci_autocorr`: the default for within-run statements."""
     rows = []
@@ -183,6 +196,7 @@ def run_mean_table(df: pl.DataFrame, value: str, by: list[str], time: str = "t_s
 
 
 # ---------------------------------------------------------------------------- warm-up
+
 
 def mser_truncation(x: np.ndarray | list[float], batch: int = 5) -> tuple[int, bool]:
     """MSER-`batch` truncation point of one series (White 1997; MSER-5 with batch = 5).
@@ -205,8 +219,9 @@ def mser_truncation(x: np.ndarray | list[float], batch: int = 5) -> tuple[int, b
     return d * batch, d < d_max
 
 
-def detect_steady_state(df: pl.DataFrame, value: str = "tps", time: str = "t_s", by: list[str] | None = None,
-                        batch: int = 5) -> pl.DataFrame:
+def detect_steady_state(
+    df: pl.DataFrame, value: str = "tps", time: str = "t_s", by: list[str] | None = None, batch: int = 5
+) -> pl.DataFrame:
     """Per run, where the warm-up ends, by MSER-5 (`mser_truncation`), computed in polars.
 
     Returns `by` + n, trim_n (samples dropped), trim_s (time of the last dropped sample, 0 when
@@ -215,37 +230,65 @@ def detect_steady_state(df: pl.DataFrame, value: str = "tps", time: str = "t_s",
     """
     keys = by or ["_all"]
     data = df if by else df.with_columns(pl.lit(0).alias("_all"))
-    data = data.filter(pl.col(value).is_not_null()).sort([*keys, time]).with_columns(
-        pl.int_range(pl.len()).over(keys).alias("_i"), pl.len().over(keys).alias("_n"))
+    data = (
+        data.filter(pl.col(value).is_not_null())
+        .sort([*keys, time])
+        .with_columns(pl.int_range(pl.len()).over(keys).alias("_i"), pl.len().over(keys).alias("_n"))
+    )
     k_expr = pl.col("_n") // batch
-    batches = (data.filter(pl.col("_i") < k_expr * batch)
-               .with_columns((pl.col("_i") // batch).alias("_b"))
-               .group_by([*keys, "_b"]).agg(pl.col(value).mean().alias("_z"), pl.col("_n").first())
-               .sort([*keys, "_b"], descending=[False] * len(keys) + [True])
-               .with_columns(pl.col("_z").cum_sum().over(keys).alias("_s1"),
-                             (pl.col("_z") ** 2).cum_sum().over(keys).alias("_s2"),
-                             pl.int_range(1, pl.len() + 1).over(keys).alias("_c"),
-                             pl.len().over(keys).alias("_k")))
+    batches = (
+        data.filter(pl.col("_i") < k_expr * batch)
+        .with_columns((pl.col("_i") // batch).alias("_b"))
+        .group_by([*keys, "_b"])
+        .agg(pl.col(value).mean().alias("_z"), pl.col("_n").first())
+        .sort([*keys, "_b"], descending=[False] * len(keys) + [True])
+        .with_columns(
+            pl.col("_z").cum_sum().over(keys).alias("_s1"),
+            (pl.col("_z") ** 2).cum_sum().over(keys).alias("_s2"),
+            pl.int_range(1, pl.len() + 1).over(keys).alias("_c"),
+            pl.len().over(keys).alias("_k"),
+        )
+    )
     batches = batches.with_columns(
-        ((pl.col("_s2") - pl.col("_s1") ** 2 / pl.col("_c")) / pl.col("_c") ** 2).alias("_mser"))
-    best = (batches.filter(pl.col("_b") <= pl.col("_k") // 2)
-            .sort([*keys, "_mser", "_b"])
-            .group_by(keys, maintain_order=True)
-            .agg(pl.col("_b").first().alias("_d"), pl.col("_k").first(), pl.col("_n").first()))
-    best = best.with_columns((pl.col("_d") * batch).alias("trim_n"),
-                             ((pl.col("_d") < pl.col("_k") // 2) & (pl.col("_k") >= 2)).alias("steady"))
-    last_dropped = data.join(best.select(*keys, "trim_n"), on=keys).filter(pl.col("_i") == pl.col("trim_n") - 1) \
+        ((pl.col("_s2") - pl.col("_s1") ** 2 / pl.col("_c")) / pl.col("_c") ** 2).alias("_mser")
+    )
+    best = (
+        batches.filter(pl.col("_b") <= pl.col("_k") // 2)
+        .sort([*keys, "_mser", "_b"])
+        .group_by(keys, maintain_order=True)
+        .agg(pl.col("_b").first().alias("_d"), pl.col("_k").first(), pl.col("_n").first())
+    )
+    best = best.with_columns(
+        (pl.col("_d") * batch).alias("trim_n"),
+        ((pl.col("_d") < pl.col("_k") // 2) & (pl.col("_k") >= 2)).alias("steady"),
+    )
+    last_dropped = (
+        data.join(best.select(*keys, "trim_n"), on=keys)
+        .filter(pl.col("_i") == pl.col("trim_n") - 1)
         .select(*keys, pl.col(time).cast(pl.Float64).alias("trim_s"))
+    )
     runs = data.group_by(keys, maintain_order=True).agg(pl.col("_n").first().alias("n"))
-    out = (runs.join(best.select(*keys, "trim_n", "steady"), on=keys, how="left")
-           .join(last_dropped, on=keys, how="left")
-           .with_columns(pl.col("trim_n").fill_null(0), pl.col("steady").fill_null(False),
-                         pl.col("trim_s").fill_null(0.0), pl.lit(f"MSER-{batch}").alias("trim_method")))
+    out = (
+        runs.join(best.select(*keys, "trim_n", "steady"), on=keys, how="left")
+        .join(last_dropped, on=keys, how="left")
+        .with_columns(
+            pl.col("trim_n").fill_null(0),
+            pl.col("steady").fill_null(False),
+            pl.col("trim_s").fill_null(0.0),
+            pl.lit(f"MSER-{batch}").alias("trim_method"),
+        )
+    )
     return out.drop("_all") if not by else out
 
 
-def apply_steady_state(df: pl.DataFrame, value: str = "tps", time: str = "t_s", by: list[str] | None = None,
-                       method: Literal["mser5", "fixed"] = "mser5", trim_s: float | None = None) -> pl.DataFrame:
+def apply_steady_state(
+    df: pl.DataFrame,
+    value: str = "tps",
+    time: str = "t_s",
+    by: list[str] | None = None,
+    method: Literal["mser5", "fixed"] = "mser5",
+    trim_s: float | None = None,
+) -> pl.DataFrame:
     """Drop each run's warm-up and record what was dropped in columns `trim_s` and `trim_method`
     (so figures and tables can say "first N s dropped (MSER-5)").
 
@@ -257,13 +300,16 @@ def apply_steady_state(df: pl.DataFrame, value: str = "tps", time: str = "t_s", 
         if trim_s is None:
             raise ValueError("method='fixed' needs trim_s")
         return df.filter(pl.col(time) > trim_s).with_columns(
-            pl.lit(float(trim_s)).alias("trim_s"), pl.lit("fixed").alias("trim_method"))
+            pl.lit(float(trim_s)).alias("trim_s"), pl.lit("fixed").alias("trim_method")
+        )
     if not by:
         trims = detect_steady_state(df, value, time, None)
         t = float(trims["trim_s"][0]) if trims.height else 0.0
         return df.filter(pl.col(time) > t).with_columns(
-            pl.lit(t).alias("trim_s"), pl.lit(trims["trim_method"][0] if trims.height else "MSER-5").alias("trim_method"),
-            pl.lit(bool(trims["steady"][0]) if trims.height else False).alias("steady"))
+            pl.lit(t).alias("trim_s"),
+            pl.lit(trims["trim_method"][0] if trims.height else "MSER-5").alias("trim_method"),
+            pl.lit(bool(trims["steady"][0]) if trims.height else False).alias("steady"),
+        )
     trims = detect_steady_state(df, value, time, by).select(*by, "trim_s", "trim_method", "steady")
     return df.join(trims, on=by, how="left", maintain_order="left").filter(pl.col(time) > pl.col("trim_s"))
 
@@ -272,7 +318,8 @@ def apply_steady_state(df: pl.DataFrame, value: str = "tps", time: str = "t_s", 
 
 _CKPT = re.compile(
     r"^(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s*(?P<tz>[A-Za-z]{1,5}|[+-]\d{2}(?::?\d{2})?)?\s.*?"
-    r"LOG:\s+(?P<kind>checkpoint|restartpoint) (?P<what>starting|complete)(?::\s*(?P<rest>.*))?$")
+    r"LOG:\s+(?P<kind>checkpoint|restartpoint) (?P<what>starting|complete)(?::\s*(?P<rest>.*))?$"
+)
 _TOTAL = re.compile(r"total=(?P<total>[0-9.]+) s")
 _WROTE = re.compile(r"wrote (?P<buffers>\d+) buffers")
 _PHASES = re.compile(r"write=(?P<write>[0-9.]+) s, sync=(?P<sync>[0-9.]+) s")
@@ -312,29 +359,56 @@ def checkpoint_windows_from_log(text: str, run_start_epoch: float) -> pl.DataFra
         if m["what"] == "starting":
             if open_row is not None:
                 rows.append(open_row)
-            open_row = {"start_s": t, "end_s": None, "reason": rest.strip() or None, "buffers": None,
-                        "write_s": None, "sync_s": None, "total_s": None, "complete": False}
+            open_row = {
+                "start_s": t,
+                "end_s": None,
+                "reason": rest.strip() or None,
+                "buffers": None,
+                "write_s": None,
+                "sync_s": None,
+                "total_s": None,
+                "complete": False,
+            }
             continue
         total = _TOTAL.search(rest)
         wrote = _WROTE.search(rest)
         phases = _PHASES.search(rest)
         row = open_row or {"start_s": t - float(total["total"]) if total else None, "reason": None}
-        row.update({"end_s": t, "complete": True,
-                    "buffers": int(wrote["buffers"]) if wrote else None,
-                    "write_s": float(phases["write"]) if phases else None,
-                    "sync_s": float(phases["sync"]) if phases else None,
-                    "total_s": float(total["total"]) if total else None})
+        row.update(
+            {
+                "end_s": t,
+                "complete": True,
+                "buffers": int(wrote["buffers"]) if wrote else None,
+                "write_s": float(phases["write"]) if phases else None,
+                "sync_s": float(phases["sync"]) if phases else None,
+                "total_s": float(total["total"]) if total else None,
+            }
+        )
         rows.append(row)
         open_row = None
     if open_row is not None:
         rows.append(open_row)
-    schema = {"start_s": pl.Float64, "end_s": pl.Float64, "reason": pl.Utf8, "buffers": pl.Int64,
-              "write_s": pl.Float64, "sync_s": pl.Float64, "total_s": pl.Float64, "complete": pl.Boolean}
+    schema = {
+        "start_s": pl.Float64,
+        "end_s": pl.Float64,
+        "reason": pl.Utf8,
+        "buffers": pl.Int64,
+        "write_s": pl.Float64,
+        "sync_s": pl.Float64,
+        "total_s": pl.Float64,
+        "complete": pl.Boolean,
+    }
     return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
-def checkpoint_attribution(series: pl.DataFrame, windows: pl.DataFrame, value: str = "tps", time: str = "t_s",
-                           interval_s: float = 1.0, confidence: float = 0.95) -> dict[str, float | int]:
+def checkpoint_attribution(
+    series: pl.DataFrame,
+    windows: pl.DataFrame,
+    value: str = "tps",
+    time: str = "t_s",
+    interval_s: float = 1.0,
+    confidence: float = 0.95,
+) -> dict[str, float | int]:
     """How much of a run's throughput variation falls in checkpoint windows.
 
     A sample at time t covers (t - interval_s, t]; it is "in" a checkpoint when that overlaps a
@@ -345,15 +419,23 @@ def checkpoint_attribution(series: pl.DataFrame, windows: pl.DataFrame, value: s
     (x - overall mean)^2 / total sum of squares: compare it with time_share (variance_share >>
     time_share: checkpoints drive the variation).
     """
-    s = series.filter(pl.col(value).is_not_null()).sort(time).select(pl.col(time).cast(pl.Float64).alias("t"),
-                                                                     pl.col(value).cast(pl.Float64).alias("x"))
+    s = (
+        series.filter(pl.col(value).is_not_null())
+        .sort(time)
+        .select(pl.col(time).cast(pl.Float64).alias("t"), pl.col(value).cast(pl.Float64).alias("x"))
+    )
     t_end = float(s["t"].max()) if s.height else 0.0
-    w = windows.select(pl.col("start_s").cast(pl.Float64),
-                       pl.col("end_s").cast(pl.Float64).fill_null(t_end + interval_s))
+    w = windows.select(
+        pl.col("start_s").cast(pl.Float64), pl.col("end_s").cast(pl.Float64).fill_null(t_end + interval_s)
+    )
     if w.height:
-        hit = (s.with_row_index("_r").join(w, how="cross")
-               .filter((pl.col("t") - interval_s < pl.col("end_s")) & (pl.col("t") > pl.col("start_s")))
-               .select("_r").unique())
+        hit = (
+            s.with_row_index("_r")
+            .join(w, how="cross")
+            .filter((pl.col("t") - interval_s < pl.col("end_s")) & (pl.col("t") > pl.col("start_s")))
+            .select("_r")
+            .unique()
+        )
         s = s.with_row_index("_r").with_columns(pl.col("_r").is_in(hit["_r"].implode()).alias("in_ckpt")).drop("_r")
     else:
         s = s.with_columns(pl.lit(False).alias("in_ckpt"))
@@ -362,7 +444,10 @@ def checkpoint_attribution(series: pl.DataFrame, windows: pl.DataFrame, value: s
     n, n_in = len(x), int(inside.sum())
     ss = float(((x - x.mean()) ** 2).sum()) if n else math.nan
     out: dict[str, float | int] = {
-        "n": n, "n_in": n_in, "n_out": n - n_in, "time_share": n_in / n if n else math.nan,
+        "n": n,
+        "n_in": n_in,
+        "n_out": n - n_in,
+        "time_share": n_in / n if n else math.nan,
         "mean_in": float(x[inside].mean()) if n_in else math.nan,
         "mean_out": float(x[~inside].mean()) if n - n_in else math.nan,
         "variance_share": float(((x[inside] - x.mean()) ** 2).sum()) / ss if n and ss > 0 else math.nan,
@@ -372,7 +457,9 @@ def checkpoint_attribution(series: pl.DataFrame, windows: pl.DataFrame, value: s
     if n_in >= 2 and n - n_in >= 2:
         resid = np.where(inside, x - x[inside].mean(), x - x[~inside].mean())  # level shift removed
         ratio = effective_sample_size(resid, "acf") / n
-        se = math.sqrt(x[inside].var(ddof=1) / max(n_in * ratio, 1) + x[~inside].var(ddof=1) / max((n - n_in) * ratio, 1))
+        se = math.sqrt(
+            x[inside].var(ddof=1) / max(n_in * ratio, 1) + x[~inside].var(ddof=1) / max((n - n_in) * ratio, 1)
+        )
         z = float(sps.norm.ppf((1 + confidence) / 2))
         diff = out["mean_in"] - out["mean_out"]
         lo = 100 * (diff - z * se) / out["mean_out"]

@@ -19,24 +19,32 @@ RELATION_FILE = re.compile(r"^\d+(?:_(?:fsm|vm|init))?(?:\.\d+)?$")
 
 # ---------------------------------------------------------------------------- compression ratio
 
-def compression_exprs(logical: str | pl.Expr = "logical_bytes", physical: str | pl.Expr = "physical_bytes") -> list[pl.Expr]:
+
+def compression_exprs(
+    logical: str | pl.Expr = "logical_bytes", physical: str | pl.Expr = "physical_bytes"
+) -> list[pl.Expr]:
     """Polars expressions `ratio` = logical / physical and `space_savings` = 1 - physical / logical
     (seed 004's formula: 1 - compressed / uncompressed), for `df.with_columns(*compression_exprs())`.
     Null where the denominator is 0 or missing."""
     lg = pl.col(logical) if isinstance(logical, str) else logical
     ph = pl.col(physical) if isinstance(physical, str) else physical
     lg, ph = lg.cast(pl.Float64), ph.cast(pl.Float64)
-    return [pl.when(ph > 0).then(lg / ph).otherwise(None).alias("ratio"),
-            pl.when(lg > 0).then(1 - ph / lg).otherwise(None).alias("space_savings")]
+    return [
+        pl.when(ph > 0).then(lg / ph).otherwise(None).alias("ratio"),
+        pl.when(lg > 0).then(1 - ph / lg).otherwise(None).alias("space_savings"),
+    ]
 
 
-def compression_ratio(logical_bytes: float | Sequence[float] | np.ndarray | pl.Series,
-                      physical_bytes: float | Sequence[float] | np.ndarray | pl.Series) -> pl.DataFrame:
+def compression_ratio(
+    logical_bytes: float | Sequence[float] | np.ndarray | pl.Series,
+    physical_bytes: float | Sequence[float] | np.ndarray | pl.Series,
+) -> pl.DataFrame:
     """Compression ratio (logical / physical, "2.43:1") and space savings (1 - physical / logical),
     element-wise over scalars or equal-length sequences; returns a frame with logical_bytes,
     physical_bytes, ratio, space_savings. Both sizes must be in the same unit: pg_size_pretty's
     "GB" is GiB while drive tools often report 10^9-byte GB (seed 002's ratios only come out with
     the database size in GiB and the drive's physical size in GB)."""
+
     def as_list(v: object) -> list[float]:
         if isinstance(v, pl.Series):
             return v.cast(pl.Float64).to_list()
@@ -44,12 +52,15 @@ def compression_ratio(logical_bytes: float | Sequence[float] | np.ndarray | pl.S
             return [float(v)]
         return [float(x) for x in v]  # type: ignore[union-attr]
 
-    frame = pl.DataFrame({"logical_bytes": as_list(logical_bytes), "physical_bytes": as_list(physical_bytes)},
-                         schema={"logical_bytes": pl.Float64, "physical_bytes": pl.Float64})
+    frame = pl.DataFrame(
+        {"logical_bytes": as_list(logical_bytes), "physical_bytes": as_list(physical_bytes)},
+        schema={"logical_bytes": pl.Float64, "physical_bytes": pl.Float64},
+    )
     return frame.with_columns(*compression_exprs())
 
 
 # ---------------------------------------------------------------------------- page-level estimate
+
 
 def _compressors(methods: Sequence[str], level: int | None) -> tuple[dict[str, Callable[[bytes], int]], list[str]]:
     out: dict[str, Callable[[bytes], int]] = {}
@@ -83,10 +94,17 @@ def _relation_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def page_compression_estimate(path_or_paths: str | Path | Sequence[str | Path], page_size: int = 8192,
-                              methods: Sequence[str] = ("zstd", "gzip"), *, level: int | None = None,
-                              sector_size: int = 4096, sample_pages: int | None = None, seed: int = 0,
-                              by_file: bool = False) -> pl.DataFrame:
+def page_compression_estimate(
+    path_or_paths: str | Path | Sequence[str | Path],
+    page_size: int = 8192,
+    methods: Sequence[str] = ("zstd", "gzip"),
+    *,
+    level: int | None = None,
+    sector_size: int = 4096,
+    sample_pages: int | None = None,
+    seed: int = 0,
+    by_file: bool = False,
+) -> pl.DataFrame:
     """How well PostgreSQL's pages compress: each `page_size` page of the relation files is
     compressed on its own (what a file system compressing 8 KB blocks independently could store).
 
@@ -131,18 +149,36 @@ def page_compression_estimate(path_or_paths: str | Path | Sequence[str | Path], 
     finally:
         if handle:
             handle.close()
-    per_page = pl.DataFrame(recs, schema={"file": pl.Utf8, "method": pl.Utf8, "logical": pl.Int64,
-                                          "compressed": pl.Int64, "allocated": pl.Int64, "zero": pl.Boolean},
-                            orient="row")
+    per_page = pl.DataFrame(
+        recs,
+        schema={
+            "file": pl.Utf8,
+            "method": pl.Utf8,
+            "logical": pl.Int64,
+            "compressed": pl.Int64,
+            "allocated": pl.Int64,
+            "zero": pl.Boolean,
+        },
+        orient="row",
+    )
     keys = ["file", "method"] if by_file else ["method"]
     out = per_page.group_by(keys, maintain_order=True).agg(
-        pl.col("file").n_unique().alias("files"), pl.len().alias("pages"), pl.col("zero").sum().alias("zero_pages"),
-        pl.col("logical").sum().alias("logical_bytes"), pl.col("compressed").sum().alias("compressed_bytes"),
-        pl.col("allocated").sum().alias("allocated_bytes"))
-    out = out.with_columns(*compression_exprs("logical_bytes", "compressed_bytes"),
-                           *[e.alias("allocated_" + n) for e, n in
-                             zip(compression_exprs("logical_bytes", "allocated_bytes"), ("ratio", "savings"))],
-                           pl.lit(None, dtype=pl.Utf8).alias("note"), pl.lit(sample_pages is not None).alias("sampled"))
+        pl.col("file").n_unique().alias("files"),
+        pl.len().alias("pages"),
+        pl.col("zero").sum().alias("zero_pages"),
+        pl.col("logical").sum().alias("logical_bytes"),
+        pl.col("compressed").sum().alias("compressed_bytes"),
+        pl.col("allocated").sum().alias("allocated_bytes"),
+    )
+    out = out.with_columns(
+        *compression_exprs("logical_bytes", "compressed_bytes"),
+        *[
+            e.alias("allocated_" + n)
+            for e, n in zip(compression_exprs("logical_bytes", "allocated_bytes"), ("ratio", "savings"))
+        ],
+        pl.lit(None, dtype=pl.Utf8).alias("note"),
+        pl.lit(sample_pages is not None).alias("sampled"),
+    )
     if by_file:
         out = out.drop("files")
     if missing:
@@ -150,11 +186,13 @@ def page_compression_estimate(path_or_paths: str | Path | Sequence[str | Path], 
         absent = pl.DataFrame({"method": missing, "note": [note] * len(missing)})
         out = pl.concat([out, absent], how="diagonal_relaxed")
     order = {m: i for i, m in enumerate(methods)}
-    return out.sort(pl.col("method").replace_strict(order, default=len(order), return_dtype=pl.Int64),
-                    maintain_order=True)
+    return out.sort(
+        pl.col("method").replace_strict(order, default=len(order), return_dtype=pl.Int64), maintain_order=True
+    )
 
 
 # ---------------------------------------------------------------------------- scaling
+
 
 class Scaling(NamedTuple):
     """`table`: throughput per size; `thresholds`: memory sizes to mark on the chart."""
@@ -163,9 +201,12 @@ class Scaling(NamedTuple):
     thresholds: pl.DataFrame
 
 
-def memory_thresholds(shared_buffers_bytes: float | None = None, ram_bytes: float | None = None,
-                      cgroup_limit_bytes: float | None = None,
-                      bytes_per_size_unit: float | None = None) -> pl.DataFrame:
+def memory_thresholds(
+    shared_buffers_bytes: float | None = None,
+    ram_bytes: float | None = None,
+    cgroup_limit_bytes: float | None = None,
+    bytes_per_size_unit: float | None = None,
+) -> pl.DataFrame:
     """Reference lines for a throughput-vs-size chart: shared_buffers, RAM and (when set and lower)
     the cgroup memory limit, the effective page-cache ceiling. `size` converts each to the chart's
     size unit (e.g. pgbench scale: bytes / bytes_per_size_unit; about 15-16 MB per scale step,
@@ -173,23 +214,37 @@ def memory_thresholds(shared_buffers_bytes: float | None = None, ram_bytes: floa
     items = [("shared_buffers", shared_buffers_bytes), ("RAM", ram_bytes)]
     if cgroup_limit_bytes is not None and (ram_bytes is None or cgroup_limit_bytes < ram_bytes):
         items.append(("cgroup memory limit", cgroup_limit_bytes))
-    rows = [{"threshold": k, "bytes": float(v),
-             "size": float(v) / bytes_per_size_unit if bytes_per_size_unit else None}
-            for k, v in items if v is not None]
+    rows = [
+        {"threshold": k, "bytes": float(v), "size": float(v) / bytes_per_size_unit if bytes_per_size_unit else None}
+        for k, v in items
+        if v is not None
+    ]
     return pl.DataFrame(rows, schema={"threshold": pl.Utf8, "bytes": pl.Float64, "size": pl.Float64})
 
 
 def bytes_per_size_unit_from(df: pl.DataFrame, size_col: str = "scale", bytes_col: str = "database_bytes") -> float:
     """Median bytes per unit of size over measured rows (e.g. the targets table: database_bytes /
     scale after `pgbench -i`), to place memory thresholds on a scale axis."""
-    ratio = df.filter((pl.col(size_col) > 0) & pl.col(bytes_col).is_not_null()).select(
-        (pl.col(bytes_col).cast(pl.Float64) / pl.col(size_col)).median()).item()
+    ratio = (
+        df.filter((pl.col(size_col) > 0) & pl.col(bytes_col).is_not_null())
+        .select((pl.col(bytes_col).cast(pl.Float64) / pl.col(size_col)).median())
+        .item()
+    )
     return float(ratio) if ratio is not None else math.nan
 
 
-def scaling_table(df: pl.DataFrame, size_col: str, value_col: str, by: list[str], *, confidence: float = 0.95,
-                  shared_buffers_bytes: float | None = None, ram_bytes: float | None = None,
-                  cgroup_limit_bytes: float | None = None, bytes_per_size_unit: float | None = None) -> Scaling:
+def scaling_table(
+    df: pl.DataFrame,
+    size_col: str,
+    value_col: str,
+    by: list[str],
+    *,
+    confidence: float = 0.95,
+    shared_buffers_bytes: float | None = None,
+    ram_bytes: float | None = None,
+    cgroup_limit_bytes: float | None = None,
+    bytes_per_size_unit: float | None = None,
+) -> Scaling:
     """Throughput against data-set size (seed 004's tps vs pgbench scale; seed 000's three sizes):
     per `by` + size, the `cell_summary` of `value_col` over repeats (n, median with its order-statistic
     CI, mean, stdev, ...), `rel_to_smallest` = median / median at the smallest size of the same `by`,
@@ -204,7 +259,11 @@ def scaling_table(df: pl.DataFrame, size_col: str, value_col: str, by: list[str]
     thresholds = memory_thresholds(shared_buffers_bytes, ram_bytes, cgroup_limit_bytes, bytes_per_size_unit)
     if bytes_per_size_unit:
         size_bytes = pl.col(size_col).cast(pl.Float64) * bytes_per_size_unit
-        mem = min(v for v in (ram_bytes, cgroup_limit_bytes) if v is not None) if (ram_bytes or cgroup_limit_bytes) else None
+        mem = (
+            min(v for v in (ram_bytes, cgroup_limit_bytes) if v is not None)
+            if (ram_bytes or cgroup_limit_bytes)
+            else None
+        )
         regime = pl.lit(None, dtype=pl.Utf8)
         if mem is not None:
             regime = pl.when(size_bytes > mem).then(pl.lit("exceeds RAM")).otherwise(pl.lit("fits RAM"))

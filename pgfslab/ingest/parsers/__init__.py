@@ -89,8 +89,19 @@ class ParserModule(Protocol):
 # in detection order: the first whose sniff() accepts a file names its format
 FORMATS: dict[str, ParserModule] = {
     m.NAME: m  # type: ignore[misc]
-    for m in (meminfo, pgbench_summary, pgbench_progress, pgbench_aggregate, pgbench_txlog, diskstats, vmstat,
-              sysbench, fs_ops, published_table, durability)
+    for m in (
+        meminfo,
+        pgbench_summary,
+        pgbench_progress,
+        pgbench_aggregate,
+        pgbench_txlog,
+        diskstats,
+        vmstat,
+        sysbench,
+        fs_ops,
+        published_table,
+        durability,
+    )
 }
 
 HEAD_BYTES = 8192
@@ -123,6 +134,7 @@ def parse(path: Path, fmt: str | None = None, **options: Any) -> dict[str, pl.Da
     if mod is None:
         raise ParseError(path, None, f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     return mod.parse(path, **options)  # type: ignore[call-arg]
+
 
 # The lab's own CSV logs (pgstat.csv, fsmicro_ops.csv, snapshots.csv): exact headers, so last in detection order.
 from pgfslab.ingest.parsers import btrfs_snapshots, fsmicro_ops, pgstat  # noqa: E402

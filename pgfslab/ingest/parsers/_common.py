@@ -50,6 +50,7 @@ def excerpt(text: str | bytes, limit: int = 80) -> str:
 
 # ----------------------------------------------------------------------------- small text files
 
+
 def read_bytes(path: Path) -> bytes:
     try:
         return Path(path).read_bytes()
@@ -86,8 +87,9 @@ def split_lines(text: str) -> Lines:
     last = parts.pop()  # "" when the text ends with a newline
     if last != "":
         torn = (len(parts) + 1, last)
-    frame = pl.DataFrame({"line": pl.int_range(1, len(parts) + 1, eager=True, dtype=pl.Int64),
-                          "text": pl.Series(parts, dtype=pl.String)})
+    frame = pl.DataFrame(
+        {"line": pl.int_range(1, len(parts) + 1, eager=True, dtype=pl.Int64), "text": pl.Series(parts, dtype=pl.String)}
+    )
     frame = frame.with_columns(pl.col("text").str.strip_suffix("\r"))
     return Lines(frame, torn)
 
@@ -160,10 +162,10 @@ def v_unum(tok: bytes) -> str | None:
 
 @dataclass(frozen=True)
 class Field:
-    name: str            # column name in the raw frame
-    dtype: DType         # dtype for polars' read_csv
-    doc: str             # pgbench's name for the field, for messages
-    check: Validator     # exact token check, used only to diagnose a failed fast read
+    name: str  # column name in the raw frame
+    dtype: DType  # dtype for polars' read_csv
+    doc: str  # pgbench's name for the field, for messages
+    check: Validator  # exact token check, used only to diagnose a failed fast read
 
 
 def _newline_count(path: Path) -> int:
@@ -185,7 +187,7 @@ def _last_line(path: Path, size: int) -> bytes:
             chunk = fh.read(end - start)
             pos = chunk.rfind(b"\n")
             if pos >= 0:
-                return chunk[pos + 1:] + tail
+                return chunk[pos + 1 :] + tail
             tail = chunk + tail
             end = start
             if len(tail) > (1 << 20):  # a 1 MiB "line": not a log we know; the reader will say so
@@ -239,7 +241,7 @@ def _diagnose(path: Path, fields: Sequence[Field], n_lines: int | None, exc: Exc
 
 @dataclass
 class Table:
-    frame: pl.DataFrame                 # raw columns as named by `fields`
+    frame: pl.DataFrame  # raw columns as named by `fields`
     warnings: list[tuple[int | None, str]]
 
 
@@ -264,8 +266,16 @@ def read_space_separated(path: Path, fields: Sequence[Field], what: str) -> Tabl
         warnings.append(torn_warning(n_rows + 1, torn))
     schema = {f.name: f.dtype for f in fields}
     try:
-        frame = pl.read_csv(path, has_header=False, separator=" ", quote_char=None, schema=schema,
-                            n_rows=n_rows, encoding="utf8", raise_if_empty=False)
+        frame = pl.read_csv(
+            path,
+            has_header=False,
+            separator=" ",
+            quote_char=None,
+            schema=schema,
+            n_rows=n_rows,
+            encoding="utf8",
+            raise_if_empty=False,
+        )
     except Exception as exc:  # polars raises several types (ComputeError, SchemaError, ...)
         raise _diagnose(path, fields, n_rows, exc) from None
     if frame.height == 0:
@@ -310,7 +320,6 @@ def check_rows(path: Path, frame: pl.DataFrame, rules: Sequence[tuple[pl.Expr, s
 def read_head(path: Path, limit: int = 1 << 13) -> str:
     with open(path, "rb") as fh:
         return fh.read(limit).decode("utf-8", errors="replace")
-
 
 
 # ----------------------------------------------------------------------------- the lab's /proc sampler layout
@@ -361,25 +370,33 @@ def read_samples(path: Path, entry: str, what: str, expected: str) -> Samples:
     bad = first_true(frame.select(~pl.col("_marker") & ~pl.col("_ok")).to_series())
     if bad is not None:
         row = frame.row(bad, named=True)
-        raise ParseError(path, row["line"], f"expected '@ <epoch seconds>' or a {what} line ({expected}), "
-                                            f"found {excerpt(row['text'])}")
+        raise ParseError(
+            path,
+            row["line"],
+            f"expected '@ <epoch seconds>' or a {what} line ({expected}), found {excerpt(row['text'])}",
+        )
     if not frame["_marker"][0]:
-        raise ParseError(path, int(frame["line"][0]), f"expected '@ <epoch seconds>' before the first {what} line, "
-                                                      f"found {excerpt(frame['text'][0])}")
-    micros = (pl.col("_sec").cast(pl.Int64) * 1_000_000
-              + pl.col("_frac").fill_null("").str.pad_end(6, "0").str.slice(0, 6).cast(pl.Int64))
+        raise ParseError(
+            path,
+            int(frame["line"][0]),
+            f"expected '@ <epoch seconds>' before the first {what} line, found {excerpt(frame['text'][0])}",
+        )
+    micros = pl.col("_sec").cast(pl.Int64) * 1_000_000 + pl.col("_frac").fill_null("").str.pad_end(6, "0").str.slice(
+        0, 6
+    ).cast(pl.Int64)
     frame = frame.with_columns(
         pl.when(pl.col("_marker")).then(micros).alias("_ts_us"),
         pl.col("_marker").cum_sum().cast(pl.Int64).alias("sample"),
     ).with_columns(pl.col("_ts_us").forward_fill())
     sizes = frame.group_by("sample", maintain_order=True).agg(
-        pl.col("line").first().alias("marker_line"), (~pl.col("_marker")).sum().cast(pl.Int64).alias("n"))
+        pl.col("line").first().alias("marker_line"), (~pl.col("_marker")).sum().cast(pl.Int64).alias("n")
+    )
     empty_mid = sizes.head(sizes.height - 1).filter(pl.col("n") == 0)
     if empty_mid.height:
         raise ParseError(path, int(empty_mid["marker_line"][0]), f"sample marker followed by no {what} lines")
     entries = frame.filter(~pl.col("_marker")).select(
-        "line", "text", "sample",
-        pl.col("_ts_us").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("ts"))
+        "line", "text", "sample", pl.col("_ts_us").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("ts")
+    )
     return Samples(entries, sizes, warnings)
 
 
@@ -397,8 +414,11 @@ def check_repeated_key(path: Path, entries: pl.DataFrame, key: str, what: str) -
     """ParseError at the first entry whose `key` repeats within its sample (a lost '@' marker)."""
     dup = first_true(entries.select(~pl.struct("sample", key).is_first_distinct()).to_series())
     if dup is not None:
-        raise ParseError(path, int(entries["line"][dup]),
-                         f"{what} {entries[key][dup]!r} repeated within one sample (missing '@' marker?)")
+        raise ParseError(
+            path,
+            int(entries["line"][dup]),
+            f"{what} {entries[key][dup]!r} repeated within one sample (missing '@' marker?)",
+        )
 
 
 def check_int64(path: Path, frame: pl.DataFrame, columns: Sequence[str]) -> None:
@@ -406,12 +426,14 @@ def check_int64(path: Path, frame: pl.DataFrame, columns: Sequence[str]) -> None
     the digit-string `columns` does not fit in a 64-bit integer."""
     if frame.height == 0 or not columns:
         return
-    over = frame.select(pl.any_horizontal(
-        [pl.col(c).is_not_null() & pl.col(c).cast(pl.Int64, strict=False).is_null() for c in columns])).to_series()
+    over = frame.select(
+        pl.any_horizontal([pl.col(c).is_not_null() & pl.col(c).cast(pl.Int64, strict=False).is_null() for c in columns])
+    ).to_series()
     row = first_true(over)
     if row is not None:
-        raise ParseError(path, int(frame["line"][row]), "value too large for a 64-bit integer: "
-                                                        f"{excerpt(frame['text'][row])}")
+        raise ParseError(
+            path, int(frame["line"][row]), f"value too large for a 64-bit integer: {excerpt(frame['text'][row])}"
+        )
 
 
 def check_finite(path: Path, frame: pl.DataFrame, columns: Sequence[str]) -> None:
@@ -425,6 +447,7 @@ def check_finite(path: Path, frame: pl.DataFrame, columns: Sequence[str]) -> Non
 
 
 # ----------------------------------------------------------------------------- one pass over a big file
+
 
 @dataclass(frozen=True)
 class FileScan:

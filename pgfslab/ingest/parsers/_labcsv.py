@@ -28,9 +28,9 @@ from pgfslab.ingest.parsers._common import (
 
 @dataclass(frozen=True)
 class Column:
-    name: str          # column in the file's header
-    dtype: object      # polars dtype of the parsed value
-    doc: str           # what the field is, for messages ("an epoch time in seconds")
+    name: str  # column in the file's header
+    dtype: object  # polars dtype of the parsed value
+    doc: str  # what the field is, for messages ("an epoch time in seconds")
 
 
 def sniff_header(head: str, comment: str | None, header: Sequence[str]) -> bool:
@@ -43,8 +43,9 @@ def sniff_header(head: str, comment: str | None, header: Sequence[str]) -> bool:
     return bool(rest) and rest[0] == ",".join(header)
 
 
-def read(path: Path, columns: Sequence[Column], *, comment: str | None, what: str,
-         allow_empty: bool = False) -> tuple[pl.DataFrame, list[tuple[int | None, str]]]:
+def read(
+    path: Path, columns: Sequence[Column], *, comment: str | None, what: str, allow_empty: bool = False
+) -> tuple[pl.DataFrame, list[tuple[int | None, str]]]:
     """The rows of a lab CSV as a frame with `line` and one typed column per `columns` entry, and
     the warnings. `comment`: the required first line's prefix (None: no comment line). An empty
     file or a wrong header raises ParseError; a file with a header and no rows is an empty frame
@@ -71,8 +72,9 @@ def read(path: Path, columns: Sequence[Column], *, comment: str | None, what: st
     if i >= frame.height:
         raise ParseError(path, i, f"no header line; expected {header!r}")
     if frame["text"][i] != header:
-        raise ParseError(path, int(frame["line"][i]), f"expected the header {header!r}, found "
-                                                      f"{excerpt(frame['text'][i])}")
+        raise ParseError(
+            path, int(frame["line"][i]), f"expected the header {header!r}, found {excerpt(frame['text'][i])}"
+        )
     body = frame.slice(i + 1).filter(pl.col("text") != "")
     if body.height == 0:
         if not allow_empty:
@@ -83,10 +85,14 @@ def read(path: Path, columns: Sequence[Column], *, comment: str | None, what: st
     wrong = first_true(fields.select(pl.col("_f").list.len() != n).to_series())
     if wrong is not None:
         row = fields.row(wrong, named=True)
-        raise ParseError(path, int(row["line"]), f"expected {n} comma-separated fields ({header}), found "
-                                                 f"{len(row['_f'])}: {excerpt(row['text'])}")
+        raise ParseError(
+            path,
+            int(row["line"]),
+            f"expected {n} comma-separated fields ({header}), found {len(row['_f'])}: {excerpt(row['text'])}",
+        )
     typed = fields.select(
-        "line", "text",
+        "line",
+        "text",
         *[pl.col("_f").list.get(k).alias(f"_raw{k}") for k in range(n)],
     )
     exprs = []
@@ -107,8 +113,11 @@ def read(path: Path, columns: Sequence[Column], *, comment: str | None, what: st
         row_i = first_true(bad)
         if row_i is not None:
             row = out.row(row_i, named=True)
-            raise ParseError(path, int(row["line"]), f"field {c.name!r} is not {c.doc}: "
-                                                     f"{excerpt(row[f'_raw{k}'])} in {excerpt(row['text'])}")
+            raise ParseError(
+                path,
+                int(row["line"]),
+                f"field {c.name!r} is not {c.doc}: {excerpt(row[f'_raw{k}'])} in {excerpt(row['text'])}",
+            )
     return out.select("line", *[c.name for c in columns]), warnings
 
 

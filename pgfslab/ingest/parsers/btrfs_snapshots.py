@@ -24,12 +24,13 @@ NAME = "snapshots"
 DESCRIPTION = "the lab's btrfs snapshot scheduler log (snapshots.csv): create/delete events with durations"
 
 ACTIONS = ("create", "delete", "delete-at-exit", "delete-stale", "error")
-COLUMNS = [_labcsv.Column("ts", pl.Float64, "an epoch time in seconds"),
-           _labcsv.Column("action", pl.String, "an action"),
-           _labcsv.Column("name", pl.String, "a snapshot name"),
-           _labcsv.Column("duration_ms", pl.Float64, "a duration in milliseconds")]
-SCHEMA: Schema = {"ts": pl.Datetime("us", "UTC"), "action": pl.String, "name": pl.String,
-                  "duration_ms": pl.Float64}
+COLUMNS = [
+    _labcsv.Column("ts", pl.Float64, "an epoch time in seconds"),
+    _labcsv.Column("action", pl.String, "an action"),
+    _labcsv.Column("name", pl.String, "a snapshot name"),
+    _labcsv.Column("duration_ms", pl.Float64, "a duration in milliseconds"),
+]
+SCHEMA: Schema = {"ts": pl.Datetime("us", "UTC"), "action": pl.String, "name": pl.String, "duration_ms": pl.Float64}
 TABLES: dict[str, Schema] = {"snapshots": SCHEMA}
 
 
@@ -39,11 +40,15 @@ def sniff(head: str, path: Path) -> bool:
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    frame, warnings = _labcsv.read(path, COLUMNS, comment=None, allow_empty=True,
-                                   what="snapshot events 'ts,action,name,duration_ms'")
+    frame, warnings = _labcsv.read(
+        path, COLUMNS, comment=None, allow_empty=True, what="snapshot events 'ts,action,name,duration_ms'"
+    )
     bad = first_true(frame.select(~pl.col("action").is_in(ACTIONS)).to_series())
     if bad is not None:
-        raise ParseError(path, int(frame["line"][bad]), f"unknown action {excerpt(frame['action'][bad])}; "
-                                                        f"expected one of {', '.join(ACTIONS)}")
+        raise ParseError(
+            path,
+            int(frame["line"][bad]),
+            f"unknown action {excerpt(frame['action'][bad])}; expected one of {', '.join(ACTIONS)}",
+        )
     out = frame.with_columns(_labcsv.epoch_seconds("ts").alias("ts"))
     return result({"snapshots": conform(out, SCHEMA)}, warnings)

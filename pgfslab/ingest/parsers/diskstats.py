@@ -47,11 +47,23 @@ NAME = "diskstats"
 DESCRIPTION = "the lab's /proc/diskstats sampler log: '@ <epoch>' then the file, per sample"
 
 COUNTERS = [
-    "reads_completed", "reads_merged", "sectors_read", "read_ms",
-    "writes_completed", "writes_merged", "sectors_written", "write_ms",
-    "ios_in_progress", "io_ms", "weighted_io_ms",
-    "discards_completed", "discards_merged", "sectors_discarded", "discard_ms",
-    "flushes_completed", "flush_ms",
+    "reads_completed",
+    "reads_merged",
+    "sectors_read",
+    "read_ms",
+    "writes_completed",
+    "writes_merged",
+    "sectors_written",
+    "write_ms",
+    "ios_in_progress",
+    "io_ms",
+    "weighted_io_ms",
+    "discards_completed",
+    "discards_merged",
+    "sectors_discarded",
+    "discard_ms",
+    "flushes_completed",
+    "flush_ms",
 ]
 SCHEMA: Schema = {
     "ts": pl.Datetime("us", "UTC"),
@@ -86,13 +98,22 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     ).with_columns(pl.col("values").list.len().alias("n_values"))
     bad = f.filter(~pl.col("n_values").is_in(list(LAYOUTS)) & (pl.col("n_values") < max(LAYOUTS))).head(1)
     if bad.height:
-        raise ParseError(path, int(bad["line"][0]), f"{bad['n_values'][0]} counters after the device name, "
-                                                    f"expected 11 ({LAYOUTS[11]}), 15 ({LAYOUTS[15]}) or 17 "
-                                                    f"({LAYOUTS[17]}): {bad['text'][0]!r}")
+        raise ParseError(
+            path,
+            int(bad["line"][0]),
+            f"{bad['n_values'][0]} counters after the device name, "
+            f"expected 11 ({LAYOUTS[11]}), 15 ({LAYOUTS[15]}) or 17 "
+            f"({LAYOUTS[17]}): {bad['text'][0]!r}",
+        )
     extra = f.filter(pl.col("n_values") > max(LAYOUTS)).head(1)
     if extra.height:
-        warnings.append((int(extra["line"][0]), f"{extra['n_values'][0]} counters (a kernel newer than this "
-                                                f"parser?): the first {max(LAYOUTS)} kept, the others ignored"))
+        warnings.append(
+            (
+                int(extra["line"][0]),
+                f"{extra['n_values'][0]} counters (a kernel newer than this "
+                f"parser?): the first {max(LAYOUTS)} kept, the others ignored",
+            )
+        )
     f = f.with_columns([pl.col("values").list.get(i, null_on_oob=True).alias(c) for i, c in enumerate(COUNTERS)])
     check_int64(path, f, ["major", "minor", *COUNTERS])
     check_repeated_key(path, f, "device", "device")
@@ -111,5 +132,10 @@ def _last_sample_cut(f: pl.DataFrame, sizes: pl.DataFrame, warnings: list[tuple[
     last_devs = f.filter(pl.col("sample") == last["sample"])["device"].to_list()
     prev_devs = f.filter(pl.col("sample") == prev["sample"])["device"].to_list()
     if prev_devs[: len(last_devs)] == last_devs:
-        warnings.append((int(last["marker_line"]), f"last sample cut off? {last['n']} of the {prev['n']} devices "
-                                                   "of the sample before it, in the same order; kept"))
+        warnings.append(
+            (
+                int(last["marker_line"]),
+                f"last sample cut off? {last['n']} of the {prev['n']} devices "
+                "of the sample before it, in the same order; kept",
+            )
+        )

@@ -84,7 +84,7 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     except json.JSONDecodeError as exc:
         raise ParseError(path, exc.lineno, f"not valid JSON ({exc.msg}): a durability.json cut short?") from None
     if not isinstance(rec, dict) or rec.get("format") != FORMAT:
-        raise ParseError(path, None, f"not a durability check result: expected \"format\": \"{FORMAT}\"")
+        raise ParseError(path, None, f'not a durability check result: expected "format": "{FORMAT}"')
     missing = [k for k in REQUIRED if k not in rec]
     if missing:
         raise ParseError(path, None, f"missing key(s) {', '.join(missing)}")

@@ -93,13 +93,25 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "p99(ms)": ("p99_ms", "number"),
     "pMax(ms)": ("max_ms", "number"),
 }
-TOTALS_NEED = {"optype", "elapsed", "ops(total)", "ops/sec(cum)", "avg(ms)", "p50(ms)", "p95(ms)", "p99(ms)", "pMax(ms)"}
+TOTALS_NEED = {
+    "optype",
+    "elapsed",
+    "ops(total)",
+    "ops/sec(cum)",
+    "avg(ms)",
+    "p50(ms)",
+    "p95(ms)",
+    "p99(ms)",
+    "pMax(ms)",
+}
 INTERVAL_NEED = {"optype", "elapsed", "ops/sec(inst)", "ops/sec(cum)", "p50(ms)", "p95(ms)", "p99(ms)", "pMax(ms)"}
 
 HEADER = r"^_*[A-Za-z][A-Za-z0-9()/]*(?:_+[A-Za-z][A-Za-z0-9()/]*)+_*$"
 _VALUE = {"word": r"\S+", "seconds": rf"{NUM}s", "count": r"\d+", "number": NUM}
-IGNORED = (r"^\s*$|^\d+\.$|^Running benchmark: |^Description: |"
-           rf"^\S+\s+\d+\s+{NUM} ops/sec$")
+IGNORED = (
+    r"^\s*$|^\d+\.$|^Running benchmark: |^Description: |"
+    rf"^\S+\s+\d+\s+{NUM} ops/sec$"
+)
 
 _SNIFF = re.compile(r"^_*optype_+elapsed_+(?:ops\(total\)|ops/sec\(inst\))_", re.M)
 
@@ -129,14 +141,19 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
         first = frame.filter(~pl.col("is_blank")).head(1)
         line_no = int(first["line"][0]) if first.height else 1
         shown = first["text"][0] if first.height else (torn[1] if torn else "")
-        raise ParseError(path, line_no, "not a result table: expected a header like '____optype__elapsed_____ops(total)"
-                                        f"___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)', found {excerpt(shown)}")
+        raise ParseError(
+            path,
+            line_no,
+            "not a result table: expected a header like '____optype__elapsed_____ops(total)"
+            f"___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)', found {excerpt(shown)}",
+        )
     # a row belongs to the table whose header opened its paragraph (no blank line in between)
     para_of_header = headers.select("para", "block")
     frame = frame.join(para_of_header.rename({"block": "owner"}), on="para", how="left", maintain_order="left")
     in_table = ~pl.col("is_header") & ~pl.col("is_blank") & pl.col("owner").is_not_null()
-    outside = frame.filter(~pl.col("is_header") & ~pl.col("is_blank") & pl.col("owner").is_null()
-                           & ~text.str.contains(IGNORED))
+    outside = frame.filter(
+        ~pl.col("is_header") & ~pl.col("is_blank") & pl.col("owner").is_null() & ~text.str.contains(IGNORED)
+    )
     for r in outside.iter_rows(named=True):
         warnings.append((int(r["line"]), f"unrecognised line ignored: {excerpt(r['text'])}"))
     if torn is not None:
@@ -166,9 +183,13 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
         bad = first_true(~ok)
         if bad is not None:
             row = rows.row(bad, named=True)
-            raise ParseError(path, row["line"], f"expected a result row of {len(names)} columns "
-                                                f"({' '.join(names)}) under the header of line "
-                                                f"{_header_line(headers, row['owner'])}, found {excerpt(row['text'])}")
+            raise ParseError(
+                path,
+                row["line"],
+                f"expected a result row of {len(names)} columns "
+                f"({' '.join(names)}) under the header of line "
+                f"{_header_line(headers, row['owner'])}, found {excerpt(row['text'])}",
+            )
         cols = [text.str.extract(pattern, i + 1).alias(COLUMNS[n][0]) for i, n in enumerate(names)]
         raw = rows.select("line", "text", table_no.alias("table_no"), *cols)
         counts = [COLUMNS[n][0] for n in names if COLUMNS[n][1] == "count"]
@@ -176,7 +197,8 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
         check_int64(path, raw, counts)
         values = raw.with_columns(
             [pl.col(c).cast(pl.Int64) for c in counts]
-            + [pl.col(c).str.strip_suffix("s").cast(pl.Float64) for c in numbers])
+            + [pl.col(c).str.strip_suffix("s").cast(pl.Float64) for c in numbers]
+        )
         check_finite(path, values, numbers)
         nans = first_true(values.select(pl.any_horizontal([pl.col(c).is_nan() for c in numbers])).to_series())
         if nans is not None:

@@ -24,9 +24,11 @@ from pgfslab.ingest.parsers._common import ParseError, Schema, conform, first_tr
 NAME = "fsmicro-ops"
 DESCRIPTION = "per-operation latencies of the lab's fsmicro runner (fsmicro_ops.csv): op, start, latency"
 
-COLUMNS = [_labcsv.Column("op", pl.String, "a benchmark name"),
-           _labcsv.Column("start_ns", pl.Int64, "an epoch time in nanoseconds"),
-           _labcsv.Column("latency_ns", pl.Int64, "a latency in nanoseconds")]
+COLUMNS = [
+    _labcsv.Column("op", pl.String, "a benchmark name"),
+    _labcsv.Column("start_ns", pl.Int64, "an epoch time in nanoseconds"),
+    _labcsv.Column("latency_ns", pl.Int64, "a latency in nanoseconds"),
+]
 SCHEMA: Schema = {"op": pl.String, "start_ns": pl.Int64, "latency_ns": pl.Int64}
 TABLES: dict[str, Schema] = {"fsmicro_ops": SCHEMA}
 
@@ -37,8 +39,9 @@ def sniff(head: str, path: Path) -> bool:
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    frame, warnings = _labcsv.read(path, COLUMNS, comment=None, allow_empty=True,
-                                   what="per-operation latencies 'op,start_ns,latency_ns'")
+    frame, warnings = _labcsv.read(
+        path, COLUMNS, comment=None, allow_empty=True, what="per-operation latencies 'op,start_ns,latency_ns'"
+    )
     neg = first_true(frame.select((pl.col("latency_ns") < 0) | (pl.col("start_ns") < 0)).to_series())
     if neg is not None:
         raise ParseError(path, int(frame["line"][neg]), "negative time or latency")

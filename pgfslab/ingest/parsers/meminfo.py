@@ -54,8 +54,11 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
     s = read_samples(path, ENTRY, "meminfo", "'Key:  <number> [kB]'")
     text = pl.col("text")
-    f = s.entries.with_columns(text.str.extract(ENTRY, 1).alias("key"), text.str.extract(ENTRY, 2).alias("raw"),
-                               text.str.extract(ENTRY, 3).alias("unit"))
+    f = s.entries.with_columns(
+        text.str.extract(ENTRY, 1).alias("key"),
+        text.str.extract(ENTRY, 2).alias("raw"),
+        text.str.extract(ENTRY, 3).alias("unit"),
+    )
     check_int64(path, f, ["raw"])
     check_repeated_key(path, f, "key", "key")
     out = f.with_columns(pl.col("raw").cast(pl.Int64).alias("kb"))

@@ -128,18 +128,26 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     n = len(head.split(" ")) if head else 0
     if n not in VARIANTS:
         known = ", ".join(str(k) for k in VARIANTS)
-        raise ParseError(path, 1, f"expected a pgbench aggregate log line of {known} space-separated numbers, "
-                                  f"found {n} fields: {head[:80]!r}")
+        raise ParseError(
+            path,
+            1,
+            f"expected a pgbench aggregate log line of {known} space-separated numbers, "
+            f"found {n} fields: {head[:80]!r}",
+        )
     _, fields = VARIANTS[n]
     table = read_space_separated(path, fields, WHAT)
     frame = table.frame
     floats = [f.name for f in fields if f.dtype == pl.Float64]
     ints = [f.name for f in fields if f.dtype == pl.Int64]
-    check_rows(path, frame, [
-        (pl.any_horizontal([~pl.col(c).is_finite() for c in floats]), "number too large"),
-        (pl.any_horizontal([pl.col(c) < 0 for c in floats + ints]), "negative value"),
-        (pl.col("interval_start_s") == 0, "interval_start is 0, expected a Unix epoch time stamp"),
-    ])
+    check_rows(
+        path,
+        frame,
+        [
+            (pl.any_horizontal([~pl.col(c).is_finite() for c in floats]), "number too large"),
+            (pl.any_horizontal([pl.col(c) < 0 for c in floats + ints]), "negative value"),
+            (pl.col("interval_start_s") == 0, "interval_start is 0, expected a Unix epoch time stamp"),
+        ],
+    )
     empty = pl.col("n_tx") == 0
     undefined = [c for c in ("latency_min_us", "latency_max_us", "lag_min_us", "lag_max_us") if c in frame.columns]
     frame = frame.with_columns(pl.when(~empty).then(pl.col(c)).alias(c) for c in undefined)

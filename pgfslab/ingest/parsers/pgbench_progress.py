@@ -105,26 +105,41 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
             first = frame.filter(text.str.strip_chars() != "").head(1)
             line_no = int(first["line"][0]) if first.height else 1
             shown = first["text"][0] if first.height else ""
-            raise ParseError(path, line_no, "not pgbench's stderr: no 'progress: ...' line and nothing else pgbench "
-                                            f"writes there; found {excerpt(shown)}")
+            raise ParseError(
+                path,
+                line_no,
+                "not pgbench's stderr: no 'progress: ...' line and nothing else pgbench "
+                f"writes there; found {excerpt(shown)}",
+            )
         return result({"pgbench_progress": empty(SCHEMA)}, warnings)
     bad = prog.filter(~pl.col("ok"))
-    expected = "expected 'progress: <t> s, <tps> tps, lat <ms> ms stddev <ms>[, N failed][, lag <ms> ms]" \
-               "[, N skipped][, N retried, N retries]'"
+    expected = (
+        "expected 'progress: <t> s, <tps> tps, lat <ms> ms stddev <ms>[, N failed][, lag <ms> ms]"
+        "[, N skipped][, N retried, N retries]'"
+    )
     if bad.height * 2 > prog.height:
-        raise ParseError(path, int(bad["line"][0]), f"unrecognised progress line ({bad.height} of {prog.height} "
-                                                    f"do not parse), {expected}: {excerpt(bad['text'][0])}")
-    warnings += [(int(r["line"]), f"progress line not understood, dropped ({expected}): {excerpt(r['text'])}")
-                 for r in bad.iter_rows(named=True)]
+        raise ParseError(
+            path,
+            int(bad["line"][0]),
+            f"unrecognised progress line ({bad.height} of {prog.height} "
+            f"do not parse), {expected}: {excerpt(bad['text'][0])}",
+        )
+    warnings += [
+        (int(r["line"]), f"progress line not understood, dropped ({expected}): {excerpt(r['text'])}")
+        for r in bad.iter_rows(named=True)
+    ]
     good = prog.filter(pl.col("ok"))
     raw = good.select(text.str.extract_groups(PROGRESS).alias("g")).unnest("g")
     floats = ["t_s", "tps", "latency_avg_ms", "latency_stddev_ms", "lag_ms"]
     ints = ["failed", "skipped", "retried", "retries"]
-    values = raw.with_columns([pl.col(c).cast(pl.Float64, strict=False) for c in floats]
-                              + [pl.col(c).cast(pl.Int64, strict=False) for c in ints])
+    values = raw.with_columns(
+        [pl.col(c).cast(pl.Float64, strict=False) for c in floats]
+        + [pl.col(c).cast(pl.Int64, strict=False) for c in ints]
+    )
     # digits that matched the pattern but do not fit in Int64 turn null on cast
-    overflow = raw.select(pl.any_horizontal(
-        [pl.col(c).is_not_null() & pl.col(c).cast(pl.Int64, strict=False).is_null() for c in ints])).to_series()
+    overflow = raw.select(
+        pl.any_horizontal([pl.col(c).is_not_null() & pl.col(c).cast(pl.Int64, strict=False).is_null() for c in ints])
+    ).to_series()
     if overflow.any():
         row = int(overflow.arg_true()[0])
         raise ParseError(path, int(good["line"][row]), f"count too large: {excerpt(good['text'][row])}")
@@ -134,4 +149,3 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
         row = int(infinite.arg_true()[0])
         raise ParseError(path, int(good["line"][row]), f"number too large: {excerpt(good['text'][row])}")
     return result({"pgbench_progress": conform(values, SCHEMA)}, warnings)
-

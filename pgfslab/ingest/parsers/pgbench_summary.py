@@ -111,36 +111,53 @@ FIELDS: dict[str, tuple[str, str]] = {
     "max_tries": (r"^maximum number of tries: (\d+)$", "maximum number of tries: N"),
     "duration_s": (rf"^duration: ({NUM}) s$", "duration: N s"),
     "transactions_target": (r"^number of transactions per client: (\d+)$", "number of transactions per client: N"),
-    "transactions_processed": (r"^number of transactions actually processed: (\d+)(?:/\d+)?$",
-                               "number of transactions actually processed: N"),
+    "transactions_processed": (
+        r"^number of transactions actually processed: (\d+)(?:/\d+)?$",
+        "number of transactions actually processed: N",
+    ),
     "failed_transactions": (rf"^number of failed transactions: (\d+) {_PCT}$", "number of failed transactions: N (x%)"),
-    "serialization_failures": (rf"^number of serialization failures: (\d+) {_PCT}$",
-                               "number of serialization failures: N (x%)"),
+    "serialization_failures": (
+        rf"^number of serialization failures: (\d+) {_PCT}$",
+        "number of serialization failures: N (x%)",
+    ),
     "deadlock_failures": (rf"^number of deadlock failures: (\d+) {_PCT}$", "number of deadlock failures: N (x%)"),
-    "retried_transactions": (rf"^number of transactions retried: (\d+) {_PCT}$",
-                             "number of transactions retried: N (x%)"),
+    "retried_transactions": (
+        rf"^number of transactions retried: (\d+) {_PCT}$",
+        "number of transactions retried: N (x%)",
+    ),
     "total_retries": (r"^total number of retries: (\d+)$", "total number of retries: N"),
     "skipped_transactions": (rf"^number of transactions skipped: (\d+) {_PCT}$", "number of transactions skipped: N"),
-    "latency_limit_ms": (rf"^number of transactions above the ({NUM}) ms latency limit: \d+(?:/\d+)? {_PCT}$",
-                         "number of transactions above the X ms latency limit: N"),
-    "late_transactions": (rf"^number of transactions above the {NUM} ms latency limit: (\d+)(?:/\d+)? {_PCT}$",
-                          "number of transactions above the X ms latency limit: N"),
+    "latency_limit_ms": (
+        rf"^number of transactions above the ({NUM}) ms latency limit: \d+(?:/\d+)? {_PCT}$",
+        "number of transactions above the X ms latency limit: N",
+    ),
+    "late_transactions": (
+        rf"^number of transactions above the {NUM} ms latency limit: (\d+)(?:/\d+)? {_PCT}$",
+        "number of transactions above the X ms latency limit: N",
+    ),
     "latency_avg_ms": (rf"^latency average(?: =|:) ({NUM}) ms(?: \(including failures\))?$", "latency average = X ms"),
     "latency_stddev_ms": (rf"^latency stddev(?: =|:) ({NUM}) ms$", "latency stddev = X ms"),
     "lag_avg_ms": (rf"^rate limit schedule lag: avg ({NUM}) \(max {NUM}\) ms$", "rate limit schedule lag: ..."),
     "lag_max_ms": (rf"^rate limit schedule lag: avg {NUM} \(max ({NUM})\) ms$", "rate limit schedule lag: ..."),
     "initial_connection_time_ms": (rf"^initial connection time = ({NUM}) ms$", "initial connection time = X ms"),
     "average_connection_time_ms": (rf"^average connection time = ({NUM}) ms$", "average connection time = X ms"),
-    "tps": (rf"^tps = ({NUM}) \((?:excluding connections establishing|without initial connection time|"
-            r"including reconnection times)\)$", "tps = X (...)"),
-    "tps_including_connections": (rf"^tps = ({NUM}) \(including connections establishing\)$",
-                                  "tps = X (including connections establishing)"),
+    "tps": (
+        rf"^tps = ({NUM}) \((?:excluding connections establishing|without initial connection time|"
+        r"including reconnection times)\)$",
+        "tps = X (...)",
+    ),
+    "tps_including_connections": (
+        rf"^tps = ({NUM}) \(including connections establishing\)$",
+        "tps = X (including connections establishing)",
+    ),
 }
 # must be present in every report, in this order
 REQUIRED = ("transaction_type", "scaling_factor", "query_mode", "clients", "threads", "transactions_processed")
 
-STMT_HEADER = (r"^(?: - )?statement latencies in milliseconds(?P<kind>| and failures|, failures and retries)"
-               r"(?:, file (?P<file>\d+))?:$")
+STMT_HEADER = (
+    r"^(?: - )?statement latencies in milliseconds(?P<kind>| and failures|, failures and retries)"
+    r"(?:, file (?P<file>\d+))?:$"
+)
 SCRIPT_HEADER = r"^SQL script (\d+): "
 _STMT = {
     "": rf"^\s*({NUM})\s+()()(\S.*)$",
@@ -150,9 +167,11 @@ _STMT = {
 # a terminal session pasted with the report (published results): `user@host:dir$ pgbench ...`
 SHELL_PROMPT = r"^[\w.-]+@[\w.-]+:[^\s$#]*[$#] pgbench(?: |$)"
 # pgbench's stderr lines and the per-script details: silently ignored
-IGNORED = (r"^\s*$|^starting vacuum|^progress: |^pgbench: |^client \d+ |^ - |^SQL script \d+: |" + SHELL_PROMPT + "|"
-           r"^dropping old tables|^creating tables|^generating data|^vacuuming\.\.\.|^creating primary keys|"
-           r"^done in |^\d+ of \d+ tuples")
+IGNORED = (
+    r"^\s*$|^starting vacuum|^progress: |^pgbench: |^client \d+ |^ - |^SQL script \d+: |" + SHELL_PROMPT + "|"
+    r"^dropping old tables|^creating tables|^generating data|^vacuuming\.\.\.|^creating primary keys|"
+    r"^done in |^\d+ of \d+ tuples"
+)
 ABORTED = r"Run was aborted"
 
 _SNIFF_TYPE = re.compile(r"^transaction type: ", re.M)
@@ -181,11 +200,16 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     types = frame.filter(text.str.contains(FIELDS["transaction_type"][0]))
     if types.height == 0:
         first = frame.filter(text.str.strip_chars() != "").row(0, named=True)
-        raise ParseError(path, first["line"], "not a pgbench report: expected a 'transaction type: ...' line "
-                                              f"(pgbench's stdout), found {excerpt(first['text'])}")
+        raise ParseError(
+            path,
+            first["line"],
+            "not a pgbench report: expected a 'transaction type: ...' line "
+            f"(pgbench's stdout), found {excerpt(first['text'])}",
+        )
     if types.height > 1:
-        raise ParseError(path, int(types["line"][1]), "a second 'transaction type:' line: one file must hold one "
-                                                      "pgbench run")
+        raise ParseError(
+            path, int(types["line"][1]), "a second 'transaction type:' line: one file must hold one pgbench run"
+        )
 
     row: dict[str, object] = {}
     matched = pl.lit(False)
@@ -202,7 +226,8 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
             raise ParseError(path, int(hit["line"][0]), f"number out of range: {excerpt(hit['text'][0])}")
         row[col] = value
     summary = conform(pl.DataFrame([row], schema=SCHEMA), SCHEMA).with_columns(
-        nan_to_null(*[c for c, t in SCHEMA.items() if t == pl.Float64]))
+        nan_to_null(*[c for c, t in SCHEMA.items() if t == pl.Float64])
+    )
     for col, t in SCHEMA.items():
         if t == pl.Float64 and summary.select(pl.col(col).is_infinite().any()).item():
             hit = frame.filter(text.str.contains(FIELDS[col][0])).row(0, named=True)
@@ -211,8 +236,9 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     last_line = int(frame["line"][-1])
     for col in REQUIRED:
         if row[col] is None:
-            raise ParseError(path, last_line, f"truncated or not a pgbench report: no '{FIELDS[col][1]}' line "
-                                              "(the file ends here)")
+            raise ParseError(
+                path, last_line, f"truncated or not a pgbench report: no '{FIELDS[col][1]}' line (the file ends here)"
+            )
     completed = int(row["transactions_processed"] or 0) + int(row["skipped_transactions"] or 0)  # type: ignore[call-overload]
     if completed > 0 and row["tps"] is None:
         raise ParseError(path, last_line, "truncated pgbench report: no 'tps = ...' line (the file ends here)")
@@ -229,8 +255,9 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     return result({"pgbench_summary": summary, "pgbench_statement": statements}, warnings)
 
 
-def _statements(path: Path, frame: pl.DataFrame,
-                warnings: list[tuple[int | None, str]]) -> tuple[pl.DataFrame, pl.Series]:
+def _statements(
+    path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None, str]]
+) -> tuple[pl.DataFrame, pl.Series]:
     """The -r tables: the run of statement lines right after each 'statement latencies' header."""
     text = pl.col("text")
     f = frame.with_columns(
@@ -263,22 +290,32 @@ def _statements(path: Path, frame: pl.DataFrame,
     for kind, pattern in _STMT.items():
         sub = rows.filter(pl.col("kind") == kind)
         if sub.height:
-            parts.append(sub.select(
-                "line", "block", "script_no",
-                text.str.extract(pattern, 1).cast(pl.Float64, strict=False).alias("latency_ms"),
-                text.str.extract(pattern, 2).cast(pl.Int64, strict=False).alias("failures"),
-                text.str.extract(pattern, 3).cast(pl.Int64, strict=False).alias("retries"),
-                text.str.extract(pattern, 2).alias("_f"), text.str.extract(pattern, 3).alias("_r"),
-                text.str.extract(pattern, 4).alias("statement"),
-                text.alias("_text"),
-            ))
+            parts.append(
+                sub.select(
+                    "line",
+                    "block",
+                    "script_no",
+                    text.str.extract(pattern, 1).cast(pl.Float64, strict=False).alias("latency_ms"),
+                    text.str.extract(pattern, 2).cast(pl.Int64, strict=False).alias("failures"),
+                    text.str.extract(pattern, 3).cast(pl.Int64, strict=False).alias("retries"),
+                    text.str.extract(pattern, 2).alias("_f"),
+                    text.str.extract(pattern, 3).alias("_r"),
+                    text.str.extract(pattern, 4).alias("statement"),
+                    text.alias("_text"),
+                )
+            )
     out = pl.concat(parts).sort("line")
-    bad = first_true(out.select(
-        (pl.col("_f").fill_null("") != "") & pl.col("failures").is_null()
-        | (pl.col("_r").fill_null("") != "") & pl.col("retries").is_null()
-        | pl.col("latency_ms").is_infinite()).to_series())
+    bad = first_true(
+        out.select(
+            (pl.col("_f").fill_null("") != "") & pl.col("failures").is_null()
+            | (pl.col("_r").fill_null("") != "") & pl.col("retries").is_null()
+            | pl.col("latency_ms").is_infinite()
+        ).to_series()
+    )
     if bad is not None:
         raise ParseError(path, int(out["line"][bad]), f"number out of range: {excerpt(out['_text'][bad])}")
-    out = out.with_columns((pl.col("line").rank("ordinal").over("block") - 1).cast(pl.Int64).alias("statement_no"),
-                           *nan_to_null("latency_ms"))
+    out = out.with_columns(
+        (pl.col("line").rank("ordinal").over("block") - 1).cast(pl.Int64).alias("statement_no"),
+        *nan_to_null("latency_ms"),
+    )
     return conform(out, STATEMENT_SCHEMA), out["line"]

@@ -103,9 +103,13 @@ def parse(path: Path, *, seventh_column: Seventh | None = None) -> dict[str, pl.
         raise ParseError(path, None, f"cannot read file: {exc.strerror or exc}") from None
     n = len(head.split(" ")) if head else 0
     if n not in (6, 7, 8):
-        raise ParseError(path, 1, f"expected a pgbench per-transaction log line of 6 to 8 space-separated fields "
-                                  f"(client_id transaction_no time script_no time_epoch time_us [schedule_lag] "
-                                  f"[retries]), found {n}: {excerpt(head)}")
+        raise ParseError(
+            path,
+            1,
+            f"expected a pgbench per-transaction log line of 6 to 8 space-separated fields "
+            f"(client_id transaction_no time script_no time_epoch time_us [schedule_lag] "
+            f"[retries]), found {n}: {excerpt(head)}",
+        )
     if seventh_column not in (None, "lag", "retries"):
         raise ValueError(f"seventh_column must be 'lag' or 'retries', not {seventh_column!r}")
     fields = _BASE + {6: [], 7: [_X7], 8: [_LAG, _RETRIES]}[n]
@@ -119,13 +123,17 @@ def parse(path: Path, *, seventh_column: Seventh | None = None) -> dict[str, pl.
         (pl.col("epoch_s") * 1_000_000 + pl.col("time_us")).alias("epoch_us"),
     )
     rules: list[tuple[pl.Expr, str]] = [
-        (pl.col("latency_us").is_null() & ~pl.col("time").is_in(STATUS_WORDS),
-         f"time is neither a latency in µs nor one of {', '.join(STATUS_WORDS)}"),
+        (
+            pl.col("latency_us").is_null() & ~pl.col("time").is_in(STATUS_WORDS),
+            f"time is neither a latency in µs nor one of {', '.join(STATUS_WORDS)}",
+        ),
         (pl.col("latency_us").is_not_null() & ~pl.col("latency_us").is_finite(), "latency too large"),
         (pl.col("latency_us") < 0, "negative latency"),
         (pl.col("time_us") >= 1_000_000, "time_us is not below 1000000"),
-        (pl.any_horizontal([pl.col(c) < 0 for c in ("client_id", "tx_no", "script_no", "epoch_s", "time_us")]),
-         "negative value"),
+        (
+            pl.any_horizontal([pl.col(c) < 0 for c in ("client_id", "tx_no", "script_no", "epoch_s", "time_us")]),
+            "negative value",
+        ),
         (pl.col("epoch_s") > 32_503_680_000, "time_epoch beyond year 3000"),
         # pgbench writes both from a C int (and the lab stores them as INTEGER)
         (pl.max_horizontal("client_id", "script_no") > INT_MAX, "client_id or script_no beyond a 32-bit int"),
@@ -137,8 +145,14 @@ def parse(path: Path, *, seventh_column: Seventh | None = None) -> dict[str, pl.
     if n == 7:
         choice = seventh_column or _infer_seventh(frame, warnings)
         if choice == "retries":
-            check_rows(path, frame, [(pl.col("x7") != pl.col("x7").round(0), "retries is not an integer"),
-                                     (pl.col("x7") > 2**62, "retries too large")])
+            check_rows(
+                path,
+                frame,
+                [
+                    (pl.col("x7") != pl.col("x7").round(0), "retries is not an integer"),
+                    (pl.col("x7") > 2**62, "retries too large"),
+                ],
+            )
             frame = frame.with_columns(pl.col("x7").cast(pl.Int64).alias("retries"))
         else:
             frame = frame.rename({"x7": "lag_us"})
@@ -161,11 +175,11 @@ def _infer_seventh(frame: pl.DataFrame, warnings: list[tuple[int | None, str]]) 
 
 @dataclass(frozen=True)
 class SeventhStats:
-    has_skipped: bool       # a `skipped` transaction exists
-    n_failed: int           # transactions that failed (failed, serialization, deadlock)
-    failed_positive: bool   # one of them has a non-zero 7th column
-    zero_share: float       # share of zeros in the 7th column of the completed transactions
-    biggest: float          # the largest 7th value of a completed transaction
+    has_skipped: bool  # a `skipped` transaction exists
+    n_failed: int  # transactions that failed (failed, serialization, deadlock)
+    failed_positive: bool  # one of them has a non-zero 7th column
+    zero_share: float  # share of zeros in the 7th column of the completed transactions
+    biggest: float  # the largest 7th value of a completed transaction
 
 
 def decide_seventh(s: SeventhStats, warnings: list[tuple[int | None, str]]) -> Seventh:
@@ -182,9 +196,14 @@ def decide_seventh(s: SeventhStats, warnings: list[tuple[int | None, str]]) -> S
         guess = "retries" if s.zero_share >= 0.5 and s.biggest <= 1000 else "lag"
         why = f"{s.zero_share:.0%} zeros, max {s.biggest:.0f}"
     other = "lag" if guess == "retries" else "retries"
-    warnings.append((None, f"7 columns: the 7th is schedule_lag (--rate) or retries (--max-tries); read as "
-                           f"{guess} ({why}); pass seventh_column='{other}' if the run used "
-                           f"{'--rate' if other == 'lag' else '--max-tries'}"))
+    warnings.append(
+        (
+            None,
+            f"7 columns: the 7th is schedule_lag (--rate) or retries (--max-tries); read as "
+            f"{guess} ({why}); pass seventh_column='{other}' if the run used "
+            f"{'--rate' if other == 'lag' else '--max-tries'}",
+        )
+    )
     return guess
 
 
@@ -196,8 +215,15 @@ DIRECT_COUNT = b"e"  # each status word holds exactly one 'e'; so does no number
 NUMERIC_ALPHABET = b"0123456789 \n"  # a log without any status word
 
 
-def load_direct(con: Any, path: Path, scan: FileScan | None, link: dict[str, Any], table: str = "pgbench_txlog",
-                *, seventh_column: Seventh | None = None) -> tuple[int, list[tuple[int | None, str]]] | None:
+def load_direct(
+    con: Any,
+    path: Path,
+    scan: FileScan | None,
+    link: dict[str, Any],
+    table: str = "pgbench_txlog",
+    *,
+    seventh_column: Seventh | None = None,
+) -> tuple[int, list[tuple[int | None, str]]] | None:
     """Insert the log straight from DuckDB's CSV reader into `table` (inside the caller's
     transaction), with the `link` columns as constants (ints as BIGINT, the others as VARCHAR; the
     rows inserted must be the only ones of `table` with these values). `status` is null for an ok
@@ -221,23 +247,34 @@ def load_direct(con: Any, path: Path, scan: FileScan | None, link: dict[str, Any
         return None
     # no 'e' in the file: no status word, every time is a latency and DuckDB reads it as a number
     numeric = scan is None or scan.counts.get(ord("e"), 0) == 0
-    types = {"client_id": "BIGINT", "tx_no": "BIGINT", "time": "DOUBLE" if numeric else "VARCHAR",
-             "script_no": "BIGINT", "epoch_s": "BIGINT", "time_us": "BIGINT"}
+    types = {
+        "client_id": "BIGINT",
+        "tx_no": "BIGINT",
+        "time": "DOUBLE" if numeric else "VARCHAR",
+        "script_no": "BIGINT",
+        "epoch_s": "BIGINT",
+        "time_us": "BIGINT",
+    }
     types |= {6: {}, 7: {"x7": "DOUBLE"}, 8: {"x8_lag": "DOUBLE", "x8_retries": "BIGINT"}}[n]
     spec = "{" + ", ".join(f"'{k}': '{v}'" for k, v in types.items()) + "}"
     quoted = str(path).replace("'", "''")
     lat = "time" if numeric else "TRY_CAST(time AS DOUBLE)"
-    src = (f"(SELECT *, {lat} AS lat FROM read_csv('{quoted}', delim=' ', header=false, "
-           f"quote='', escape='', comment='', auto_detect=false, strict_mode=true, null_padding=false, "
-           f"columns={spec}))")
+    src = (
+        f"(SELECT *, {lat} AS lat FROM read_csv('{quoted}', delim=' ', header=false, "
+        f"quote='', escape='', comment='', auto_detect=false, strict_mode=true, null_padding=false, "
+        f"columns={spec}))"
+    )
     words = ", ".join(f"'{w}'" for w in STATUS_WORDS)
     status = "CASE WHEN lat IS NULL THEN time END"  # null: ok (the compact storage's convention)
     skipped = "false" if numeric else "time = 'skipped'"
     failed = "false" if numeric else "lat IS NULL AND time <> 'skipped'"
     nulls = " OR ".join(f"{c} IS NULL" for c in types)
-    bad = (f"({nulls}) OR NOT isfinite(lat) OR time_us >= 1000000 OR epoch_s > 32503680000" if numeric else
-           f"({nulls}) OR (lat IS NULL AND time NOT IN ({words})) OR (lat IS NOT NULL AND NOT isfinite(lat)) "
-           "OR time_us >= 1000000 OR epoch_s > 32503680000")
+    bad = (
+        f"({nulls}) OR NOT isfinite(lat) OR time_us >= 1000000 OR epoch_s > 32503680000"
+        if numeric
+        else f"({nulls}) OR (lat IS NULL AND time NOT IN ({words})) OR (lat IS NOT NULL AND NOT isfinite(lat)) "
+        "OR time_us >= 1000000 OR epoch_s > 32503680000"
+    )
     warnings: list[tuple[int | None, str]] = []
     if n == 7:
         bad += " OR NOT isfinite(x7)"
@@ -247,11 +284,13 @@ def load_direct(con: Any, path: Path, scan: FileScan | None, link: dict[str, Any
                 f"SELECT bool_or({skipped}), count(*) FILTER ({failed}), "
                 f"coalesce(bool_or(x7 > 0) FILTER ({failed}), false), "
                 f"coalesce(avg((x7 = 0)::DOUBLE) FILTER (lat IS NOT NULL), 0), "
-                f"coalesce(max(x7) FILTER (lat IS NOT NULL), 0), count(*) FILTER ({bad}) FROM {src}").fetchall()[0]
+                f"coalesce(max(x7) FILTER (lat IS NOT NULL), 0), count(*) FILTER ({bad}) FROM {src}"
+            ).fetchall()[0]
             if row[5]:
                 raise ValueError("a row breaks a rule")
-            choice = decide_seventh(SeventhStats(bool(row[0]), int(row[1]), bool(row[2]), float(row[3]),
-                                                 float(row[4])), warnings)
+            choice = decide_seventh(
+                SeventhStats(bool(row[0]), int(row[1]), bool(row[2]), float(row[3]), float(row[4])), warnings
+            )
         if choice == "retries":
             bad += " OR x7 <> round(x7) OR x7 > 4611686018427387904"
             lag, retries = "NULL::DOUBLE", "CAST(x7 AS BIGINT)"
@@ -264,10 +303,18 @@ def load_direct(con: Any, path: Path, scan: FileScan | None, link: dict[str, Any
         lag, retries = "NULL::DOUBLE", "NULL::BIGINT"
     # literals, not parameters: a prepared INSERT ... SELECT ran single-threaded in DuckDB 2.0 here;
     # a column left out of an INSERT ... BY NAME is null and costs nothing to write
-    select = [f'{_sql_literal(v)} AS "{k}"' for k, v in link.items()] + [
-        "client_id", "tx_no", "lat AS latency_us", *([] if numeric else [f"{status} AS status"]), "script_no",
-        f"CASE WHEN {bad} THEN error('a row breaks a rule') ELSE epoch_s * 1000000 + time_us END AS epoch_us",
-    ] + [f"{e} AS {c}" for e, c in ((lag, "lag_us"), (retries, "retries")) if not e.startswith("NULL")]
+    select = (
+        [f'{_sql_literal(v)} AS "{k}"' for k, v in link.items()]
+        + [
+            "client_id",
+            "tx_no",
+            "lat AS latency_us",
+            *([] if numeric else [f"{status} AS status"]),
+            "script_no",
+            f"CASE WHEN {bad} THEN error('a row breaks a rule') ELSE epoch_s * 1000000 + time_us END AS epoch_us",
+        ]
+        + [f"{e} AS {c}" for e, c in ((lag, "lag_us"), (retries, "retries")) if not e.startswith("NULL")]
+    )
     inserted = con.execute(f'INSERT INTO "{table}" BY NAME SELECT {", ".join(select)} FROM {src}').fetchall()
     rows = int(inserted[0][0]) if inserted else -1
     if scan is None:
@@ -277,7 +324,7 @@ def load_direct(con: Any, path: Path, scan: FileScan | None, link: dict[str, Any
     if numeric:
         return rows, warnings
     mine = " AND ".join(f'"{k}" IS NOT DISTINCT FROM {_sql_literal(v)}' for k, v in link.items())
-    n_words = con.execute(f"SELECT count(*) FROM \"{table}\" WHERE {mine} AND status IS NOT NULL").fetchall()
+    n_words = con.execute(f'SELECT count(*) FROM "{table}" WHERE {mine} AND status IS NOT NULL').fetchall()
     if int(n_words[0][0]) != scan.counts.get(ord("e"), -1):
         raise ValueError("an 'e' outside the status words: a number in exponent notation?")
     return rows, warnings

@@ -27,11 +27,27 @@ NAME = "pgstat"
 DESCRIPTION = "the lab's pg_stat_bgwriter + pg_stat_database sampler (pgstat.csv): cumulative counters per sample"
 
 COMMENT = "# pgfs-lab pgstat v1"
-COUNTERS = ["checkpoints_timed", "checkpoints_req", "buffers_checkpoint", "buffers_clean", "buffers_backend",
-            "buffers_alloc", "xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_inserted",
-            "tup_updated", "tup_deleted", "temp_bytes", "deadlocks"]
-COLUMNS = [_labcsv.Column("ts", pl.Float64, "an epoch time in seconds"),
-           *[_labcsv.Column(c, pl.Int64, "a 64-bit integer counter") for c in COUNTERS]]
+COUNTERS = [
+    "checkpoints_timed",
+    "checkpoints_req",
+    "buffers_checkpoint",
+    "buffers_clean",
+    "buffers_backend",
+    "buffers_alloc",
+    "xact_commit",
+    "xact_rollback",
+    "blks_read",
+    "blks_hit",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+    "temp_bytes",
+    "deadlocks",
+]
+COLUMNS = [
+    _labcsv.Column("ts", pl.Float64, "an epoch time in seconds"),
+    *[_labcsv.Column(c, pl.Int64, "a 64-bit integer counter") for c in COUNTERS],
+]
 
 SCHEMA: Schema = {"ts": pl.Datetime("us", "UTC"), **{c: pl.Int64 for c in COUNTERS}}
 TABLES: dict[str, Schema] = {"pgstat": SCHEMA}
@@ -42,7 +58,8 @@ def sniff(head: str, path: Path) -> bool:
 
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
-    frame, warnings = _labcsv.read(Path(path), COLUMNS, comment=COMMENT, allow_empty=True,
-                                   what="pgstat samples (the lab's PgStatSampler CSV)")
+    frame, warnings = _labcsv.read(
+        Path(path), COLUMNS, comment=COMMENT, allow_empty=True, what="pgstat samples (the lab's PgStatSampler CSV)"
+    )
     out = frame.with_columns(_labcsv.epoch_seconds("ts").alias("ts"))
     return result({"pgstat": conform(out, SCHEMA)}, warnings)

@@ -47,23 +47,51 @@ DESCRIPTION = "curated CSV of published results (data/external/): sysbench varia
 
 TABLES: dict[str, Schema] = {
     "published_sysbench_variance": {
-        "seed": pl.String, "workload": pl.String, "fillfactor": pl.Int64, "device": pl.String,
-        "threads": pl.Int64, "tps_avg": pl.Float64, "tps_variance": pl.Float64,
+        "seed": pl.String,
+        "workload": pl.String,
+        "fillfactor": pl.Int64,
+        "device": pl.String,
+        "threads": pl.Int64,
+        "tps_avg": pl.Float64,
+        "tps_variance": pl.Float64,
     },
     "published_space": {
-        "seed": pl.String, "device": pl.String, "fillfactor": pl.Int64, "rows_per_table": pl.Int64,
-        "tables": pl.Int64, "avg_table_size_mb": pl.Float64, "database_size_gb": pl.Float64,
-        "partition_used_tb": pl.Float64, "device_physical_used_gb": pl.Float64, "compression_ratio": pl.Float64,
+        "seed": pl.String,
+        "device": pl.String,
+        "fillfactor": pl.Int64,
+        "rows_per_table": pl.Int64,
+        "tables": pl.Int64,
+        "avg_table_size_mb": pl.Float64,
+        "database_size_gb": pl.Float64,
+        "partition_used_tb": pl.Float64,
+        "device_physical_used_gb": pl.Float64,
+        "compression_ratio": pl.Float64,
     },
     "published_compression": {
-        "seed": pl.String, "fs": pl.String, "mount_options": pl.String, "workload": pl.String, "scale": pl.Int64,
-        "logical_gb": pl.Float64, "physical_gb": pl.Float64, "space_savings_min_pct": pl.Float64,
-        "space_savings_max_pct": pl.Float64, "note": pl.String,
+        "seed": pl.String,
+        "fs": pl.String,
+        "mount_options": pl.String,
+        "workload": pl.String,
+        "scale": pl.Int64,
+        "logical_gb": pl.Float64,
+        "physical_gb": pl.Float64,
+        "space_savings_min_pct": pl.Float64,
+        "space_savings_max_pct": pl.Float64,
+        "note": pl.String,
     },
     "published_benchstat": {
-        "seed": pl.String, "benchmark": pl.String, "fs_a": pl.String, "ops_per_s_a": pl.Float64,
-        "variation_pct_a": pl.Float64, "n_a": pl.Int64, "fs_b": pl.String, "ops_per_s_b": pl.Float64,
-        "variation_pct_b": pl.Float64, "n_b": pl.Int64, "delta": pl.String, "p_value": pl.Float64,
+        "seed": pl.String,
+        "benchmark": pl.String,
+        "fs_a": pl.String,
+        "ops_per_s_a": pl.Float64,
+        "variation_pct_a": pl.Float64,
+        "n_a": pl.Int64,
+        "fs_b": pl.String,
+        "ops_per_s_b": pl.Float64,
+        "variation_pct_b": pl.Float64,
+        "n_b": pl.Int64,
+        "delta": pl.String,
+        "p_value": pl.Float64,
     },
 }
 HEADERS = {",".join(schema): table for table, schema in TABLES.items()}
@@ -89,8 +117,12 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     header = frame["text"][0]
     table = HEADERS.get(header)
     if table is None:
-        raise ParseError(path, 1, f"unknown CSV header {excerpt(header)}; expected one of: "
-                                  + "; ".join(f"{t} ({h})" for h, t in HEADERS.items()))
+        raise ParseError(
+            path,
+            1,
+            f"unknown CSV header {excerpt(header)}; expected one of: "
+            + "; ".join(f"{t} ({h})" for h, t in HEADERS.items()),
+        )
     schema = TABLES[table]
     names = list(schema)
     rows = frame.slice(1).filter(pl.col("text").str.strip_chars() != "")
@@ -101,26 +133,39 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     bad = first_true(~ok)
     if bad is not None:
         r = rows.row(bad, named=True)
-        raise ParseError(path, r["line"], f"expected {len(names)} comma-separated fields ({', '.join(names)}), "
-                                          f"found {excerpt(r['text'])}")
-    raw = rows.select("line", "text", *[
-        pl.col("text").str.extract(pattern, i + 1).alias(n) for i, n in enumerate(names)])
-    unquote = [pl.when(pl.col(n).str.starts_with('"')).then(pl.col(n).str.slice(1).str.strip_suffix('"')
-                                                            .str.replace_all('""', '"', literal=True))
-               .otherwise(pl.col(n)).replace("", None).alias(n) for n in names]
+        raise ParseError(
+            path,
+            r["line"],
+            f"expected {len(names)} comma-separated fields ({', '.join(names)}), found {excerpt(r['text'])}",
+        )
+    raw = rows.select(
+        "line", "text", *[pl.col("text").str.extract(pattern, i + 1).alias(n) for i, n in enumerate(names)]
+    )
+    unquote = [
+        pl.when(pl.col(n).str.starts_with('"'))
+        .then(pl.col(n).str.slice(1).str.strip_suffix('"').str.replace_all('""', '"', literal=True))
+        .otherwise(pl.col(n))
+        .replace("", None)
+        .alias(n)
+        for n in names
+    ]
     raw = raw.with_columns(unquote)
-    typed = raw.with_columns([pl.col(n).str.strip_chars().cast(t, strict=False) for n, t in schema.items()
-                              if t != pl.String])
+    typed = raw.with_columns(
+        [pl.col(n).str.strip_chars().cast(t, strict=False) for n, t in schema.items() if t != pl.String]
+    )
     for n, t in schema.items():
         if t == pl.String:
             continue
-        broken = raw[n].is_not_null() & (typed[n].is_null() | (typed[n].is_infinite() | typed[n].is_nan()
-                                                               if t == pl.Float64 else pl.Series([False] * raw.height)))
+        broken = raw[n].is_not_null() & (
+            typed[n].is_null()
+            | (typed[n].is_infinite() | typed[n].is_nan() if t == pl.Float64 else pl.Series([False] * raw.height))
+        )
         i = first_true(broken)
         if i is not None:
             kind = "an integer that fits 64 bits" if t == pl.Int64 else "a finite number"
-            raise ParseError(path, int(raw["line"][i]), f"column {n}: {raw[n][i]!r} is not {kind}: "
-                                                        f"{excerpt(raw['text'][i])}")
+            raise ParseError(
+                path, int(raw["line"][i]), f"column {n}: {raw[n][i]!r} is not {kind}: {excerpt(raw['text'][i])}"
+            )
     out = {t: empty(s) for t, s in TABLES.items()}
     out[table] = typed.select([pl.col(n).cast(t) for n, t in schema.items()])
     return result(out, warnings)

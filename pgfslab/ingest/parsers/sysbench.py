@@ -160,8 +160,10 @@ FIELDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("queries_total",): (rf"^\s+total:\s+{_N}$", "total: N"),
     ("transactions", "tps"): (rf"^\s+transactions:\s+{_N}{_PER_SEC}$", "transactions: N (X per sec.)"),
     ("_queries", "qps"): (rf"^\s+queries:\s+{_N}{_PER_SEC}$", "queries: N (X per sec.)"),
-    ("ignored_errors", "ignored_errors_per_s"): (rf"^\s+ignored errors:\s+{_N}{_PER_SEC}$",
-                                                 "ignored errors: N (X per sec.)"),
+    ("ignored_errors", "ignored_errors_per_s"): (
+        rf"^\s+ignored errors:\s+{_N}{_PER_SEC}$",
+        "ignored errors: N (X per sec.)",
+    ),
     ("reconnects", "reconnects_per_s"): (rf"^\s+reconnects:\s+{_N}{_PER_SEC}$", "reconnects: N (X per sec.)"),
     ("total_time_s",): (rf"^\s+(?:total time|time elapsed):\s+({NUM})s$", "total time: Xs"),
     ("total_events",): (rf"^\s+total number of events:\s+{_N}$", "total number of events: N"),
@@ -172,25 +174,53 @@ FIELDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("latency_pct", "latency_pct_ms"): (rf"^\s+(\d+)th percentile:\s+({NUM})$", "NNth percentile: X"),
     ("_pct_disabled",): (r"^\s+(percentile stats):\s+disabled$", "percentile stats: disabled"),
     ("latency_sum_ms",): (rf"^\s+sum:\s+({NUM})$", "sum: X"),
-    ("events_per_thread_avg", "events_per_thread_stddev"): (rf"^\s+events \(avg/stddev\):\s+({NUM})/({NUM})$",
-                                                            "events (avg/stddev): X/Y"),
+    ("events_per_thread_avg", "events_per_thread_stddev"): (
+        rf"^\s+events \(avg/stddev\):\s+({NUM})/({NUM})$",
+        "events (avg/stddev): X/Y",
+    ),
     ("execution_time_per_thread_avg_s", "execution_time_per_thread_stddev_s"): (
-        rf"^\s+execution time \(avg/stddev\):\s+({NUM})/({NUM})$", "execution time (avg/stddev): X/Y"),
+        rf"^\s+execution time \(avg/stddev\):\s+({NUM})/({NUM})$",
+        "execution time (avg/stddev): X/Y",
+    ),
 }
 # the report's lines, in the order sysbench prints them: each must be there once a report starts
-REQUIRED = ("queries_read", "queries_write", "queries_other", "queries_total", "transactions", "_queries",
-            "ignored_errors", "reconnects", "total_time_s", "total_events", "latency_min_ms", "latency_avg_ms",
-            "latency_max_ms", "latency_sum_ms", "events_per_thread_avg", "execution_time_per_thread_avg_s")
+REQUIRED = (
+    "queries_read",
+    "queries_write",
+    "queries_other",
+    "queries_total",
+    "transactions",
+    "_queries",
+    "ignored_errors",
+    "reconnects",
+    "total_time_s",
+    "total_events",
+    "latency_min_ms",
+    "latency_avg_ms",
+    "latency_max_ms",
+    "latency_sum_ms",
+    "events_per_thread_avg",
+    "execution_time_per_thread_avg_s",
+)
 REPORT_START = r"^SQL statistics:$"
 HEADER_LINES = [
-    r"^\s*$", r"^Running the test with following options:$", r"^Report intermediate results every \d+ second",
-    r"^Initializing random number generator", r"^Initializing worker threads\.\.\.$", r"^Threads started!$",
-    r"^\s+queries performed:$", r"^(?:General statistics|Throughput|Latency \(ms\)|Threads fairness):$",
-    r"^Warmup time: ", r"^Number of unfinished transactions on forced shutdown: ",
+    r"^\s*$",
+    r"^Running the test with following options:$",
+    r"^Report intermediate results every \d+ second",
+    r"^Initializing random number generator",
+    r"^Initializing worker threads\.\.\.$",
+    r"^Threads started!$",
+    r"^\s+queries performed:$",
+    r"^(?:General statistics|Throughput|Latency \(ms\)|Threads fairness):$",
+    r"^Warmup time: ",
+    r"^Number of unfinished transactions on forced shutdown: ",
 ]
 
-_SNIFF = re.compile(r"^(?:sysbench \d+\.\d+[.\d]*\S* \(using |\[ \d+s \] thds: \d+ tps: |SQL statistics:\n\s+queries "
-                    r"performed:)", re.M)
+_SNIFF = re.compile(
+    r"^(?:sysbench \d+\.\d+[.\d]*\S* \(using |\[ \d+s \] thds: \d+ tps: |SQL statistics:\n\s+queries "
+    r"performed:)",
+    re.M,
+)
 
 
 def sniff(head: str, path: Path) -> bool:
@@ -220,24 +250,42 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     n_intervals = int(frame["is_interval"].sum())
     if reports.height == 0 and n_intervals == 0:
         first = frame.filter(text.str.strip_chars() != "").row(0, named=True)
-        raise ParseError(path, first["line"], "not sysbench's output of `run`: no '[ Ns ] thds: ... tps: ...' "
-                                              f"interval line and no 'SQL statistics:' report; found {excerpt(first['text'])}")
+        raise ParseError(
+            path,
+            first["line"],
+            "not sysbench's output of `run`: no '[ Ns ] thds: ... tps: ...' "
+            f"interval line and no 'SQL statistics:' report; found {excerpt(first['text'])}",
+        )
     if reports.height > 1:
-        raise ParseError(path, int(reports["line"][1]), "a second 'SQL statistics:' report: one file must hold one "
-                                                        "sysbench run (--report-checkpoints is not supported)")
+        raise ParseError(
+            path,
+            int(reports["line"][1]),
+            "a second 'SQL statistics:' report: one file must hold one "
+            "sysbench run (--report-checkpoints is not supported)",
+        )
 
     stamped = int(frame["is_t"].sum())
     n_queue = int(frame["is_queue"].sum())
     if stamped and (stamped - n_intervals - n_queue) * 2 > stamped:
         bad = frame.filter(pl.col("is_t") & ~pl.col("is_interval") & ~pl.col("is_queue")).row(0, named=True)
-        raise ParseError(path, bad["line"], f"unrecognised interval line ({stamped - n_intervals - n_queue} of "
-                                            f"{stamped} do not parse), expected '[ Ns ] thds: N tps: X qps: X "
-                                            f"(r/w/o: X/X/X) lat (ms,P%): X err/s: X reconn/s: X': "
-                                            f"{excerpt(bad['text'])}")
+        raise ParseError(
+            path,
+            bad["line"],
+            f"unrecognised interval line ({stamped - n_intervals - n_queue} of "
+            f"{stamped} do not parse), expected '[ Ns ] thds: N tps: X qps: X "
+            f"(r/w/o: X/X/X) lat (ms,P%): X err/s: X reconn/s: X': "
+            f"{excerpt(bad['text'])}",
+        )
     intervals = _intervals(path, frame, warnings)
     histogram = _histogram(path, frame)
-    known = pl.col("is_interval") | pl.col("is_queue") | pl.col("is_report") | pl.col("is_hist") \
-        | pl.col("is_hist_columns") | text.str.contains(HIST_HEADER)
+    known = (
+        pl.col("is_interval")
+        | pl.col("is_queue")
+        | pl.col("is_report")
+        | pl.col("is_hist")
+        | pl.col("is_hist_columns")
+        | text.str.contains(HIST_HEADER)
+    )
     for pattern in HEADER_LINES:
         known = known | text.str.contains(pattern)
     summary, matched = _summary(path, frame, reports, warnings)
@@ -247,8 +295,9 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     for r in frame.filter(~pl.col("known") & ~pl.col("is_t")).iter_rows(named=True):
         warnings.append((int(r["line"]), f"unrecognised line ignored: {excerpt(r['text'])}"))
     warnings.sort(key=lambda w: (w[0] is not None, w[0] or 0))
-    return result({"sysbench_interval": intervals, "sysbench_summary": summary, "sysbench_histogram": histogram},
-                  warnings)
+    return result(
+        {"sysbench_interval": intervals, "sysbench_summary": summary, "sysbench_histogram": histogram}, warnings
+    )
 
 
 def _intervals(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None, str]]) -> pl.DataFrame:
@@ -258,10 +307,20 @@ def _intervals(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None,
         return empty(INTERVAL_SCHEMA)
     raw = rows.select("line", "text", text.str.extract_groups(INTERVAL).alias("g")).unnest("g")
     check_int64(path, raw, ["threads", "latency_pct"])
-    floats = ["t_s", "tps", "qps", "qps_read", "qps_write", "qps_other", "latency_ms", "errors_per_s",
-              "reconnects_per_s"]
-    values = raw.with_columns([pl.col(c).cast(pl.Float64) for c in floats]
-                              + [pl.col(c).cast(pl.Int64) for c in ("threads", "latency_pct")])
+    floats = [
+        "t_s",
+        "tps",
+        "qps",
+        "qps_read",
+        "qps_write",
+        "qps_other",
+        "latency_ms",
+        "errors_per_s",
+        "reconnects_per_s",
+    ]
+    values = raw.with_columns(
+        [pl.col(c).cast(pl.Float64) for c in floats] + [pl.col(c).cast(pl.Int64) for c in ("threads", "latency_pct")]
+    )
     check_finite(path, values, floats)
     disabled = pl.col("latency_pct") == 0
     values = values.with_columns(nan_to_null(*floats)).with_columns(
@@ -272,16 +331,26 @@ def _intervals(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None,
     if queue.height:
         q = queue.select("line", "text", text.str.extract_groups(QUEUE).alias("g")).unnest("g")
         check_int64(path, q, ["queue_length", "concurrency"])
-        q = q.select(pl.col("t_s").cast(pl.Float64), pl.col("queue_length").cast(pl.Int64),
-                     pl.col("concurrency").cast(pl.Int64), pl.col("line").alias("q_line"), pl.col("text").alias("q_text"))
+        q = q.select(
+            pl.col("t_s").cast(pl.Float64),
+            pl.col("queue_length").cast(pl.Int64),
+            pl.col("concurrency").cast(pl.Int64),
+            pl.col("line").alias("q_line"),
+            pl.col("text").alias("q_text"),
+        )
         dup = q.filter(pl.col("t_s").is_duplicated()).head(1)
         if dup.height:
-            raise ParseError(path, int(dup["q_line"][0]), f"a second queue line for the same second: "
-                                                          f"{excerpt(dup['q_text'][0])}")
+            raise ParseError(
+                path, int(dup["q_line"][0]), f"a second queue line for the same second: {excerpt(dup['q_text'][0])}"
+            )
         orphans = q.join(values.select("t_s"), on="t_s", how="anti")
         for r in orphans.iter_rows(named=True):
-            warnings.append((int(r["q_line"]), f"queue line without an interval line for {r['t_s']:g} s, dropped: "
-                                               f"{excerpt(r['q_text'])}"))
+            warnings.append(
+                (
+                    int(r["q_line"]),
+                    f"queue line without an interval line for {r['t_s']:g} s, dropped: {excerpt(r['q_text'])}",
+                )
+            )
         values = values.join(q.drop("q_line", "q_text"), on="t_s", how="left", maintain_order="left")
     return conform(values, INTERVAL_SCHEMA)
 
@@ -290,16 +359,21 @@ def _histogram(path: Path, frame: pl.DataFrame) -> pl.DataFrame:
     rows = frame.filter(pl.col("is_hist"))
     if rows.height == 0:
         return empty(HISTOGRAM_SCHEMA)
-    raw = rows.select("line", "text", pl.col("text").str.extract(HIST_ROW, 1).alias("value_ms"),
-                      pl.col("text").str.extract(HIST_ROW, 2).alias("count"))
+    raw = rows.select(
+        "line",
+        "text",
+        pl.col("text").str.extract(HIST_ROW, 1).alias("value_ms"),
+        pl.col("text").str.extract(HIST_ROW, 2).alias("count"),
+    )
     check_int64(path, raw, ["count"])
     values = raw.with_columns(pl.col("value_ms").cast(pl.Float64), pl.col("count").cast(pl.Int64))
     check_finite(path, values, ["value_ms"])
     return conform(values.with_columns(nan_to_null("value_ms")), HISTOGRAM_SCHEMA)
 
 
-def _summary(path: Path, frame: pl.DataFrame, reports: pl.DataFrame,
-             warnings: list[tuple[int | None, str]]) -> tuple[pl.DataFrame, pl.Expr]:
+def _summary(
+    path: Path, frame: pl.DataFrame, reports: pl.DataFrame, warnings: list[tuple[int | None, str]]
+) -> tuple[pl.DataFrame, pl.Expr]:
     """The one-row report (empty when the run has none) and the expression of the lines it used."""
     text = pl.col("text")
     report_line = int(reports["line"][0]) if reports.height else None
@@ -311,8 +385,9 @@ def _summary(path: Path, frame: pl.DataFrame, reports: pl.DataFrame,
         hits = frame.filter(text.str.contains(pattern))
         if in_report:
             hits = hits.filter(pl.col("line") > (report_line or 2**62))
-        matched = matched | (text.str.contains(pattern) & ((pl.col("line") > (report_line or 2**62)) if in_report
-                                                           else pl.lit(True)))
+        matched = matched | (
+            text.str.contains(pattern) & ((pl.col("line") > (report_line or 2**62)) if in_report else pl.lit(True))
+        )
         if hits.height == 0:
             for c in cols:
                 row[c] = None
@@ -331,15 +406,24 @@ def _summary(path: Path, frame: pl.DataFrame, reports: pl.DataFrame,
                 raise ParseError(path, int(hits["line"][0]), f"number too large: {excerpt(hits['text'][0])}")
             row[c] = value
     if report_line is None:
-        warnings.append((None, "no end-of-run report ('SQL statistics:'): the run was killed or its output cut; "
-                               "interval lines kept, sysbench_summary left empty"))
+        warnings.append(
+            (
+                None,
+                "no end-of-run report ('SQL statistics:'): the run was killed or its output cut; "
+                "interval lines kept, sysbench_summary left empty",
+            )
+        )
         return empty(SUMMARY_SCHEMA), matched
     last_line = int(frame["line"][-1])
     for col in REQUIRED:
         if col not in found:
             label = next(lb for cs, (_, lb) in FIELDS.items() if cs[0] == col)
-            raise ParseError(path, last_line, f"truncated sysbench report: no '{label}' line after 'SQL statistics:' "
-                                              f"(line {report_line}; the file ends here)")
+            raise ParseError(
+                path,
+                last_line,
+                f"truncated sysbench report: no '{label}' line after 'SQL statistics:' "
+                f"(line {report_line}; the file ends here)",
+            )
     order = [found[c] for c in REQUIRED]
     if order != sorted(order):
         bad = REQUIRED[next(i for i in range(1, len(order)) if order[i] < order[i - 1])]
@@ -347,6 +431,7 @@ def _summary(path: Path, frame: pl.DataFrame, reports: pl.DataFrame,
     summary = pl.DataFrame([{c: row.get(c) for c in SUMMARY_SCHEMA}], schema=SUMMARY_SCHEMA)
     summary = summary.with_columns(nan_to_null(*[c for c, t in SUMMARY_SCHEMA.items() if t == pl.Float64]))
     if summary["latency_pct"][0] == 0:
-        summary = summary.with_columns(pl.lit(None, dtype=pl.Int64).alias("latency_pct"),
-                                       pl.lit(None, dtype=pl.Float64).alias("latency_pct_ms"))
+        summary = summary.with_columns(
+            pl.lit(None, dtype=pl.Int64).alias("latency_pct"), pl.lit(None, dtype=pl.Float64).alias("latency_pct_ms")
+        )
     return conform(summary, SUMMARY_SCHEMA), matched
