@@ -149,7 +149,7 @@ def leftovers(root: Path, study: str | None = None) -> list[str]:
             continue
         if cwd.startswith(root_s + "/data/work") or (
             root_s in cmdline
-            and any(t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "durability.py"))
+            and any(t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "pgfslab.runners."))
         ):
             found.append(f"process {p.name}: {cmdline}")
     if study:
