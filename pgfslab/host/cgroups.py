@@ -136,7 +136,7 @@ def find() -> dict[str, Hierarchy]:
 
 
 def availability() -> dict[str, Any]:
-    """What this machine offers (for run.json and `pipeline` diagnostics)."""
+    """What this machine offers (for run.json and the lab's diagnostics)."""
     h = find()
     return {
         "root": os.geteuid() == 0,

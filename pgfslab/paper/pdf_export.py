@@ -1,6 +1,6 @@
 """nbconvert exporter: executed notebook -> Markdown -> pandoc -> Typst -> PDF, no TeX.
 
-    jupyter nbconvert --to pgfslab.paper.pdf_export.TypstPDFExporter paper.ipynb   (with the repo on PYTHONPATH)
+    jupyter nbconvert --to pgfslab.paper.pdf_export.TypstPDFExporter paper.ipynb   (pgfslab installed, as `make setup` does)
     python -m pgfslab.paper.pdf_export paper.ipynb paper.pdf
     pgfslab.paper.pdf_export.export_pdf(Path("paper.ipynb"), Path("paper.pdf"))
 

@@ -3,7 +3,7 @@
 Cells are all repeats of one configuration (target x workload x clients). Repeats are the unit
 of comparison: per-second samples within a run are autocorrelated and are not independent.
 
-`from pipeline import stats` gives the whole API; the code lives in small modules:
+`from pgfslab.analysis import stats` gives the whole API; the code lives in small modules:
 
 * here: cell summaries, median CI ranks, Mann-Whitney p, compare_to_baseline, fixed warm-up trim;
 * `stats_compare`: benchstat-style comparison (median CIs, U test, geomean), p-value adjustment;

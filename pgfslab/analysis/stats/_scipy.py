@@ -1,4 +1,4 @@
-"""`scipy.stats`, imported on first use: `from pipeline import _scipy_stats as sps` then `sps.t.ppf(...)`.
+"""`scipy.stats`, imported on first use: `from pgfslab.analysis.stats import _scipy as sps` then `sps.t.ppf(...)`.
 
 Importing scipy.stats costs about 3 s of CPU on the lab's small machines, and many notebooks (and every
 notebook that stops early for lack of data) never call a function that needs it (PEP 562 module
