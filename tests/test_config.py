@@ -39,7 +39,7 @@ def test_defaults_are_filled():
 @pytest.mark.parametrize(
     "mutate, key",
     [
-        (lambda c: c["targets"]["a"].update(fs="zfs"), "targets.a.fs"),
+        (lambda c: c["targets"]["a"].update(fs="ntfs"), "targets.a.fs"),
         (lambda c: c["targets"]["a"].update(colour="red"), "targets.a"),
         (lambda c: c.update(workloadz={}), "(top level)"),
         (lambda c: c["workloads"]["w"].update(clients=[0]), "workloads.w.clients.0"),

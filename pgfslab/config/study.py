@@ -131,6 +131,19 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                     f"{source}: targets.{name}: device {spec['device']} is also target {devices[spec['device']]}'s"
                 )
             devices[spec["device"]] = name
+    for name, spec in cfg["targets"].items():
+        wal = spec.get("wal_on")
+        if wal is None:
+            continue
+        where = f"{source}: targets.{name}.wal_on"
+        if wal == name:
+            raise LabError(f"{where}: a target cannot hold its own WAL on itself; name another target")
+        if wal not in cfg["targets"]:
+            raise LabError(f"{where}: {wal!r} is not a target (targets: {', '.join(cfg['targets'])})")
+        if cfg["targets"][wal].get("wal_on"):
+            raise LabError(f"{where}: target {wal} keeps its own WAL on another target; WAL targets do not chain")
+        if targets.kind(spec) == "existing" or targets.kind(cfg["targets"][wal]) == "existing":
+            raise LabError(f"{where}: WAL on another target needs targets the lab prepares (not fs: existing)")
     for name in [None, *cfg["workloads"]]:
         try:
             sysctl.settings_from_config(cfg["os"] if name is None else os_for(cfg, name))
@@ -369,6 +382,13 @@ def target_fingerprint(cfg: dict[str, Any], target: str) -> str:
             "postgres": cfg["postgres"],
             "tools": sorted(tools(cfg)),
             "snapshots": target in snapshot_targets(cfg),
+            **({"wal_on": cfg["targets"][wal]} if (wal := cfg["targets"][target].get("wal_on")) else {}),
         },
         sort_keys=True,
     )
+
+
+def wal_target_inputs(cfg: dict[str, Any], study: str, target: str) -> list[str]:
+    """The prepared-target record of the target that holds `target`'s WAL (none when WAL stays in PGDATA)."""
+    wal = cfg["targets"][target].get("wal_on")
+    return [str(raw_dir(study) / "_setup" / wal / "target.json")] if wal else []

@@ -100,7 +100,8 @@ class Cluster:
     def _as_user(self, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return proc.run(["runuser", "-u", self.user, "--", *cmd], timeout=timeout)
 
-    def initdb(self, settings: dict[str, Any]) -> list[str]:
+    def initdb(self, settings: dict[str, Any], waldir: Path | None = None) -> list[str]:
+        """initdb as the server's user; `waldir`: pg_wal lives there (initdb -X, pg_wal a symlink)."""
         cmd = [
             str(self.bindir / "initdb"),
             "-D",
@@ -114,6 +115,8 @@ class Cluster:
             "--locale=C",
             "--no-instructions",
         ]
+        if waldir is not None:
+            cmd += ["-X", str(waldir)]
         self._as_user(*cmd)
         # unix socket only: no TCP port is opened, so trust authentication reaches nobody but the
         # users who can enter the socket directory (root and the server's user, mode 0700)
@@ -380,6 +383,7 @@ def running(
     init: bool = False,
     run_settings: dict[str, Any] | None = None,
     wrap: Callable[[list[str]], list[str]] | None = None,
+    waldir: Path | None = None,
 ) -> Iterator[Cluster]:
     """A started cluster for the duration of the block (initdb first if `init`); always stopped after.
 
@@ -398,7 +402,9 @@ def running(
         if init:
             pgdata.mkdir(mode=0o700, exist_ok=False)
             os.chown(pgdata, pw.pw_uid, pw.pw_gid)
-            cluster.initdb(settings or {})
+            if waldir is not None:
+                _check_shell_safe(waldir)
+            cluster.initdb(settings or {}, waldir)
         elif not (pgdata / "PG_VERSION").exists():
             raise LabError(f"no cluster at {pgdata}; the target must be prepared first")
         if run_settings is not None:

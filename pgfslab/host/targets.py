@@ -29,11 +29,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config.targets import MKFS, check_spec, kind
+from pgfslab.config.targets import MKFS, check_spec, fs_label, kind, zfs_property_problems
 from pgfslab.errors import LabError
-from pgfslab.host import blockdev, btrfs, mounts, proc, safety
+from pgfslab.host import blockdev, btrfs, mounts, proc, safety, zfs
 
 DATA_SUBVOLUME = "data"  # btrfs targets with snapshots keep PGDATA's parent in this subvolume
+ZFS_DATASET = "data"  # zfs targets keep PGDATA's parent in the dataset <pool>/data, mounted at <mnt>/data
 
 PSEUDO_FS = {
     "proc",
@@ -75,9 +76,17 @@ class Mounted:
     notes: list[str] = field(default_factory=list)
     kind: str = "image"
     mount_s: float | None = None
+    implementation: str | None = None  # zfs: 'zfs-fuse' or 'openzfs'
+    zfs: dict[str, Any] | None = None  # zfs: pool, dataset, effective dataset properties
+
+    @property
+    def fs_label(self) -> str:
+        """The file system as tables and figures name it: 'zfs (zfs-fuse, userspace)' for zfs-fuse."""
+        return fs_label(self.fs, self.implementation)
 
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
+        d["fs_label"] = self.fs_label
         d["path"] = str(self.path)
         d["mountpoint"] = str(self.mountpoint)
         return d
@@ -132,8 +141,9 @@ def release(workdir: Path, name: str) -> list[str]:
     """
     done: list[str] = []
     mnt = mountpoint(workdir, name)
-    if mounts.is_mounted(mnt):
+    if mounts.is_mounted(mnt) or mounts.below(mnt):
         safety.require_unmountable(mnt, workdir)
+    done += _release_zfs(workdir, name, mnt)
     for _ in range(3):
         if not mounts.is_mounted(mnt):
             break
@@ -150,6 +160,57 @@ def release(workdir: Path, name: str) -> list[str]:
         for dev in _loops_backing(image):
             proc.run(["losetup", "-d", safety.require_detachable(dev, workdir)], check=False)
             done.append(f"detached {dev}")
+    return done
+
+
+def zfs_pool(workdir: Path, name: str) -> str:
+    """The pool of a zfs target: pgfslab-<study>-<target> (the work directory is named after the study)."""
+    return zfs.pool_name(workdir.name, name)
+
+
+def _zfs_files(workdir: Path, name: str) -> tuple[Path, Path, Path]:
+    """The zfs-fuse daemon's log and PID record (one per study work directory), and the directory of
+    device symlinks `zpool import -d` searches for this target's pool."""
+    return workdir / "zfs-fuse.log", workdir / "zfs-fuse.pid", workdir / "zfs-devices" / name
+
+
+def zfs_service(workdir: Path, specs: list[dict[str, Any]]) -> contextlib.AbstractContextManager[Any]:
+    """ZFS usable for the block when any of `specs` is a zfs target (zfs-fuse: the lab's daemon started
+    now and stopped on every exit path, or a running one reused); otherwise nothing."""
+    if not any(sp.get("fs") == "zfs" for sp in specs):
+        return contextlib.nullcontext()
+    log, pid_file, _ = _zfs_files(workdir, "")
+    return zfs.service(log, pid_file=pid_file)
+
+
+def _release_zfs(workdir: Path, name: str, mnt: Path) -> list[str]:
+    """Export this target's pool if it is imported (only a pool the lab created: zfs.export_pool refuses
+    any other) and unmount what a dead zfs-fuse daemon left under the mount point."""
+    done: list[str] = []
+    zfs_mounts = [m for m in mounts.below(mnt) if m.fstype in ("zfs", "fuse.zfs")]
+    if not zfs_mounts and not (workdir / "zfs-devices" / name).exists():
+        return done
+    try:
+        pool = zfs_pool(workdir, name)
+        if proc.which("zpool") and pool in zfs.imported_pools():
+            zfs.export_pool(pool)
+            done.append(f"exported zfs pool {pool}")
+    except LabError as exc:
+        done.append(f"zfs pool of {name} not exported: {exc}")
+    if not zfs.running_daemons():  # a dead daemon's mounts answer ENOTCONN: unmount them, deepest first
+        for m in sorted(mounts.below(mnt), key=lambda m: len(m.target.parts), reverse=True):
+            if m.fstype == "fuse.zfs":
+                res = proc.run(["umount", str(m.target)], check=False)
+                if res.returncode != 0:
+                    proc.run(["umount", "--lazy", str(m.target)], check=False)
+                done.append(f"unmounted dead zfs-fuse mount {m.target}")
+    devdir = workdir / "zfs-devices" / name
+    if devdir.is_dir():
+        for link in devdir.iterdir():
+            if link.is_symlink():
+                link.unlink()
+        with contextlib.suppress(OSError):
+            devdir.rmdir()
     return done
 
 
@@ -211,6 +272,8 @@ def create(
         _warn(f"target {name}: cannot mount ({why}); FALLING BACK to a plain directory {path}")
         return {"fs": spec["fs"], "kind": k, "fallback": True, "path": str(path), "reason": why}
     release(workdir, name)
+    if spec["fs"] == "zfs":
+        return _create_zfs(workdir, name, spec, study or workdir.name)
     if k == "tmpfs":
         return _create_tmpfs(workdir, name, spec)
     if k == "device":
@@ -245,6 +308,62 @@ def _create_image(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, A
         "mkfs_s": round(time.monotonic() - t0, 3),
         "mkfs_version": proc.first_line([MKFS[spec["fs"]][0], "-V"]),
     }
+
+
+def zfs_properties(name: str, spec: dict[str, Any], implementation: str) -> dict[str, str]:
+    """The target's `zfs:` dataset properties as zfs strings, checked for the implementation that runs
+    (LabError naming targets.<name>.zfs.<key> for what it cannot do)."""
+    props = spec.get("zfs") or {}
+    problems = zfs_property_problems(props, implementation)
+    if problems:
+        raise LabError(
+            f"target {name} ({fs_label('zfs', implementation)}): targets.{name}." + f"; targets.{name}.".join(problems)
+        )
+    return zfs.validate_properties(props)
+
+
+def _create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> dict[str, Any]:
+    """A sparse image on a loop device, a pool pgfslab-<study>-<target> on it (marked as the lab's), the
+    dataset <pool>/data with the configured properties; exported again, the loop device detached."""
+    pool = zfs.pool_name(study, name)
+    image = image_path(workdir, name)
+    mnt = mountpoint(workdir, name)
+    with zfs_service(workdir, [spec]) as svc:
+        impl = svc.implementation
+        props = zfs_properties(name, spec, impl)  # before anything is made: a bad property costs nothing
+        if pool in zfs.imported_pools():  # an earlier preparation's pool (its image is about to go)
+            zfs.destroy_pool(pool)
+        image.parent.mkdir(parents=True, exist_ok=True)
+        image.unlink(missing_ok=True)
+        size = int(spec["size_gb"] * 1024**3)
+        with open(image, "wb") as fh:
+            fh.truncate(size)
+        dev = _attach(image, spec.get("direct_io", True))
+        try:
+            t0 = time.monotonic()
+            made = zfs.create_pool(pool, dev, mnt, props, dataset=ZFS_DATASET)
+            create_s = time.monotonic() - t0
+            zfs.export_pool(pool)
+        finally:
+            release(workdir, name)
+        return {
+            "fs": "zfs",
+            "kind": "image",
+            "fallback": False,
+            "image": str(image),
+            "image_bytes": size,
+            "implementation": impl,
+            "fs_label": fs_label("zfs", impl),
+            "pool": pool,
+            "dataset": made.dataset,
+            "properties": made.properties,
+            "requested_properties": props,
+            "mkfs_command": ["zpool", "create", "-f", "-o", "cachefile=none", "-m", str(mnt), pool, dev],
+            "mkfs_s": round(create_s, 3),
+            "mkfs_version": zfs.version(impl),
+            "daemon": {"started_pid": svc.started_pid, "reused_pids": svc.reused_pids, "start_s": svc.start_s},
+            "notes": made.notes,
+        }
 
 
 def _create_device(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -440,6 +559,10 @@ def mounted(
             notes=["tmpfs: pages live in RAM (and count against a memory cgroup that writes them)"],
         )
         return
+    if fs == "zfs":
+        with _zfs_mounted(workdir, name, spec, pw) as m:
+            yield m
+        return
     with _attached_and_mounted(workdir, name, spec) as (dev, mnt, mount_s):
         os.chown(mnt, pw.pw_uid, pw.pw_gid)
         path = mnt
@@ -466,6 +589,58 @@ def mounted(
             kind=k,
             mount_s=round(mount_s, 4),
         )
+
+
+@contextlib.contextmanager
+def _zfs_mounted(workdir: Path, name: str, spec: dict[str, Any], pw: Any) -> Iterator[Mounted]:
+    """Attach the image, `zpool import -d` the target's pool (its datasets mount), and on every exit path
+    export it and detach the loop device (and stop the zfs-fuse daemon if this block started it)."""
+    image = image_path(workdir, name)
+    if not image.exists():
+        raise LabError(f"target {name}: image {image} is missing; re-run its preparation (delete its target.json)")
+    mnt = mountpoint(workdir, name)
+    safety.require_unmountable(mnt, workdir)
+    pool = zfs_pool(workdir, name)
+    with zfs_service(workdir, [spec]) as svc:
+        release(workdir, name)  # a killed earlier run may have left our pool imported or our loop behind
+        try:
+            dev = _attach(image, spec.get("direct_io", True))
+            devdir = zfs.device_dir([dev], _zfs_files(workdir, name)[2])
+            t0 = time.monotonic()
+            zfs.import_pool(pool, devdir)
+            mount_s = time.monotonic() - t0
+            ds = f"{pool}/{ZFS_DATASET}"
+            path = Path(zfs.get_properties(ds, ["mountpoint"])["mountpoint"])
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+            props = sorted(
+                set(spec.get("zfs") or {}) | {"recordsize", "compression", "atime", "logbias", "primarycache"}
+            )
+            effective = zfs.get_properties(ds, [p for p in props if p in zfs.property_table()])
+            notes = list(svc.notes)
+            if svc.implementation == "zfs-fuse":
+                notes.append(
+                    "zfs-fuse: a userspace ZFS (pool version 23) behind FUSE; every I/O crosses into its daemon"
+                )
+            yield Mounted(
+                name,
+                "zfs",
+                path,
+                path,
+                False,
+                device=dev,
+                mount_options=",".join(f"{k}={v}" for k, v in effective.items()),
+                direct_io=_dio_on(dev),
+                notes=notes,
+                kind="image",
+                mount_s=round(mount_s, 4),
+                implementation=svc.implementation,
+                zfs={"pool": pool, "dataset": ds, "properties": effective, "daemon_pid": svc.started_pid},
+            )
+        finally:
+            release(workdir, name)
+            if not mounts.below(mnt):
+                with contextlib.suppress(OSError):
+                    mnt.rmdir()
 
 
 def used_bytes(path: Path) -> int:

@@ -20,6 +20,35 @@ from pgfslab.host import postgres
 SCHEMA_VERSION = 1
 
 
+def wal_dir(wal_mnt: Any, target: str) -> Path:
+    """Where a target's WAL lives on its `wal_on` target: wal-<target> beside that target's own PGDATA."""
+    return Path(wal_mnt.path) / f"wal-{target}"
+
+
+def wal_record(wal_target: str, wal_mnt: Any, waldir: Path) -> dict[str, Any]:
+    """Where WAL lives (run.json, target.json): the target, its file system, device and directory."""
+    return {
+        "target": wal_target,
+        "fs": wal_mnt.fs,
+        "fs_label": wal_mnt.fs_label,
+        "device": wal_mnt.device,
+        "mountpoint": str(wal_mnt.mountpoint),
+        "dir": str(waldir),
+        "mount_options": wal_mnt.mount_options,
+    }
+
+
+def fs_used_bytes(mnt: Any) -> int:
+    """Bytes the target's file system uses: ZFS's own `used` of the data dataset for zfs (statvfs of a
+    dataset shows only its share of the pool), statvfs otherwise."""
+    if getattr(mnt, "zfs", None):
+        from pgfslab.host import zfs
+
+        return int(zfs.footprint(mnt.zfs["dataset"])["used"])
+    st = os.statvfs(mnt.mountpoint)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 

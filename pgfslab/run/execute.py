@@ -18,13 +18,14 @@ import psycopg
 
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets
+from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets, zfs
 from pgfslab.run import provenance
 from pgfslab.run.common import (
     PG_TOOLS,
     SCHEMA_VERSION,
     copy_log_since,
     disk_full_message,
+    fs_used_bytes,
     log_size,
     now,
     one_line,
@@ -32,6 +33,8 @@ from pgfslab.run.common import (
     server_port,
     setup_dir,
     texts,
+    wal_dir,
+    wal_record,
     write_json,
 )
 from pgfslab.run.crash_cycle import _durability_run
@@ -288,14 +291,22 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     t0 = time.monotonic()
     wd = cfgmod.workdir(cfg)
     vm_rec: dict[str, Any] = {}
+    wal = tspec.get("wal_on")
     try:
         with (
             sysctl.applied(sysctl.settings_from_config(cfgmod.os_for(cfg, spec.workload))) as vm_rec,
+            targets.zfs_service(wd, [tspec] + ([cfg["targets"][wal]] if wal else [])),
             targets.mounted(wd, spec.target, tspec, user, study=study) as mnt,
+            (
+                targets.mounted(wd, wal, cfg["targets"][wal], user, study=study) if wal else contextlib.nullcontext()
+            ) as wmnt,
         ):
             record["vm_applied"] = vm_rec
             record["mount"] = mnt.describe()
             record["fallback"] = mnt.fallback
+            record["fs_label"] = mnt.fs_label
+            if wmnt is not None:
+                record["wal"] = wal_record(wal, wmnt, wal_dir(wmnt, spec.target))
             record["caches"] = sysctl.drop_caches() if cfg["run"]["drop_caches"] else "kept"
             runner = {"fsmicro": _fs_run, "durability": _durability_run}.get(wl["tool"], _pg_run)
             outcome = runner(cfg, spec, rdir, mnt, label, record)
@@ -308,9 +319,11 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
                 error = disk_full_message(cfg, spec.target, texts(rdir), mnt.mountpoint) or outcome.error
             else:
                 error = _run_error(cfg, spec, rdir, mnt, record, outcome)
-            record["fs_used_bytes"] = targets.used_bytes(mnt.mountpoint)
+            record["fs_used_bytes"] = fs_used_bytes(mnt)
             if mnt.fs == "btrfs" and not mnt.fallback:
                 record["compsize"] = _compsize(mnt.path)
+            if mnt.zfs:
+                record["zfs_footprint"] = zfs.footprint(mnt.zfs["dataset"])
     except BaseException as exc:
         record["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
         record["error"] = str(exc) or type(exc).__name__

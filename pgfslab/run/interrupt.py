@@ -34,6 +34,10 @@ def release_after_interrupt(cfg: dict[str, Any], target: str, vm_rec: dict[str, 
         time.sleep(0.5)
     with contextlib.suppress(LabError):
         done += targets.release(wd, target)
+    wal = cfg["targets"][target].get("wal_on")
+    if wal:  # the target that holds this target's WAL was mounted for the run too
+        with contextlib.suppress(LabError):
+            done += targets.release(wd, wal)
     with contextlib.suppress(Exception):
         done += cgroups.remove_leftovers(cgroups.cgroup_name(cfg["study"], target))
     if vm_rec and "before" in vm_rec and "restored" not in vm_rec and vm_rec.get("before"):

@@ -4,6 +4,7 @@ loaded (the bulk load, timed), and the prepared state recorded in data/raw/<stud
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from pathlib import Path
@@ -13,18 +14,21 @@ import psycopg
 
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
-from pgfslab.host import postgres, targets
+from pgfslab.host import postgres, safety, targets, zfs
 from pgfslab.run import provenance
 from pgfslab.run.common import (
     PG_TOOLS,
     SCHEMA_VERSION,
     copy_log_since,
     disk_full_message,
+    fs_used_bytes,
     now,
     say,
     server_port,
     setup_dir,
     texts,
+    wal_dir,
+    wal_record,
     write_json,
 )
 from pgfslab.runners import pgbench, sysbench
@@ -55,14 +59,26 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
     }
     label = f"prepare {target}"
     say(label, f"creating {spec['fs']} target")
-    record["created"] = targets.create(
-        wd, target, spec, study=study, data_subvolume=target in cfgmod.snapshot_targets(cfg)
-    )
+    wal = spec.get("wal_on")
+    specs = [spec] + ([cfg["targets"][wal]] if wal else [])
     bindir = postgres.bindir(cfg["postgres"].get("bindir")) if tools & PG_TOOLS else None
-    with targets.mounted(wd, target, spec, user, study=study) as mnt:
+    with targets.zfs_service(wd, specs), contextlib.ExitStack() as stack:
+        record["created"] = targets.create(
+            wd, target, spec, study=study, data_subvolume=target in cfgmod.snapshot_targets(cfg)
+        )
+        mnt = stack.enter_context(targets.mounted(wd, target, spec, user, study=study))
         record["mount"] = mnt.describe()
+        waldir = None
+        if wal and bindir is not None:
+            wmnt = stack.enter_context(targets.mounted(wd, wal, cfg["targets"][wal], user, study=study))
+            waldir = wal_dir(wmnt, target)
+            if waldir.exists() or waldir.is_symlink():
+                safety.reset_dir(waldir, wd)
+                waldir.rmdir()
+            record["wal"] = wal_record(wal, wmnt, waldir)
+            say(label, f"WAL on target {wal} ({wmnt.fs_label}): {waldir}")
         try:
-            _prepare_on(cfg, target, mnt, out, bindir, tools, dataset, label, record)
+            _prepare_on(cfg, target, mnt, out, bindir, tools, dataset, label, record, waldir)
         except (LabError, psycopg.Error) as exc:
             server_log = mnt.path / "postgresql.log"
             if server_log.exists() and not (out / "postgresql.log").exists():
@@ -95,13 +111,14 @@ def _prepare_on(
     dataset: dict[str, Any],
     label: str,
     record: dict[str, Any],
+    waldir: Path | None = None,
 ) -> None:
     """initdb and bulk loads on a mounted target (prepare_target's body)."""
     user = cfg["postgres"]["user"]
     if bindir is not None:
         settings = cfgmod.pg_settings_for(cfg, target)
         with postgres.running(
-            mnt.path / "pgdata", server_port(cfg, target), bindir, user, init=True, run_settings=settings
+            mnt.path / "pgdata", server_port(cfg, target), bindir, user, init=True, run_settings=settings, waldir=waldir
         ) as cl:
             record["initdb"] = True
             if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
@@ -137,8 +154,10 @@ def _prepare_on(
                 }
             cl.query("CHECKPOINT")
             record["postgres"] = cl.facts()
-            record["fs_used_bytes"] = targets.used_bytes(mnt.mountpoint)
+            record["fs_used_bytes"] = fs_used_bytes(mnt)
+            if mnt.zfs:
+                record["zfs_footprint"] = zfs.footprint(mnt.zfs["dataset"])
             log = cl.log
         copy_log_since(log, 0, out / "postgresql.log")
     else:
-        record["fs_used_bytes"] = targets.used_bytes(mnt.mountpoint)
+        record["fs_used_bytes"] = fs_used_bytes(mnt)

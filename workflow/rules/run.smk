@@ -23,6 +23,8 @@ if not RAW_ONLY:
         """mkfs on a loop-mounted image, initdb, bulk load (pgbench -i, timed)."""
         input:
             frozen=ancient(FROZEN),
+            # a target whose WAL lives on another target is prepared after it (and again when it is)
+            wal=lambda w: labcfg.wal_target_inputs(STUDY_CFG, w.study, w.target),
         output:
             "data/raw/{study}/_setup/{target}/target.json",
         params:
