@@ -88,6 +88,7 @@ class Cluster:
     # wraps the server's start command, e.g. to start it inside a cgroup (children inherit it)
     wrap: Callable[[list[str]], list[str]] = lambda cmd: cmd
     notes: list[str] = field(default_factory=list)  # what stop()/reap() did after a crash
+    initdb_command: list[str] = field(default_factory=list)  # set by initdb()
 
     @property
     def conninfo(self) -> str:
@@ -117,6 +118,7 @@ class Cluster:
         ]
         if waldir is not None:
             cmd += ["-X", str(waldir)]
+        self.initdb_command = cmd
         self._as_user(*cmd)
         # unix socket only: no TCP port is opened, so trust authentication reaches nobody but the
         # users who can enter the socket directory (root and the server's user, mode 0700)

@@ -121,6 +121,7 @@ def _prepare_on(
             mnt.path / "pgdata", server_port(cfg, target), bindir, user, init=True, run_settings=settings, waldir=waldir
         ) as cl:
             record["initdb"] = True
+            record["initdb_command"] = cl.initdb_command
             if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
                 cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset)
                 say(label, f"loading scale {dataset['scale']} with pgbench -i")

@@ -1,0 +1,289 @@
+"""ZFS targets and WAL on another target: config checks (fast), and real tiny studies on a zfs target
+(zfs-fuse here: no zfs kernel module), the release of pool, loop device and daemon on every exit path
+(an injected failure included), and the refusals (a pool the lab did not create is never destroyed or
+exported)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import machine_can_run_studies, needs_root
+
+from pgfslab.config import study as cfgmod
+from pgfslab.config.targets import fs_label, spec_problems, zfs_property_problems
+from pgfslab.errors import LabError
+
+
+def base(**targets) -> dict:
+    return {
+        "study": "zt",
+        "targets": targets or {"z": {"fs": "zfs", "size_gb": 2}},
+        "workloads": {"w": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1], "repeats": 1}},
+    }
+
+
+# ----------------------------------------------------------------------------- config (fast)
+
+
+def test_zfs_target_validates_with_properties():
+    cfg = cfgmod.validate(base(z={"fs": "zfs", "zfs": {"recordsize": "8k", "compression": "gzip", "atime": False}}))
+    assert cfg["targets"]["z"]["zfs"]["recordsize"] == "8k"
+    assert cfgmod.plan(cfg)[0].target == "z"
+
+
+@pytest.mark.parametrize(
+    "props, words",
+    [
+        ({"recordsiz": "8k"}, ["zfs.recordsiz", "unknown ZFS dataset property"]),
+        ({"mountpoint": "legacy"}, ["zfs.mountpoint", "set by the lab"]),
+        ({"logbias": "fast"}, ["zfs.logbias", "'fast'"]),
+        ({"recordsize": "3k"}, ["zfs.recordsize", "power of 2"]),
+        ({"pgfslab:created-by": "me"}, ["zfs.pgfslab:created-by", "set by the lab"]),
+    ],
+)
+def test_zfs_properties_refused_at_config_time_naming_the_key(props, words):
+    with pytest.raises(LabError) as err:
+        cfgmod.validate(base(z={"fs": "zfs", "zfs": props}), "s.yaml")
+    assert all(w in str(err.value) for w in words), str(err.value)
+    assert "targets.z" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "props, words",
+    [
+        ({"sync": "always"}, ["zfs.sync", "no `sync` property"]),
+        ({"compression": "lz4"}, ["zfs.compression", "no lz4/zstd"]),
+        ({"compression": "zstd"}, ["zfs.compression", "pool version 23"]),
+        ({"recordsize": "1M"}, ["zfs.recordsize", "128k"]),
+        ({"xattr": "sa"}, ["zfs.xattr", "on or off"]),
+        ({"dnodesize": "auto"}, ["zfs.dnodesize", "needs OpenZFS"]),
+    ],
+)
+def test_what_zfs_fuse_cannot_do_is_named(props, words):
+    assert zfs_property_problems(props, "openzfs") == []  # OpenZFS can
+    problems = zfs_property_problems(props, "zfs-fuse")
+    assert len(problems) == 1 and all(w in problems[0] for w in words), problems
+
+
+def test_zfs_spec_refusals():
+    assert any("not mount or mkfs options" in p for p in spec_problems({"fs": "zfs", "mount_options": ["noatime"]}))
+    assert any("not supported yet" in p for p in spec_problems({"fs": "zfs", "device": "/dev/sdz", "format": True}))
+    assert any("for fs: zfs, not ext4" in p for p in spec_problems({"fs": "ext4", "zfs": {"atime": "off"}}))
+
+
+def test_fs_label_names_the_implementation():
+    assert fs_label("zfs", "zfs-fuse") == "zfs (zfs-fuse, userspace)"
+    assert fs_label("zfs", "openzfs") == "zfs (OpenZFS)"
+    assert fs_label("ext4", None) == "ext4"
+
+
+def test_pool_names():
+    from pgfslab.host import zfs
+
+    assert zfs.pool_name("fs-compare", "zfs-gzip") == "pgfslab-fs-compare-zfs-gzip"
+    assert zfs.POOL_NAME_RE.match("pgfslab-fs-compare-zfs")
+    for bad in ("tank", "pgfslab", "pgfslab-x", "rpool/pgfslab-a-b"):
+        assert not zfs.POOL_NAME_RE.match(bad), bad
+    with pytest.raises(LabError):
+        zfs.pool_name("Bad Study", "t")
+
+
+@pytest.mark.parametrize(
+    "wal_on, words",
+    [
+        ("z", "cannot hold its own WAL"),
+        ("nope", "'nope' is not a target"),
+        ("y", "do not chain"),
+    ],
+)
+def test_wal_on_refusals(wal_on, words):
+    cfg = base(z={"fs": "zfs", "wal_on": wal_on}, e={"fs": "ext4"}, y={"fs": "xfs", "wal_on": "e"})
+    with pytest.raises(LabError, match=words):
+        cfgmod.validate(cfg, "s.yaml")
+
+
+def test_wal_target_in_fingerprint_and_inputs():
+    cfg = cfgmod.validate(base(z={"fs": "zfs", "wal_on": "e"}, e={"fs": "ext4"}))
+    assert "wal_on" in cfgmod.target_fingerprint(cfg, "z")
+    assert "wal_on" not in cfgmod.target_fingerprint(cfg, "e")
+    assert cfgmod.wal_target_inputs(cfg, "zt", "z") == ["data/raw/zt/_setup/e/target.json"]
+    assert cfgmod.wal_target_inputs(cfg, "zt", "e") == []
+
+
+# ----------------------------------------------------------------------------- real (slow)
+
+
+def zfs_usable() -> tuple[bool, str]:
+    ok, why = machine_can_run_studies()
+    if not ok:
+        return ok, why
+    from pgfslab.host import zfs
+
+    try:
+        zfs.implementation()
+    except LabError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+_zok, _zwhy = zfs_usable()
+needs_zfs = pytest.mark.skipif(not _zok, reason=_zwhy or "zfs")
+
+CONFIG = {
+    "study": "zfstest",
+    "targets": {
+        "ext4": {"fs": "ext4", "size_gb": 1},
+        "zfs": {"fs": "zfs", "size_gb": 2, "zfs": {"recordsize": "8k", "compression": "gzip", "atime": "off"}},
+        "zfs-walext4": {"fs": "zfs", "size_gb": 2, "zfs": {"recordsize": "8k"}, "wal_on": "ext4"},
+    },
+    "postgres": {"port_base": 56720, "settings": {"shared_buffers": "32MB"}},
+    "dataset": {"scale": 1},
+    "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1], "repeats": 1}},
+    "run": {"duration_s": 2},
+}
+
+
+def lab_state(work: Path) -> dict[str, list[str]]:
+    """What a study under `work` could have left: mounts, loop devices, imported lab pools, daemons."""
+    from pgfslab.host import zfs
+
+    with open("/proc/self/mounts") as fh:
+        mnts = [ln.split()[1] for ln in fh if ln.split()[1].startswith(str(work))]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return {
+        "mounts": mnts,
+        "loops": [ln for ln in loops.splitlines() if str(work) in ln],
+        "pools": [p for p in zfs.imported_pools() if p.startswith("pgfslab-zfstest-")] if zfs.running_daemons() else [],
+        "daemons": [str(p) for p in zfs.running_daemons()],
+    }
+
+
+@pytest.fixture
+def study(monkeypatch) -> Iterator[tuple[dict, Path]]:
+    from pgfslab.host import zfs
+
+    if zfs.running_daemons():
+        pytest.skip("a zfs-fuse daemon that the lab did not start is running: the tests would share it")
+    work = Path(tempfile.mkdtemp(prefix="pgfs-zfstest-"))
+    work.chmod(0o755)
+    monkeypatch.chdir(work)
+    cfg = cfgmod.validate({**CONFIG, "workdir": str(work / "work")})
+    (work / "data" / "raw" / "zfstest").mkdir(parents=True)
+    try:
+        yield cfg, work
+    finally:
+        from pgfslab.run.interrupt import release_after_interrupt
+
+        for t in cfg["targets"]:
+            release_after_interrupt(cfg, t)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(work)], check=False)
+
+
+def assert_released(work: Path) -> None:
+    state = lab_state(work)
+    assert state == {"mounts": [], "loops": [], "pools": [], "daemons": []}, state
+
+
+@needs_root
+@needs_zfs
+def test_tiny_study_on_zfs_and_wal_on_ext4(study):
+    """prepare + one pgbench run on a zfs target, and on a zfs target with WAL on ext4: provenance says
+    which ZFS ran and where WAL lives; nothing is left mounted, attached, imported or running."""
+    from pgfslab.run.execute import run_one
+    from pgfslab.run.prepare import prepare_target
+
+    cfg, work = study
+    for t in ("ext4", "zfs", "zfs-walext4"):
+        prepare_target(cfg, t)
+        assert_released(work)
+    setup = json.loads((work / "data/raw/zfstest/_setup/zfs/target.json").read_text())
+    assert setup["created"]["implementation"] in ("zfs-fuse", "openzfs")
+    assert setup["created"]["pool"] == "pgfslab-zfstest-zfs"
+    assert setup["created"]["properties"]["compression"] == "gzip"
+    assert setup["zfs_footprint"]["compressratio"] > 1.5  # pgbench's blank filler compresses well
+    runs = {}
+    for r in cfgmod.plan(cfg):
+        if r.target != "ext4":
+            runs[r.target] = json.loads(run_one(cfg, r.run_id).read_text())
+            assert_released(work)
+    z = runs["zfs"]
+    assert z["status"] == "ok", z.get("error")
+    assert z["fs_label"] in ("zfs (zfs-fuse, userspace)", "zfs (OpenZFS)")
+    assert z["mount"]["implementation"] in ("zfs-fuse", "openzfs")
+    assert z["zfs_footprint"]["used"] > 0 and z["fs_used_bytes"] == z["zfs_footprint"]["used"]
+    w = runs["zfs-walext4"]
+    assert w["status"] == "ok", w.get("error")
+    assert w["wal"]["target"] == "ext4" and w["wal"]["fs"] == "ext4"
+    assert w["wal"]["dir"].endswith("/mnt/ext4/wal-zfs-walext4")
+    setup_w = json.loads((work / "data/raw/zfstest/_setup/zfs-walext4/target.json").read_text())
+    assert setup_w["wal"]["target"] == "ext4"
+    assert setup_w["initdb_command"][-2:] == ["-X", w["wal"]["dir"]]
+
+
+@needs_root
+@needs_zfs
+def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
+    """A failure in the middle of a run (the client raises) and in the middle of a preparation (after
+    the pool is imported): the pool is exported, the loop device detached, the daemon stopped."""
+    from pgfslab.run import execute, prepare
+    from pgfslab.run.execute import run_one
+    from pgfslab.run.prepare import prepare_target
+
+    cfg, work = study
+    prepare_target(cfg, "zfs")
+
+    def boom(*a, **k):
+        raise LabError("injected failure")
+
+    monkeypatch.setattr(execute.pgbench, "execute", boom)
+    run_id = next(r.run_id for r in cfgmod.plan(cfg) if r.target == "zfs")
+    with pytest.raises(LabError, match="injected failure"):
+        run_one(cfg, run_id)
+    assert_released(work)
+    rec = json.loads((work / "data/raw/zfstest" / run_id / "run.incomplete.json").read_text())
+    assert rec["status"] == "error"
+
+    monkeypatch.setattr(prepare, "_prepare_on", boom)
+    with pytest.raises(LabError, match="injected failure"):
+        prepare_target(cfg, "zfs")
+    assert_released(work)
+
+
+@needs_root
+@needs_zfs
+def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loops):
+    """An unmarked pool, whether named like the lab's or not, is refused by export, destroy, and by the
+    preparation of a target whose pool name it has."""
+    from pgfslab.host import targets, zfs
+
+    cfg, work = study
+    wd = cfgmod.workdir(cfg)
+    with zfs.service(work / "zfs-fuse.log"):
+        for i, name in enumerate(("foreign-tank", "pgfslab-zfstest-zfs")):
+            dev = loops.attach(loops.image(f"foreign{i}", 256))
+            subprocess.run(
+                ["zpool", "create", "-f", "-o", "cachefile=none", "-m", str(work / f"f{i}"), name, dev],
+                check=True,
+                capture_output=True,
+            )
+            try:
+                with pytest.raises(LabError, match="refusing to export"):
+                    zfs.export_pool(name)
+                with pytest.raises(LabError, match="refusing to destroy"):
+                    zfs.destroy_pool(name)
+                if name.startswith("pgfslab-"):
+                    with pytest.raises(LabError, match="refusing to destroy"):
+                        targets.create(wd, "zfs", cfg["targets"]["zfs"], study="zfstest")
+                    assert not zfs.is_lab_pool(name)
+                    assert [m for m in zfs.lab_pools() if m == name] == []
+                assert name in zfs.imported_pools()  # still there, untouched
+            finally:
+                subprocess.run(["zpool", "destroy", "-f", name], capture_output=True)
+    assert_released(work)
+    assert not os.path.exists(work / "zfs-fuse.pid")
