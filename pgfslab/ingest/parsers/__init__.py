@@ -48,6 +48,9 @@ durability          durability            the durability check's ``durability.js
 pgstat              pgstat                the lab's pg_stat_bgwriter/pg_stat_database sampler (``pgstat.csv``)
 fsmicro-ops         fsmicro_ops           per-operation latencies of the fsmicro runner (``fsmicro_ops.csv``)
 snapshots           snapshots             the btrfs snapshot scheduler's log (``snapshots.csv``)
+fio                 fio_job, fio_text     fio ``--output-format=json`` reports of the device baseline
+pg-test-fsync       pg_test_fsync,        pg_test_fsync's stdout (ops/s and usecs/op per method)
+                    pg_test_fsync_unrecognised
 =================== ===================== ==========================================================
 """
 
@@ -140,3 +143,8 @@ def parse(path: Path, fmt: str | None = None, **options: Any) -> dict[str, pl.Da
 from pgfslab.ingest.parsers import btrfs_snapshots, fsmicro_ops, pgstat  # noqa: E402
 
 FORMATS.update({m.NAME: m for m in (pgstat, fsmicro_ops, btrfs_snapshots)})  # type: ignore[misc]
+
+# The device baseline's tools (pgfslab.run.device_baseline): fio's JSON report and pg_test_fsync's text.
+from pgfslab.ingest.parsers import fio, pg_test_fsync  # noqa: E402
+
+FORMATS.update({m.NAME: m for m in (fio, pg_test_fsync)})  # type: ignore[misc]

@@ -1,0 +1,285 @@
+"""fio's ``--output-format=json`` report (fio 3.x): one row per job and direction (read, write, trim).
+
+What is read (fio 3.33's layout, checked on the files in recorded/):
+
+* ``"fio version"`` at the top; ``"global options"`` (options before the first ``--name``) merged under each
+  job's ``"job options"`` (a job's own options win). Options are strings as given (``bs`` "8k", ``direct``
+  "1"); an option not given is null here (fio's defaults are not guessed).
+* per direction: ``runtime`` (ms), ``total_ios``, ``io_bytes``, ``iops``, ``bw_bytes`` (bytes/s),
+  ``lat_ns.mean`` (submission + completion), ``slat_ns.mean``, ``clat_ns.mean`` and ``clat_ns.percentile``
+  (keys like "99.900000", values in ns; absent when no I/O completed), ``lat_ns.percentile`` only with
+  ``lat_percentiles=1``. Times are returned in microseconds. Where submission is synchronous (libaio on
+  zfs-fuse: FUSE direct I/O completes inside io_submit) the time is in slat and clat is ~1 µs: use lat.
+  fio 2.x's ``clat``/``lat`` (µs) and ``bw`` (KiB/s) are read when the ``_ns``/``bw_bytes`` fields are missing.
+* ``sync``: with ``fsync=``/``fdatasync=`` the job's ``sync.lat_ns`` holds the latency of the fsync/fdatasync
+  calls (``N`` of them; ``sync.total_ios`` stays 0 in fio 3.33). Reported on the job's write row (else on
+  its first row) as ``sync_*`` columns; the write row's ``clat`` is then the write() call alone.
+* a direction without I/O (``total_ios`` 0 and ``io_bytes`` 0) gives no row; a job without any I/O gives one
+  row with ``direction`` null and a warning (a failed job: see ``error``).
+
+Text outside the JSON document: fio prints some notes on stdout before the report (seen:
+``note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1``) and
+errors after it. Such lines are kept in the ``fio_text`` table (line, position before/after, text) and each
+gives a warning; nothing is dropped. A file with no JSON object, or broken JSON, raises ParseError naming the
+file and the line (counted in the whole file, the text before the JSON included).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pgfslab.ingest.parsers._common import ParseError
+
+NAME = "fio"
+DESCRIPTION = "fio --output-format=json report: one row per job and direction, sync latency, text around the JSON"
+WARNINGS_KEY = "_warnings"
+
+SCHEMA: dict[str, Any] = {
+    "fio_version": pl.String,
+    "job": pl.String,
+    "job_line": pl.Int64,  # line of the job's "jobname" in the file
+    "description": pl.String,
+    "direction": pl.String,  # read | write | trim (null: the job did no I/O)
+    "rw": pl.String,
+    "bs": pl.String,
+    "bs_bytes": pl.Int64,  # of this direction (bs "4k,8k" is read,write)
+    "iodepth": pl.Int64,
+    "direct": pl.Boolean,
+    "ioengine": pl.String,
+    "fsync": pl.Int64,
+    "fdatasync": pl.Int64,
+    "size": pl.String,
+    "runtime_ms": pl.Int64,
+    "elapsed_s": pl.Int64,
+    "total_ios": pl.Int64,
+    "io_bytes": pl.Int64,
+    "iops": pl.Float64,
+    "bw_bytes_per_s": pl.Int64,
+    "lat_mean_us": pl.Float64,
+    "slat_mean_us": pl.Float64,
+    "clat_mean_us": pl.Float64,
+    "clat_p50_us": pl.Float64,
+    "clat_p95_us": pl.Float64,
+    "clat_p99_us": pl.Float64,
+    "clat_p999_us": pl.Float64,
+    "lat_p50_us": pl.Float64,  # total latency percentiles: only with lat_percentiles=1
+    "lat_p95_us": pl.Float64,
+    "lat_p99_us": pl.Float64,
+    "lat_p999_us": pl.Float64,
+    "sync_n": pl.Int64,
+    "sync_lat_mean_us": pl.Float64,
+    "sync_p50_us": pl.Float64,
+    "sync_p95_us": pl.Float64,
+    "sync_p99_us": pl.Float64,
+    "sync_p999_us": pl.Float64,
+    "error": pl.Int64,
+}
+TEXT_SCHEMA: dict[str, Any] = {"line": pl.Int64, "position": pl.String, "text": pl.String}
+WARNINGS_SCHEMA: dict[str, Any] = {"line": pl.Int64, "message": pl.String}
+TABLES = {"fio_job": SCHEMA, "fio_text": TEXT_SCHEMA}
+
+PCTS = {"p50": "50.000000", "p95": "95.000000", "p99": "99.000000", "p999": "99.900000"}
+
+
+def sniff(head: str, path: str | Path | None = None) -> bool:
+    return '"fio version"' in head and '"jobs"' in head
+
+
+def _excerpt(s: str, n: int = 80) -> str:
+    return repr(s if len(s) <= n else s[:n] + "...")
+
+
+def _size_bytes(tok: str | None) -> int | None:
+    if tok is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgtp]?)(i?b)?\s*", tok, re.IGNORECASE)
+    if not m:
+        return None
+    return int(m.group(1)) * 1024 ** " kmgtp".index((m.group(2) or " ").lower())
+
+
+def _int(v: Any) -> int | None:
+    if v is None or v == "":
+        return None
+    try:
+        return int(str(v))
+    except ValueError:
+        return None
+
+
+def _us(v: Any, scale: float) -> float | None:
+    if v is None:
+        return None
+    x = float(v)
+    return None if math.isnan(x) else x / scale
+
+
+def _lat(sec: dict[str, Any], kind: str) -> tuple[float | None, dict[str, float | None], int | None]:
+    """(mean µs, {p50..p999: µs}, N) of sec[kind + '_ns'] (fio 3) or sec[kind] (µs, fio 2)."""
+    if isinstance(sec.get(f"{kind}_ns"), dict):
+        d, scale = sec[f"{kind}_ns"], 1000.0
+    elif isinstance(sec.get(kind), dict):
+        d, scale = sec[kind], 1.0
+    else:
+        return None, {k: None for k in PCTS}, None
+    n = _int(d.get("N"))
+    pct = d.get("percentile") or {}
+    mean = _us(d.get("mean"), scale) if (n is None or n > 0) else None
+    return mean, {k: _us(pct.get(v), scale) for k, v in PCTS.items()}, n
+
+
+def _decode(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ParseError(path, None, f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParseError(path, line, f"not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
+
+
+def parse(path: str | Path) -> dict[str, pl.DataFrame]:
+    path = Path(path)
+    text = _decode(path)
+    if not text.strip():
+        raise ParseError(path, None, "empty file (fio printed nothing: did it fail before starting?)")
+    lines = text.splitlines(keepends=True)
+    offsets, pos = [], 0
+    for ln in lines:
+        offsets.append(pos)
+        pos += len(ln)
+    start_idx = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("{")), None)
+    if start_idx is None:
+        first = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
+        raise ParseError(
+            path,
+            first + 1,
+            f"no JSON object in the file (is it fio --output-format=json output?): {_excerpt(lines[first].rstrip())}",
+        )
+    start = offsets[start_idx] + (len(lines[start_idx]) - len(lines[start_idx].lstrip()))
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        line = text.count("\n", 0, exc.pos) + 1
+        raise ParseError(
+            path, line, f"invalid JSON: {exc.msg} (column {exc.colno}); the fio report is broken or cut off"
+        ) from None
+    text_rows: list[tuple[int, str, str]] = []
+    warnings: list[tuple[int | None, str]] = []
+    for i in range(start_idx):
+        if lines[i].strip():
+            text_rows.append((i + 1, "before", lines[i].rstrip("\r\n")))
+    end_line = text.count("\n", 0, end)  # 0-based index of the line holding the JSON's last character
+    rest = lines[end_line][end - offsets[end_line] :] if end_line < len(lines) else ""
+    if rest.strip():
+        text_rows.append((end_line + 1, "after", rest.strip()))
+    for i in range(end_line + 1, len(lines)):
+        if lines[i].strip():
+            text_rows.append((i + 1, "after", lines[i].rstrip("\r\n")))
+    for ln, where, t in text_rows:
+        warnings.append((ln, f"non-JSON text {where} the fio report: {_excerpt(t)}"))
+
+    json_line = start_idx + 1
+    if not isinstance(doc, dict) or "jobs" not in doc:
+        raise ParseError(path, json_line, "the JSON object has no 'jobs' list: not a fio report")
+    if not isinstance(doc["jobs"], list):
+        raise ParseError(path, json_line, "'jobs' is not a list")
+    version = doc.get("fio version")
+    if version is None:
+        warnings.append((json_line, "no 'fio version' in the report"))
+    job_lines = [text.count("\n", 0, start + m.start()) + 1 for m in re.finditer(r'"jobname"\s*:', text[start:end])]
+    glob = doc.get("global options") or {}
+    rows: list[dict[str, Any]] = []
+    for j, job in enumerate(doc["jobs"]):
+        jline = job_lines[j] if j < len(job_lines) else json_line
+        if not isinstance(job, dict) or "jobname" not in job:
+            raise ParseError(path, jline, f"job #{j + 1} has no 'jobname'")
+        opts = {**glob, **(job.get("job options") or {})}
+        bs_parts = [p for p in str(opts["bs"]).split(",")] if "bs" in opts else []
+        base = {
+            "fio_version": version,
+            "job": job["jobname"],
+            "job_line": jline,
+            "description": job.get("desc") or opts.get("description"),
+            "rw": opts.get("rw", opts.get("readwrite")),
+            "bs": opts.get("bs"),
+            "iodepth": _int(opts.get("iodepth")),
+            "direct": None if opts.get("direct") is None else str(opts["direct"]) not in ("0", "false", ""),
+            "ioengine": opts.get("ioengine"),
+            "fsync": _int(opts.get("fsync")),
+            "fdatasync": _int(opts.get("fdatasync")),
+            "size": opts.get("size"),
+            "elapsed_s": _int(job.get("elapsed")),
+            "error": _int(job.get("error")),
+        }
+        if base["error"]:
+            warnings.append((jline, f"job {job['jobname']!r} reports error {base['error']}"))
+        s_mean, s_pct, s_n = _lat(job.get("sync") or {}, "lat")
+        job_rows = []
+        for di, direction in enumerate(("read", "write", "trim")):
+            sec = job.get(direction)
+            if not isinstance(sec, dict):
+                continue
+            ios, iob = _int(sec.get("total_ios")) or 0, _int(sec.get("io_bytes")) or 0
+            if ios == 0 and iob == 0:
+                continue
+            c_mean, c_pct, _ = _lat(sec, "clat")
+            l_mean, l_pct, _ = _lat(sec, "lat")
+            s_mean_dir, _, _ = _lat(sec, "slat")
+            bw = sec.get("bw_bytes")
+            if bw is None and sec.get("bw") is not None:
+                bw = int(sec["bw"]) * 1024
+            bs_tok = bs_parts[min(di, len(bs_parts) - 1)] if bs_parts else None
+            job_rows.append(
+                {
+                    **base,
+                    "direction": direction,
+                    "bs_bytes": _size_bytes(bs_tok),
+                    "runtime_ms": _int(sec.get("runtime")),
+                    "total_ios": ios,
+                    "io_bytes": iob,
+                    "iops": float(sec["iops"]) if sec.get("iops") is not None else None,
+                    "bw_bytes_per_s": _int(bw),
+                    "lat_mean_us": l_mean,
+                    "slat_mean_us": s_mean_dir,
+                    "clat_mean_us": c_mean,
+                    **{f"clat_{k}_us": v for k, v in c_pct.items()},
+                    **{f"lat_{k}_us": v for k, v in l_pct.items()},
+                }
+            )
+        if not job_rows:
+            warnings.append((jline, f"job {job['jobname']!r} did no I/O in any direction"))
+            job_rows.append({**base, "direction": None})
+        if s_n:
+            target = next((r for r in job_rows if r.get("direction") == "write"), job_rows[0])
+            target.update({"sync_n": s_n, "sync_lat_mean_us": s_mean, **{f"sync_{k}_us": v for k, v in s_pct.items()}})
+        rows += job_rows
+    jobs = (
+        pl.DataFrame([{k: r.get(k) for k in SCHEMA} for r in rows], schema=SCHEMA)
+        if rows
+        else pl.DataFrame(schema=SCHEMA)
+    )
+    out = {
+        "fio_job": jobs,
+        "fio_text": pl.DataFrame(
+            {
+                "line": [r[0] for r in text_rows],
+                "position": [r[1] for r in text_rows],
+                "text": [r[2] for r in text_rows],
+            },
+            schema=TEXT_SCHEMA,
+        ),
+    }
+    if warnings:
+        out[WARNINGS_KEY] = pl.DataFrame(
+            {"line": [w[0] for w in warnings], "message": [w[1] for w in warnings]}, schema=WARNINGS_SCHEMA
+        )
+    return out
