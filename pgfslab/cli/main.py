@@ -61,6 +61,14 @@ def cmd_run_one(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_device_baseline(args: argparse.Namespace) -> int:
+    from pgfslab.config import study as config
+    from pgfslab.run import device_baseline
+
+    device_baseline.baseline_target(config.load(args.config), args.target)
+    return 0
+
+
 def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import study as config
@@ -70,6 +78,11 @@ def cmd_release(args: argparse.Namespace) -> int:
     wd = config.workdir(cfg)
     for name in cfg["targets"]:
         for line in targets.release(wd, name):
+            print(line)
+    if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
+        from pgfslab.host import zfs
+
+        for line in zfs.release_stale(wd / "zfs-fuse.pid"):
             print(line)
     return 0
 
@@ -182,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, required=True)
     p.add_argument("--run-id", required=True)
     p.set_defaults(func=cmd_run_one)
+
+    p = sub.add_parser("device-baseline", help="measure a prepared target without PostgreSQL (fio, pg_test_fsync)")
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--target", required=True)
+    p.set_defaults(func=cmd_device_baseline)
 
     p = sub.add_parser("release", help="unmount/detach everything the lab left of a study")
     p.add_argument("--config", type=Path, required=True)

@@ -392,3 +392,18 @@ def wal_target_inputs(cfg: dict[str, Any], study: str, target: str) -> list[str]
     """The prepared-target record of the target that holds `target`'s WAL (none when WAL stays in PGDATA)."""
     wal = cfg["targets"][target].get("wal_on")
     return [str(raw_dir(study) / "_setup" / wal / "target.json")] if wal else []
+
+
+def baseline_enabled(cfg: dict[str, Any]) -> bool:
+    conf = cfg.get("device_baseline")
+    return bool(conf) and conf.get("enabled", True) is not False
+
+
+def baseline_fingerprint(cfg: dict[str, Any], target: str) -> str:
+    """Everything a target's device baseline depends on: its spec and the baseline settings."""
+    return json.dumps({"target": cfg["targets"][target], "device_baseline": cfg.get("device_baseline")}, sort_keys=True)
+
+
+def baseline_inputs(cfg: dict[str, Any], study: str, target: str) -> list[str]:
+    """The device baseline a target's runs wait for (none when the study has no baseline)."""
+    return [str(raw_dir(study) / "_setup" / target / "device" / "baseline.json")] if baseline_enabled(cfg) else []

@@ -45,6 +45,7 @@ RUNS: dict[str, Any] = {
     "error": pl.Utf8,
     "target": pl.Utf8,
     "target_label": pl.Utf8,
+    "fs_label": pl.Utf8,
     "fs": pl.Utf8,
     "fallback": pl.Boolean,
     "mount_options": pl.Utf8,
@@ -80,6 +81,7 @@ TARGETS: dict[str, Any] = {
     "study": pl.Utf8,
     "target": pl.Utf8,
     "fs": pl.Utf8,
+    "fs_label": pl.Utf8,
     "fallback": pl.Boolean,
     "mount_options": pl.Utf8,
     "mkfs_command": pl.Utf8,
@@ -92,6 +94,23 @@ TARGETS: dict[str, Any] = {
     "target_json": pl.Utf8,
 }
 STUDY: dict[str, Any] = {"study": pl.Utf8, "title": pl.Utf8, "authors": pl.Utf8, "config_yaml": pl.Utf8}
+DEVICE_BASELINES: dict[str, Any] = {
+    "study": pl.Utf8,
+    "target": pl.Utf8,
+    "baseline_id": pl.Utf8,
+    "fs": pl.Utf8,
+    "fs_label": pl.Utf8,
+    "fs_implementation": pl.Utf8,
+    "device": pl.Utf8,
+    "fio_version": pl.Utf8,
+    "ioengine": pl.Utf8,
+    "direct": pl.Boolean,
+    "duration_s": pl.Float64,
+    "pg_test_fsync_s": pl.Int64,
+    "wall_s": pl.Float64,
+    "notes": pl.Utf8,
+    "baseline_json": pl.Utf8,
+}
 FILES: dict[str, Any] = {
     "file_id": pl.Utf8,
     "source_file": pl.Utf8,
@@ -111,6 +130,7 @@ LAB_TABLES: dict[str, dict[str, Any]] = {
     "run_params": RUN_PARAMS,
     "targets": TARGETS,
     "files": FILES,
+    "device_baselines": DEVICE_BASELINES,
 }
 LINK_COLUMNS: dict[str, Any] = {"file_id": pl.Utf8, "source_file": pl.Utf8, "run_id": pl.Utf8}
 TABLE_DOCS: dict[str, str] = {
@@ -121,6 +141,9 @@ TABLE_DOCS: dict[str, str] = {
     "run_params": "every configured parameter of a run, flattened (`key` like `run.duration_s`, `value` as text)",
     "targets": "one row per storage target of a study: file system, mount options, mkfs command, image size, "
     "bulk-load time and sizes",
+    "device_baselines": "one row per target measured without PostgreSQL (data/raw/<study>/_setup/<target>/device/): "
+    "file system as labelled, fio version and engine; its fio reports are in `fio_job` and its pg_test_fsync "
+    "output in `pg_test_fsync`, both with run_id = `baseline_id` (device-baseline:<target>)",
     "files": "one row per ingested file: `file_id` (SHA-256 of its bytes), where it came from, its format, "
     "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
     "database, keys the rows of the compact tables",
@@ -661,7 +684,10 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "status": rec.get("status"),
         "error": rec.get("error"),
         "target": target,
-        "target_label": f"{target} (FALLBACK: plain directory)" if fallback else target,
+        "target_label": f"{target} (FALLBACK: plain directory)"
+        if fallback
+        else impl_label(target, rec.get("fs_label")),
+        "fs_label": rec.get("fs_label") or rec.get("fs"),
         "fs": rec.get("fs"),
         "fallback": fallback,
         "mount_options": mount.get("mount_options"),
@@ -694,6 +720,14 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
     }
 
 
+def impl_label(target: str, fs_label: str | None) -> str:
+    """A target's label in tables and figures: which ZFS ran is part of it ('zfs (zfs-fuse, userspace)')."""
+    if not fs_label or not fs_label.startswith("zfs ("):
+        return target
+    impl = fs_label.removeprefix("zfs (").removesuffix(")")
+    return f"{target} ({impl})" if "zfs" in target else f"{target} (zfs: {impl})"
+
+
 def _threads(rec: dict[str, Any]) -> int | None:
     for cmd in rec.get("commands") or []:
         if "-j" in cmd:
@@ -715,6 +749,7 @@ def target_row(rec: dict[str, Any]) -> dict[str, Any]:
         "study": rec["study"],
         "target": rec["target"],
         "fs": (rec.get("spec") or {}).get("fs"),
+        "fs_label": created.get("fs_label") or mount.get("fs_label") or (rec.get("spec") or {}).get("fs"),
         "fallback": bool(mount.get("fallback", created.get("fallback", False))),
         "mount_options": mount.get("mount_options"),
         "mkfs_command": " ".join(created.get("mkfs_command") or []) or None,
@@ -743,6 +778,48 @@ def _run_files(rdir: Path) -> Iterable[Path]:
         and not p.name.endswith(".tmp")
         and not p.name.startswith("script_")
     )
+
+
+def baseline_id(target: str) -> str:
+    """The run_id under which a target's device-baseline files are stored (fio_job, pg_test_fsync, files)."""
+    return f"device-baseline:{target}"
+
+
+def _ingest_baseline(con: duckdb.DuckDBPyConnection, bj: Path, raw: Path, study: str, warnings: list[str]) -> int:
+    """A target's device baseline: its record into `device_baselines`, its fio reports and pg_test_fsync
+    output into their tables. Returns the number of files ingested."""
+    rec = json.loads(bj.read_text())
+    bl = rec.get("baseline") or {}
+    mount = rec.get("mount") or {}
+    bid = baseline_id(rec["target"])
+    row = {
+        "study": rec["study"],
+        "target": rec["target"],
+        "baseline_id": bid,
+        "fs": (rec.get("spec") or {}).get("fs"),
+        "fs_label": rec.get("fs_label"),
+        "fs_implementation": mount.get("implementation"),
+        "device": mount.get("device"),
+        "fio_version": bl.get("fio_version"),
+        "ioengine": bl.get("ioengine"),
+        "direct": bl.get("direct"),
+        "duration_s": bl.get("duration_s"),
+        "pg_test_fsync_s": (rec.get("settings") or {}).get("pg_test_fsync_s"),
+        "wall_s": rec.get("wall_s"),
+        "notes": "; ".join(bl.get("notes") or []) or None,
+        "baseline_json": json.dumps(rec, sort_keys=True),
+    }
+    _insert(con, "device_baselines", pl.DataFrame([row], schema=DEVICE_BASELINES))
+    n = 0
+    for f in sorted(bj.parent.iterdir()):
+        fmt = "fio" if f.suffix == ".json" and f.name not in ("baseline.json", "manifest.json") else None
+        fmt = "pg-test-fsync" if f.name == "pg_test_fsync.txt" else fmt
+        if fmt is None or f.stat().st_size == 0:
+            continue
+        res = ingest_file(con, f, fmt=fmt, run_id=bid, study=study, source_name=str(f.relative_to(raw.parent)))
+        warnings += res.warnings
+        n += 1
+    return n
 
 
 @dataclass
@@ -794,6 +871,8 @@ def ingest_study(
             summary.warnings += ext.warnings
         for tj in sorted(raw.glob("_setup/*/target.json")):
             _insert(con, "targets", pl.DataFrame([target_row(json.loads(tj.read_text()))], schema=TARGETS))
+        for bj in sorted(raw.glob("_setup/*/device/baseline.json")):
+            summary.files += _ingest_baseline(con, bj, raw, cfg["study"], summary.warnings)
         run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
         for i, rdir in enumerate(run_dirs, 1):
             rj = rdir / "run.json"

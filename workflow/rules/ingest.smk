@@ -5,9 +5,11 @@ def _ingest_inputs(wildcards):
     raw = labcfg.raw_dir(wildcards.study)
     if RAW_ONLY:
         return [str(raw / "study.yaml"), *map(str, sorted(raw.glob("*/run.json"))),
-                *map(str, sorted(raw.glob("_setup/*/target.json")))]
+                *map(str, sorted(raw.glob("_setup/*/target.json"))),
+                *map(str, sorted(raw.glob("_setup/*/device/baseline.json")))]
     return [str(raw / "study.yaml"),
             *(str(raw / "_setup" / t / "target.json") for t in STUDY_CFG["targets"]),
+            *(f for t in STUDY_CFG["targets"] for f in labcfg.baseline_inputs(STUDY_CFG, wildcards.study, t)),
             *(str(raw / r.run_id / "run.json") for r in PLAN)]
 
 

@@ -33,11 +33,26 @@ if not RAW_ONLY:
         shell:
             "{PY} -m pgfslab prepare --config {input.frozen:q} --target {wildcards.target}"
 
+    rule device_baseline:
+        """The target measured without PostgreSQL: fio jobs and pg_test_fsync (pgfslab.run.device_baseline)."""
+        input:
+            frozen=ancient(FROZEN),
+            target=ancient("data/raw/{study}/_setup/{target}/target.json"),
+        output:
+            "data/raw/{study}/_setup/{target}/device/baseline.json",
+        params:
+            spec=lambda w: labcfg.baseline_fingerprint(STUDY_CFG, w.target),
+        priority: 999
+        shell:
+            "{PY} -m pgfslab device-baseline --config {input.frozen:q} --target {wildcards.target}"
+
     rule run:
         """One run of the plan: raw logs + run.json under data/raw/<study>/<run-id>/."""
         input:
             frozen=ancient(FROZEN),
             target=lambda w: ancient(f"data/raw/{w.study}/_setup/{RUNS[w.run_id].target}/target.json"),
+            # measured before the target's runs, when the study has a device baseline
+            baseline=lambda w: [ancient(f) for f in labcfg.baseline_inputs(STUDY_CFG, w.study, RUNS[w.run_id].target)],
         output:
             "data/raw/{study}/{run_id}/run.json",
         params:
