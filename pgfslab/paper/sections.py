@@ -353,13 +353,21 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
         extras = []
         if spec.get("postgres_settings"):
             extras.append(", ".join(f"{k}={v}" for k, v in spec["postgres_settings"].items()))
+        wal = rrec.get("wal") or trec.get("wal")
+        if wal:
+            extras.append(
+                f"WAL on target {wal.get('target')} ({wal.get('fs_label') or wal.get('fs')}, {wal.get('device')})"
+            )
         if t in (ctx.cfg.get("snapshots") or {}).get("targets", []):
             sn = ctx.cfg["snapshots"]
             extras.append(f"snapshots every {sn.get('interval_s')} s, kept {sn.get('keep_s')} s")
         rows.append(
             {
                 "target": t,
-                "fs": spec.get("fs") or (trec.get("spec") or {}).get("fs"),
+                "fs": rrec.get("fs_label")
+                or created.get("fs_label")
+                or spec.get("fs")
+                or (trec.get("spec") or {}).get("fs"),
                 "device": device,
                 "mount options (in force)": mount.get("mount_options") or "–",
                 "image": report.bytes_h(created.get("image_bytes")) if created.get("image_bytes") else "–",
@@ -451,9 +459,10 @@ def setup(ctx: Context) -> None:
             _targets_table(ctx),
             caption="Storage targets: file system, device, mount options as "
             "the kernel reported them in force, image size, data set and its bulk-load time, and "
-            "per-target extras (PostgreSQL settings, snapshots).",
+            "per-target extras (PostgreSQL settings, where WAL lives, snapshots).",
         )
     )
+    device_setup(ctx)
     if ctx.uses_postgres:
         rec = ctx.first_record(PG_TOOLS)
         settings = report.non_default_settings(json.dumps(rec))
@@ -633,6 +642,7 @@ def results(ctx: Context) -> None:
             shown += 1
     if not shown:
         show("No analysis notebook has produced results for this study yet.")
+    device_results(ctx)
     failed = ctx.runs.filter(pl.col("status") != "ok")
     if failed.height:
         show(
@@ -657,6 +667,85 @@ def published(ctx: Context) -> None:
                 figure(block["path"], block["caption"])
             elif block["kind"] in ("text", "table"):
                 show(block["markdown"])
+
+
+# ---------------------------------------------------------------------------------------- device baseline
+
+
+def device_setup(ctx: Context) -> None:
+    """The per-target device table (fio and pg_test_fsync without PostgreSQL), when the study measured it."""
+    from pgfslab.analysis import device
+
+    if not device.has_baseline(ctx.db, ctx.study):
+        return
+    table, _ = device.section_tables(ctx.db, ctx.study)
+    show(
+        report.markdown_table(
+            table,
+            digits={c: 0 for c in table.columns if c != "target"},
+            caption="Each target measured without PostgreSQL before its runs (fio on the mounted file system; "
+            "8 kB writes with fdatasync after each at QD1, the WAL commit floor; 8 kB random I/O with O_DIRECT "
+            "at queue depth 1 and 32, in IOPS; 1 MB sequential writes; pg_test_fsync's fdatasync rate for one "
+            "8 kB write).",
+        )
+    )
+    notes = sorted({n for n in device.device_table(ctx.db, ctx.study)["notes"].drop_nulls().to_list() if n})
+    if notes:
+        show("Device-baseline notes: " + " ".join(notes))
+
+
+def device_results(ctx: Context) -> None:
+    """PostgreSQL's single-client commit rate against each target's device ceiling, with the figure."""
+    from pgfslab.analysis import charts, device
+
+    if not device.has_baseline(ctx.db, ctx.study):
+        return
+    _, ctable = device.section_tables(ctx.db, ctx.study)
+    show(
+        "### PostgreSQL against the device's limit\n\nWith synchronous_commit on, a single client's commit "
+        "waits for at least one WAL flush (an fdatasync), so 1 / (median fdatasync latency) of the target, "
+        "measured by fio without PostgreSQL, is a ceiling for its single-client commit rate; the share of "
+        "that ceiling PostgreSQL reaches tells a slow file system or device from time spent elsewhere "
+        "(CPU, locks, the client). Commits per WAL flush are not computed: the lab does not sample "
+        "pg_stat_wal yet."
+    )
+    show(
+        report.markdown_table(
+            ctable,
+            digits={"ceiling 1/p50 fdatasync /s": 0, "PostgreSQL tps, 1 client (median)": 0, "share of ceiling": 2},
+            caption="Device ceiling (1 / median fdatasync latency) and PostgreSQL's median tps of the "
+            "single-client runs of writing workloads.",
+        )
+    )
+    ceil = device.ceilings(ctx.db, ctx.study)
+    if ceil["tps_1_client"].drop_nulls().len():
+        paths = charts.save_chart(device.ceiling_chart(ceil), ctx.figures_dir / "device_ceiling")
+        figure(
+            paths["svg"],
+            "Each target's single-client PostgreSQL commit rate beside its device ceiling "
+            "(1 / median fdatasync latency of fio's QD1 8 kB write+fdatasync job).",
+        )
+
+
+def device_threats(ctx: Context) -> list[str]:
+    """Threats that come with zfs-fuse targets and with settings unsafe on the target's file system."""
+    from pgfslab.analysis import device
+
+    items = []
+    labels = set(ctx.runs["fs_label"].drop_nulls().to_list()) if "fs_label" in ctx.runs.columns else set()
+    if "zfs (zfs-fuse, userspace)" in labels:
+        items.append(
+            "**ZFS in user space.** The zfs targets ran on zfs-fuse (Debian's userspace ZFS, pool version 23), "
+            "not on OpenZFS in the kernel (no zfs module here). Every read, write and fsync crosses FUSE into one "
+            "daemon process, which shares the CPUs with PostgreSQL; its ARC is capped at 100 MB; it has no "
+            "`sync` property, no lz4/zstd and no recordsize above 128k; asynchronous I/O completes at "
+            "submission (QD32 equals QD1). Its numbers show ZFS's copy-on-write, record and ZIL behaviour "
+            "with a large per-call overhead on top: they are not OpenZFS performance, in either direction."
+        )
+    unsafe = device.unsafe_settings(ctx.cfg)
+    if unsafe:
+        items.append("**Unsafe settings.** " + "; ".join(unsafe) + ".")
+    return items
 
 
 # ---------------------------------------------------------------------------------------- threats
@@ -730,6 +819,7 @@ def threats(ctx: Context) -> None:
             "**Memory limit not applied.** The study asked for a cgroup memory limit, but some runs went ahead "
             "without it (cgroups not writable): their data set was not forced out of memory."
         )
+    items += device_threats(ctx)
     items.append(
         "**System-wide counters.** /proc/meminfo, vmstat and diskstats are machine-wide: anything else "
         "running on the host shows up in Dirty and Writeback."

@@ -1,0 +1,217 @@
+"""What each target's storage can do without PostgreSQL (the device baseline: fio and pg_test_fsync, see
+pgfslab/run/device_baseline.py), and how close PostgreSQL comes to it.
+
+* `device_table`: one row per target: the WAL commit floor (QD1 8 kB write + fdatasync: ops/s, fdatasync
+  p50/p99), 8 kB random read/write IOPS at QD1 and QD32 (O_DIRECT), 1 MB sequential write MB/s, and
+  pg_test_fsync's fdatasync rate for one 8 kB write.
+* `ceilings`: each target's single-client commit rate (median tps of its 1-client runs of a writing
+  pgbench/sysbench workload) against its device ceiling 1 / (median fdatasync latency).
+* `ceiling_chart`: the figure of the two.
+* `unsafe_settings`: PostgreSQL settings that are unsafe on the file system a target runs on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from pgfslab.analysis import queries as data
+
+# workloads that commit writes (a select-only run has no fdatasync per transaction)
+READ_ONLY_BUILTINS = {"select-only"}
+READ_ONLY_TESTS = {"oltp_read_only", "oltp_point_select"}
+# copy-on-write file systems never tear a page: full_page_writes=off is safe there, and only there
+COW_FS = {"zfs", "btrfs"}
+
+
+def has_baseline(db: str, study: str) -> bool:
+    if not data._has(db, "device_baselines"):
+        return False
+    return bool(data._frame(db, "SELECT count(*) AS n FROM device_baselines WHERE study = ?", [study])["n"][0])
+
+
+def device_table(db: str, study: str) -> pl.DataFrame:
+    """One row per measured target (see the module's docstring); numbers as the tools reported them."""
+    return data._frame(
+        db,
+        """
+        WITH j AS (
+          SELECT b.target, b.fs_label, f.job, f.direction, f.iops, f.bw_bytes_per_s, f.sync_p50_us, f.sync_p99_us,
+                 f.lat_mean_us
+          FROM device_baselines b JOIN fio_job f ON f.run_id = b.baseline_id
+          WHERE b.study = ?
+        ), p AS (
+          SELECT b.target, max(t.ops_per_s) AS pgtf_fdatasync_ops
+          FROM device_baselines b JOIN pg_test_fsync t ON t.run_id = b.baseline_id
+          WHERE b.study = ? AND t.method = 'fdatasync' AND t.section ILIKE '%one 8kB write%'
+          GROUP BY b.target
+        )
+        SELECT b.target, b.fs_label,
+          max(CASE WHEN j.job = 'wal_qd1_fdatasync' AND j.direction = 'write' THEN j.iops END) AS wal_fdatasync_ops,
+          max(CASE WHEN j.job = 'wal_qd1_fdatasync' AND j.direction = 'write' THEN j.sync_p50_us END)
+            AS fdatasync_p50_us,
+          max(CASE WHEN j.job = 'wal_qd1_fdatasync' AND j.direction = 'write' THEN j.sync_p99_us END)
+            AS fdatasync_p99_us,
+          max(CASE WHEN j.job = 'randread_qd1' AND j.direction = 'read' THEN j.iops END) AS randread_qd1_iops,
+          max(CASE WHEN j.job = 'randread_qd32' AND j.direction = 'read' THEN j.iops END) AS randread_qd32_iops,
+          max(CASE WHEN j.job = 'randwrite_qd1' AND j.direction = 'write' THEN j.iops END) AS randwrite_qd1_iops,
+          max(CASE WHEN j.job = 'randwrite_qd32' AND j.direction = 'write' THEN j.iops END) AS randwrite_qd32_iops,
+          max(CASE WHEN j.job = 'seqwrite_1m' AND j.direction = 'write' THEN j.bw_bytes_per_s END) / 1e6
+            AS seqwrite_mb_s,
+          max(p.pgtf_fdatasync_ops) AS pg_test_fsync_fdatasync_ops,
+          any_value(b.ioengine) AS ioengine, any_value(b.direct) AS direct, any_value(b.notes) AS notes
+        FROM device_baselines b LEFT JOIN j USING (target) LEFT JOIN p USING (target)
+        WHERE b.study = ?
+        GROUP BY b.target, b.fs_label
+        ORDER BY b.target
+        """,
+        [study, study, study],
+    ).with_columns((1e6 / pl.col("fdatasync_p50_us")).alias("ceiling_commits_s"))
+
+
+def _writes(rec: dict[str, Any]) -> bool:
+    wl = rec.get("workload_spec") or {}
+    if rec.get("tool") == "pgbench":
+        return wl.get("builtin") not in READ_ONLY_BUILTINS or bool(wl.get("scripts"))
+    if rec.get("tool") == "sysbench":
+        return wl.get("test") not in READ_ONLY_TESTS
+    return False
+
+
+def ceilings(db: str, study: str) -> pl.DataFrame:
+    """Per target: the median tps of its single-client runs of a writing workload (pgbench/sysbench) against
+    its device ceiling (1 / median fdatasync latency) and their ratio. With synchronous_commit on, each
+    such commit waits for at least one WAL flush, so tps / ceiling above 1 means commits shared flushes or
+    did not wait for one (synchronous_commit=off, fsync=off)."""
+    dev = device_table(db, study)
+    recs = data.run_records(db, study)
+    head = data.headline(db, study)
+    rows = []
+    for t in dev["target"].to_list():
+        vals = []
+        workloads = set()
+        for r in head.filter((pl.col("target") == t) & (pl.col("clients") == 1)).iter_rows(named=True):
+            rec = recs.get(r["run_id"]) or {}
+            if r["value"] is not None and _writes(rec):
+                vals.append(float(r["value"]))
+                workloads.add(str(r["workload"]))
+        rows.append(
+            {
+                "target": t,
+                "workloads": ", ".join(sorted(workloads)) or None,
+                "runs": len(vals),
+                "tps_1_client": float(pl.Series(vals).median()) if vals else None,
+            }
+        )
+    tps = pl.DataFrame(
+        rows, schema={"target": pl.Utf8, "workloads": pl.Utf8, "runs": pl.Int64, "tps_1_client": pl.Float64}
+    )
+    return (
+        dev.select("target", "fs_label", "ceiling_commits_s", "wal_fdatasync_ops")
+        .join(tps, on="target", how="left")
+        .with_columns((pl.col("tps_1_client") / pl.col("ceiling_commits_s")).alias("share_of_ceiling"))
+    )
+
+
+def target_label(target: str, fs_label: str | None) -> str:
+    """'zfs (zfs-fuse, userspace)' for a target zfs on zfs-fuse, 'data (xfs)' for a target data on xfs."""
+    if not fs_label or fs_label == target:
+        return target
+    if fs_label.startswith("zfs (") and "zfs" in target:
+        return f"{target} {fs_label.removeprefix('zfs ')}"
+    return f"{target} ({fs_label})"
+
+
+def section_tables(db: str, study: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The paper's device table and ceiling table, columns named for readers."""
+    dev = device_table(db, study)
+    table = dev.select(
+        pl.struct("target", "fs_label")
+        .map_elements(lambda r: target_label(r["target"], r["fs_label"]), return_dtype=pl.Utf8)
+        .alias("target"),
+        pl.col("wal_fdatasync_ops").alias("8k write+fdatasync /s"),
+        pl.col("fdatasync_p50_us").alias("fdatasync p50 µs"),
+        pl.col("fdatasync_p99_us").alias("fdatasync p99 µs"),
+        pl.col("randread_qd1_iops").alias("rand read QD1"),
+        pl.col("randread_qd32_iops").alias("rand read QD32"),
+        pl.col("randwrite_qd1_iops").alias("rand write QD1"),
+        pl.col("randwrite_qd32_iops").alias("rand write QD32"),
+        pl.col("seqwrite_mb_s").alias("seq write MB/s"),
+        pl.col("pg_test_fsync_fdatasync_ops").alias("pg_test_fsync fdatasync /s"),
+    )
+    ceil = ceilings(db, study)
+    ctable = ceil.select(
+        pl.struct("target", "fs_label")
+        .map_elements(lambda r: target_label(r["target"], r["fs_label"]), return_dtype=pl.Utf8)
+        .alias("target"),
+        pl.col("ceiling_commits_s").alias("ceiling 1/p50 fdatasync /s"),
+        pl.col("tps_1_client").alias("PostgreSQL tps, 1 client (median)"),
+        pl.col("share_of_ceiling").alias("share of ceiling"),
+        pl.col("runs"),
+        pl.col("workloads").fill_null("–"),
+    )
+    return table, ctable
+
+
+def ceiling_chart(df: pl.DataFrame) -> Any:
+    """Per target: its device ceiling (1 / median fdatasync latency) and PostgreSQL's single-client commit
+    rate, as horizontal bars on one axis."""
+    import altair as alt
+
+    long = pl.concat(
+        [
+            df.select(
+                "target",
+                pl.lit("device ceiling: 1 / median fdatasync").alias("what"),
+                pl.col("ceiling_commits_s").alias("per_s"),
+            ),
+            df.select(
+                "target",
+                pl.lit("PostgreSQL: median tps, 1 client").alias("what"),
+                pl.col("tps_1_client").alias("per_s"),
+            ),
+        ]
+    ).drop_nulls("per_s")
+    labels = {t: target_label(t, f) for t, f in zip(df["target"], df["fs_label"], strict=False)}
+    long = long.with_columns(pl.col("target").replace_strict(labels, return_dtype=pl.Utf8).alias("label"))
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None),
+            yOffset=alt.YOffset("what:N"),
+            x=alt.X("per_s:Q", title="commits (or fdatasyncs) per second"),
+            color=alt.Color("what:N", title=None, legend=alt.Legend(orient="bottom")),
+            tooltip=["target", "what", alt.Tooltip("per_s:Q", format=",.0f")],
+        )
+        .properties(width=420)
+    )
+
+
+def unsafe_settings(cfg: dict[str, Any]) -> list[str]:
+    """PostgreSQL settings of a study that are unsafe on the file system a target runs on, one sentence
+    each (the study's settings, overridden by the target's and the workloads')."""
+    out = []
+    base = dict((cfg.get("postgres") or {}).get("settings") or {})
+    for name, spec in (cfg.get("targets") or {}).items():
+        s = {**base, **(spec.get("postgres_settings") or {})}
+        fs = spec.get("fs")
+        per_wl = [(w, {**s, **(ws.get("postgres_settings") or {})}) for w, ws in (cfg.get("workloads") or {}).items()]
+        for where, settings in [(None, s), *per_wl]:
+            if where is not None and settings == s:
+                continue
+            tag = f"{name}" + (f" (workload {where})" if where else "")
+            if str(settings.get("full_page_writes", "on")).lower() in ("off", "false", "0") and fs not in COW_FS:
+                out.append(
+                    f"{tag}: full_page_writes=off on {fs} is unsafe: a torn 8 kB page after a crash cannot be "
+                    "repaired from WAL (only copy-on-write file systems such as zfs and btrfs never tear a page)"
+                )
+            if str(settings.get("fsync", "on")).lower() in ("off", "false", "0"):
+                out.append(f"{tag}: fsync=off is unsafe on any file system: a crash can lose or corrupt data")
+            if str(settings.get("synchronous_commit", "on")).lower() in ("off", "false", "0"):
+                out.append(
+                    f"{tag}: synchronous_commit=off may lose the last commits acknowledged before a crash "
+                    "(at most 3 x wal_writer_delay), without corruption"
+                )
+    return out
