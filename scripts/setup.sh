@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(postgresql postgresql-contrib sysbench btrfs-progs xfsprogs btrfs-compsize poppler-utils util-linux)
+# fio and zfs-fuse: the device baseline and zfs targets (zfs-fuse is used only where the kernel has no zfs module)
+APT_PACKAGES=(postgresql postgresql-contrib sysbench btrfs-progs xfsprogs btrfs-compsize poppler-utils util-linux fio zfs-fuse)
 need_bin() { command -v "$1" >/dev/null 2>&1; }
 
 missing=()

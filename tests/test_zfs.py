@@ -287,3 +287,42 @@ def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loo
                 subprocess.run(["zpool", "destroy", "-f", name], capture_output=True)
     assert_released(work)
     assert not os.path.exists(work / "zfs-fuse.pid")
+
+
+@needs_root
+@needs_zfs
+def test_device_baseline_on_zfs_and_ext4_into_the_database(study):
+    """The device baseline (fio + pg_test_fsync, 1 s per job) of a zfs and an ext4 target: raw outputs and
+    baseline.json kept, ingested into device_baselines/fio_job/pg_test_fsync, the device table and the
+    ceiling computed; nothing left behind."""
+    import yaml
+
+    from pgfslab.analysis import device
+    from pgfslab.ingest.load import ingest_study
+    from pgfslab.run.device_baseline import baseline_target
+    from pgfslab.run.execute import run_one
+    from pgfslab.run.prepare import prepare_target
+
+    cfg, work = study
+    cfg["device_baseline"] = {"duration_s": 1, "size": "64M", "wal_size": "16M", "pg_test_fsync_s": 1}
+    raw = work / "data/raw/zfstest"
+    (raw / "study.yaml").write_text(yaml.safe_dump(cfg))
+    for t in ("ext4", "zfs"):
+        prepare_target(cfg, t)
+        rec = json.loads(baseline_target(cfg, t).read_text())
+        assert_released(work)
+        assert {"wal_qd1_fdatasync", "randread_qd32", "seqwrite_1m"} <= {j["name"] for j in rec["baseline"]["jobs"]}
+        assert (raw / "_setup" / t / "device" / "pg_test_fsync.txt").stat().st_size > 0
+        run_one(cfg, f"{t}.tpcb.c1.r1")
+    assert "zfs-fuse" in " ".join(
+        json.loads((raw / "_setup/zfs/device/baseline.json").read_text())["baseline"]["notes"]
+    )
+    db = work / "data" / "zfstest.duckdb"
+    ingest_study(raw, db, progress=False, external=None)
+    table = device.device_table(str(db), "zfstest")
+    assert sorted(table["target"]) == ["ext4", "zfs"]
+    assert (table["wal_fdatasync_ops"] > 0).all() and (table["fdatasync_p50_us"] > 0).all()
+    assert (table["pg_test_fsync_fdatasync_ops"] > 0).all()
+    ceil = device.ceilings(str(db), "zfstest")
+    assert (ceil["tps_1_client"] > 0).all() and (ceil["share_of_ceiling"] > 0).all()
+    assert set(ceil["fs_label"]) == {"ext4", "zfs (zfs-fuse, userspace)"}
