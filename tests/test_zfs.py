@@ -116,6 +116,15 @@ def test_wal_target_in_fingerprint_and_inputs():
     assert cfgmod.wal_target_inputs(cfg, "zt", "e") == []
 
 
+def test_durability_power_cut_on_zfs_says_why_not():
+    from pgfslab.host import powercut
+    from pgfslab.host.targets import Mounted
+
+    m = Mounted("z", "zfs", Path("/x"), Path("/x"), False, device="/dev/loop7", kind="image", implementation="zfs-fuse")
+    ok, why = powercut.power_cut_possible(m)
+    assert not ok and "zfs (zfs-fuse, userspace)" in why and "hangs" in why
+
+
 # ----------------------------------------------------------------------------- real (slow)
 
 

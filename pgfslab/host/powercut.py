@@ -31,6 +31,16 @@ def power_cut_possible(mnt: Mounted) -> tuple[bool, str]:
     """Can the power-loss emulation cut this target's device? (a loop-mounted image of the lab)"""
     if mnt.fallback:
         return False, "a FALLBACK plain directory has no device to cut"
+    if mnt.fs == "zfs":
+        # measured here on zfs-fuse: after the loop cut every fsync in flight waits forever (processes in
+        # D state, even SIGKILL does not end them) and the pool suspends; only killing the daemon frees
+        # them. SIGKILL of the daemon is the equivalent cut (it writes its vdevs with O_DIRECT: 0 of 2993
+        # acknowledged commits lost by hand), but it is not wired into the durability check yet.
+        return False, (
+            f"a zfs target ({mnt.fs_label}) cannot be cut at its loop device: zfs-fuse suspends the pool and "
+            "every fsync in flight hangs in the kernel until its daemon is killed; the daemon-kill power cut "
+            "is not part of the durability check yet"
+        )
     if mnt.kind != "image" or not (mnt.device or "").startswith("/dev/loop"):
         return False, (
             f"a {mnt.kind} target has no loop device of the lab's to cut (only loop-mounted images "
