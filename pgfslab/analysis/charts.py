@@ -130,12 +130,20 @@ def use_theme() -> None:
     alt.data_transformers.enable("default", max_rows=MAX_ROWS)
 
 
-def target_colors(targets: Sequence[str]) -> alt.Scale:
+def target_colors(targets: Sequence[str], labels: dict[str, str] | None = None) -> alt.Scale:
     """One colour per target, the same in every figure of a study: the palette is assigned in sorted
     order of the study's distinct targets (not in order of appearance), so any subset of runs and any
-    row order gives each target the same colour. Pass the full list of the study's targets."""
-    domain = sorted({str(t) for t in targets})
-    return alt.Scale(domain=domain, range=[PALETTE[i % len(PALETTE)] for i in range(len(domain))])
+    row order gives each target the same colour. Pass the full list of the study's targets. `labels`
+    (target -> its label where that differs, e.g. 'zfs (zfs-fuse, userspace)') puts each label in the
+    domain too, with its target's colour."""
+    names = sorted({str(t) for t in targets})
+    colour = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(names)}
+    domain = list(names)
+    for t, label in (labels or {}).items():
+        if str(t) in colour and label not in colour:
+            colour[label] = colour[str(t)]
+            domain.append(label)
+    return alt.Scale(domain=domain, range=[colour[d] for d in domain])
 
 
 def _color_scale(df: pl.DataFrame, field: str, scale: alt.Scale | None) -> alt.Scale:

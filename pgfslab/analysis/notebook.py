@@ -37,5 +37,7 @@ def setup(db: str | Path, study: str, figures_dir: str | Path, tables_dir: str |
         )
     charts.use_theme()
     cfg = data.study_config(db_path)
-    colors = charts.target_colors(data.target_names(db_path, study))  # one colour per target, in every figure
+    runs = data.runs(db_path, study).select("target", "target_label").unique()
+    labels = {t: lab for t, lab in runs.iter_rows() if lab and lab != t}  # e.g. 'zfs (zfs-fuse, userspace)'
+    colors = charts.target_colors(data.target_names(db_path, study), labels)  # one colour per target, everywhere
     return Setup(db_path, in_lab(figures_dir), in_lab(tables_dir), cfg, colors)
