@@ -155,6 +155,7 @@ CONFIG = {
     "dataset": {"scale": 1},
     "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1], "repeats": 1}},
     "run": {"duration_s": 2},
+    "snapshots": {"interval_s": 0.5, "keep_s": 1, "targets": ["zfs"]},
 }
 
 
@@ -226,6 +227,9 @@ def test_tiny_study_on_zfs_and_wal_on_ext4(study):
     assert z["fs_label"] in ("zfs (zfs-fuse, userspace)", "zfs (OpenZFS)")
     assert z["mount"]["implementation"] in ("zfs-fuse", "openzfs")
     assert z["zfs_footprint"]["used"] > 0 and z["fs_used_bytes"] == z["zfs_footprint"]["used"]
+    snaps = z["snapshots"]  # zfs snapshot/destroy on the schedule, all destroyed at the end
+    assert snaps["method"] == "zfs snapshot" and snaps["errors"] == []
+    assert snaps["created"] >= 2 and snaps["deleted"] == snaps["created"]
     w = runs["zfs-walext4"]
     assert w["status"] == "ok", w.get("error")
     assert w["wal"]["target"] == "ext4" and w["wal"]["fs"] == "ext4"

@@ -164,11 +164,11 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                     f"{source}: snapshots.targets: {name!r} is not a target (targets: {', '.join(cfg['targets'])})"
                 )
             spec = cfg["targets"][name]
-            if spec["fs"] != "btrfs" or targets.kind(spec) not in ("image", "device"):
+            if spec["fs"] not in ("btrfs", "zfs") or targets.kind(spec) not in ("image", "device"):
                 raise LabError(
                     f"{source}: snapshots.targets: {name} is {spec['fs']} ({targets.kind(spec)}): "
-                    "the lab snapshots btrfs image or device targets only (LVM thin snapshots "
-                    "would need device-mapper)"
+                    "the lab snapshots btrfs image or device targets and zfs targets only (LVM thin "
+                    "snapshots would need device-mapper)"
                 )
     for name, wl in cfg["workloads"].items():
         _check_workload(name, wl, source)

@@ -1,8 +1,9 @@
 """Periodic snapshots during a run: one every `interval_s`, each kept `keep_s` (seed 000: every 5 min,
 kept 15 min, so three alive at once), to measure what snapshots cost PostgreSQL.
 
-Native btrfs snapshots only: the target's data must live in a subvolume (targets.create(...,
-data_subvolume=True) makes PGDATA's parent one). Other file systems are reported as not supported,
+Native btrfs snapshots (the target's data must live in a subvolume: targets.create(...,
+data_subvolume=True) makes PGDATA's parent one) and ZFS snapshots of a zfs target's data dataset
+(`zfs snapshot`/`zfs destroy`, ZfsScheduler). Other file systems are reported as not supported,
 with the reason: ext4 and xfs have no snapshots of their own, and LVM thin snapshots need
 device-mapper (checked: lvm2 tools and the kernel's device-mapper).
 
@@ -219,6 +220,71 @@ class Scheduler:
             "delete_ms": stats(self.delete_ms),
             "errors": self.errors,
         }
+
+
+class ZfsScheduler(Scheduler):
+    """The same schedule with ZFS snapshots of `dataset` (<pool>/data): `zfs snapshot dataset@name` and
+    `zfs destroy dataset@name`, only on a pool the lab created (pgfslab.host.zfs refuses others)."""
+
+    def __init__(self, dataset: str, mountpoint: Path, schedule: Schedule, log: Path, *, prefix: str = PREFIX):
+        super().__init__(mountpoint, mountpoint / ".zfs" / "snapshot", schedule, log, prefix=prefix)
+        self.dataset = dataset
+
+    def __enter__(self) -> ZfsScheduler:
+        self._fh = open(self.log_path, "w", newline="")
+        self._writer = csv.writer(self._fh)
+        self._writer.writerow(CSV_FIELDS)
+        self._fh.flush()
+        self._delete_stale()
+        self._thread = threading.Thread(target=self._loop, name="pgfs-lab-zfs-snapshots", daemon=True)
+        self._thread.start()
+        return self
+
+    def _create(self, k: int, scheduled_at: float) -> None:
+        from pgfslab.host import zfs
+
+        name = f"{self.prefix}-{k:04d}"
+        t0 = time.time()
+        try:
+            zfs.snapshot(self.dataset, name)
+        except LabError as exc:
+            self._event(t0, "error", name, 0.0, str(exc))
+            return
+        took = time.time() - t0
+        self._alive.append((scheduled_at + self.schedule.keep_s, self.snapdir / name))
+        self.created += 1
+        self.max_alive = max(self.max_alive, len(self._alive))
+        self.create_ms.append(took * 1000)
+        self._event(t0, "create", name, took * 1000)
+
+    def _delete(self, path: Path, action: str) -> None:
+        from pgfslab.host import zfs
+
+        t0 = time.time()
+        if not path.name.startswith(self.prefix + "-"):
+            self._event(t0, "error", path.name, 0.0, f"refusing to delete {path.name}: not one of this scheduler's")
+            return
+        try:
+            zfs.destroy_snapshot(self.dataset, path.name)
+        except LabError as exc:
+            self._event(t0, "error", path.name, 0.0, str(exc))
+            return
+        took = time.time() - t0
+        self.deleted += 1
+        self.delete_ms.append(took * 1000)
+        self._event(t0, action, path.name, took * 1000)
+
+    def _delete_stale(self) -> None:
+        from pgfslab.host import zfs
+
+        for snap in zfs.snapshots(self.dataset):
+            if snap["name"].startswith(self.prefix + "-"):
+                self._delete(self.snapdir / snap["name"], "delete-stale")
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out.update(method="zfs snapshot", subvolume=None, dataset=self.dataset, snapdir=None)
+        return out
 
 
 def snapshot_dir(mountpoint: Path) -> Path:

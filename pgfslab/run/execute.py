@@ -145,7 +145,16 @@ def _pg_run(
             with contextlib.ExitStack() as stack:
                 smp = stack.enter_context(Samplers(rdir, cfg["sampler"], cl.conninfo))
                 sched = None
-                if snaps:
+                if snaps and mnt.zfs:
+                    sched = stack.enter_context(
+                        snapshots.ZfsScheduler(
+                            mnt.zfs["dataset"],
+                            mnt.mountpoint,
+                            snapshots.Schedule(snaps["interval_s"], snaps["keep_s"], snaps.get("offset_s", 0)),
+                            rdir / snapshots.CSV_NAME,
+                        )
+                    )
+                elif snaps:
                     sched = stack.enter_context(
                         snapshots.scheduled(
                             mnt.path,

@@ -64,7 +64,11 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
     bindir = postgres.bindir(cfg["postgres"].get("bindir")) if tools & PG_TOOLS else None
     with targets.zfs_service(wd, specs), contextlib.ExitStack() as stack:
         record["created"] = targets.create(
-            wd, target, spec, study=study, data_subvolume=target in cfgmod.snapshot_targets(cfg)
+            wd,
+            target,
+            spec,
+            study=study,
+            data_subvolume=target in cfgmod.snapshot_targets(cfg) and spec["fs"] == "btrfs",
         )
         mnt = stack.enter_context(targets.mounted(wd, target, spec, user, study=study))
         record["mount"] = mnt.describe()
