@@ -339,3 +339,30 @@ def test_device_baseline_on_zfs_and_ext4_into_the_database(study):
     ceil = device.ceilings(str(db), "zfstest")
     assert (ceil["tps_1_client"] > 0).all() and (ceil["share_of_ceiling"] > 0).all()
     assert set(ceil["fs_label"]) == {"ext4", "zfs (zfs-fuse, userspace)"}
+
+
+@needs_root
+@needs_zfs
+def test_durability_power_cut_on_zfs_kills_the_daemon(study):
+    """The durability check's power loss on a zfs-fuse target: the daemon the lab started is SIGKILLed
+    (what it had not written is lost), restarted, the pool imported, PostgreSQL recovers; no acknowledged
+    commit may be lost and everything is released after."""
+    from pgfslab.run.execute import run_one
+    from pgfslab.run.prepare import prepare_target
+
+    cfg, work = study
+    cfg["targets"] = {"zfs": cfg["targets"]["zfs"]}
+    cfg["workloads"] = {
+        "crash": {"tool": "durability", "clients": [2], "repeats": 1, "crash_after_s": 3, "crash": "power-loss"}
+    }
+    cfg["snapshots"] = None
+    cfg = cfgmod.validate({k: v for k, v in cfg.items() if v is not None})
+    prepare_target(cfg, "zfs")
+    rec = json.loads(run_one(cfg, "zfs.crash.c2.r1").read_text())
+    assert_released(work)
+    assert rec["status"] == "ok", rec.get("error")
+    d = json.loads((work / "data/raw/zfstest/zfs.crash.c2.r1/durability.json").read_text())
+    assert d["crash"] == "power-loss", d.get("crash_note")
+    assert d["power_cut"]["method"] == "SIGKILL of the zfs-fuse daemon"
+    assert d["committed_ids"] > 0 and d["lost_ids"] == 0 and d["violations"] == 0, d["verdict"]
+    assert "zfs-fuse restarted" in " ".join(d["remount"]["notes"])

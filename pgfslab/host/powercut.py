@@ -32,15 +32,20 @@ def power_cut_possible(mnt: Mounted) -> tuple[bool, str]:
     if mnt.fallback:
         return False, "a FALLBACK plain directory has no device to cut"
     if mnt.fs == "zfs":
-        # measured here on zfs-fuse: after the loop cut every fsync in flight waits forever (processes in
-        # D state, even SIGKILL does not end them) and the pool suspends; only killing the daemon frees
-        # them. SIGKILL of the daemon is the equivalent cut (it writes its vdevs with O_DIRECT: 0 of 2993
-        # acknowledged commits lost by hand), but it is not wired into the durability check yet.
-        return False, (
-            f"a zfs target ({mnt.fs_label}) cannot be cut at its loop device: zfs-fuse suspends the pool and "
-            "every fsync in flight hangs in the kernel until its daemon is killed; the daemon-kill power cut "
-            "is not part of the durability check yet"
-        )
+        # the loop cut hangs zfs-fuse (measured: the pool suspends and every fsync in flight waits in the
+        # kernel until the daemon is killed), so the cut is a SIGKILL of the daemon itself: it writes its
+        # devices with O_DIRECT, so what it had written is on the image and what it held in memory (the open
+        # transaction group, unwritten ZIL) is lost
+        from pgfslab.host import zfs
+
+        svc = zfs.current_service()
+        if mnt.implementation != "zfs-fuse" or svc is None or not svc.owns_daemon:
+            return False, (
+                f"a zfs target ({mnt.fs_label}) is cut by killing the zfs-fuse daemon the lab started, and "
+                "there is none here (OpenZFS in the kernel, or a daemon the lab did not start); its loop "
+                "device cannot be cut instead: zfs-fuse suspends the pool and every fsync in flight hangs"
+            )
+        return True, "SIGKILL of the zfs-fuse daemon the lab started (it writes its devices with O_DIRECT)"
     if mnt.kind != "image" or not (mnt.device or "").startswith("/dev/loop"):
         return False, (
             f"a {mnt.kind} target has no loop device of the lab's to cut (only loop-mounted images "

@@ -643,6 +643,41 @@ def _zfs_mounted(workdir: Path, name: str, spec: dict[str, Any], pw: Any) -> Ite
                     mnt.rmdir()
 
 
+def _zfs_remount(workdir: Path, name: str, owner: str) -> Mounted:
+    """After the zfs power cut (SIGKILL of the zfs-fuse daemon): start the daemon again and import the pool
+    from its loop device (still attached), as a machine would after power came back. The caller's
+    mounted() block still exports it and detaches the device."""
+    import pwd
+
+    svc = zfs.current_service()
+    if svc is None:
+        raise LabError(f"target {name}: no zfs-fuse daemon of the lab's to restart after the power cut")
+    svc.restart()
+    pool = zfs_pool(workdir, name)
+    devdir = _zfs_files(workdir, name)[2]
+    t0 = time.monotonic()
+    zfs.import_pool(pool, devdir)
+    mount_s = time.monotonic() - t0
+    ds = f"{pool}/{ZFS_DATASET}"
+    path = Path(zfs.get_properties(ds, ["mountpoint"])["mountpoint"])
+    pw = pwd.getpwnam(owner)
+    os.chown(path, pw.pw_uid, pw.pw_gid)
+    dev = next((str(p.resolve()) for p in devdir.iterdir() if p.is_symlink()), None)
+    return Mounted(
+        name,
+        "zfs",
+        path,
+        path,
+        False,
+        device=dev,
+        notes=[f"zfs-fuse restarted (pid {svc.started_pid}) and pool {pool} imported after the power cut"],
+        kind="image",
+        mount_s=round(mount_s, 4),
+        implementation=svc.implementation,
+        zfs={"pool": pool, "dataset": ds, "daemon_pid": svc.started_pid},
+    )
+
+
 def used_bytes(path: Path) -> int:
     st = os.statvfs(path)
     return (st.f_blocks - st.f_bfree) * st.f_frsize
@@ -656,6 +691,8 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
 
     if kind(spec) != "image":
         raise LabError(f"target {name}: only an image target can be remounted after a power cut")
+    if spec["fs"] == "zfs":
+        return _zfs_remount(workdir, name, owner)
     mnt = mountpoint(workdir, name)
     safety.require_unmountable(mnt, workdir)
     notes = release(workdir, name)

@@ -392,10 +392,22 @@ def service(
         yield svc
         return
     svc._start(Path(log_path) if log_path else Path(f"/tmp/pgfslab-zfs-fuse.{os.getpid()}.log"), start_timeout)
+    global _CURRENT
+    _CURRENT = svc
     try:
         yield svc
     finally:
+        _CURRENT = None
         svc.stop(stop_timeout)
+
+
+# the daemon this process started and runs now (the durability check's power cut kills and restarts it)
+_CURRENT: Service | None = None
+
+
+def current_service() -> Service | None:
+    """The zfs-fuse daemon this process started, while its service() block lasts (None otherwise)."""
+    return _CURRENT
 
 
 # ----------------------------------------------------------------------------- mounts

@@ -187,7 +187,13 @@ def _write_and_crash(
             if before_cut is not None:
                 before_cut()
             info["crash_at"] = time.time()
-            if crash == "power-loss":
+            if crash == "power-loss" and mnt.zfs:
+                from pgfslab.host import zfs
+
+                svc = zfs.current_service()
+                assert svc is not None  # power_cut_possible() said so
+                info["power_cut"] = svc.power_cut()  # SIGKILL of the zfs-fuse daemon (see powercut.py)
+            elif crash == "power-loss":
                 info["power_cut"] = powercut.cut_power(wd, str(mnt.device))
             info["postmaster_pid"] = cl.kill(9, all_processes=crash == "power-loss")
             info["killed"] = "every server process (SIGKILL)" if crash == "power-loss" else "postmaster (SIGKILL)"
@@ -198,7 +204,7 @@ def _write_and_crash(
                 while cl.processes() and time.monotonic() < end:
                     time.sleep(0.1)
                 stuck = cl.processes()
-                if stuck:
+                if stuck and not mnt.zfs:
                     powercut.restore_power(wd, str(mnt.device))
                     info["power_restored"] = (
                         f"{len(stuck)} server process(es) stuck in the kernel 15 s after the "
