@@ -366,3 +366,35 @@ def test_durability_power_cut_on_zfs_kills_the_daemon(study):
     assert d["power_cut"]["method"] == "SIGKILL of the zfs-fuse daemon"
     assert d["committed_ids"] > 0 and d["lost_ids"] == 0 and d["violations"] == 0, d["verdict"]
     assert "zfs-fuse restarted" in " ".join(d["remount"]["notes"])
+
+
+@needs_root
+@needs_zfs
+def test_a_daemon_left_by_a_hard_killed_lab_process_is_stopped_not_reused(study):
+    """A zfs-fuse daemon recorded in the study's PID file (its lab process was SIGKILLed) is stopped by
+    the next service() (which then runs its own), never left running for good; a daemon the lab did not
+    record is reused and left alone (the other tests skip when one runs)."""
+    from pgfslab.host import zfs
+
+    cfg, work = study
+    pid_file = cfgmod.workdir(cfg) / "zfs-fuse.pid"
+    log = cfgmod.workdir(cfg) / "zfs-fuse.log"
+    code = (
+        "import sys, time; from pathlib import Path; from pgfslab.host import zfs\n"
+        "cm = zfs.service(Path(sys.argv[1]), pid_file=Path(sys.argv[2])); cm.__enter__()\n"
+        "print('up', flush=True); time.sleep(600)\n"
+    )
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", code, str(log), str(pid_file)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "up"
+    finally:
+        p.kill()  # a hard kill: its daemon lives on
+        p.wait()
+    orphan = zfs.running_daemons()
+    assert orphan and pid_file.exists()
+    with zfs.service(log, pid_file=pid_file) as svc:
+        assert svc.owns_daemon and svc.started_pid not in orphan
+        assert any("stopped zfs-fuse pid" in n for n in svc.notes), svc.notes
+    assert_released(work)

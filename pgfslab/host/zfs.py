@@ -378,12 +378,18 @@ def service(
     """Make ZFS usable for the block. OpenZFS: nothing to start. zfs-fuse: use a running daemon (left
     running afterwards) or start one (``zfs-fuse --no-daemon --no-kstat-mount``, its PID recorded) and stop
     that one on every exit path, exporting the lab's pools first."""
+    global _CURRENT
     impl = implementation()
     svc = Service(impl, pid_file=Path(pid_file) if pid_file else None)
     if impl == "openzfs":
         yield svc
         return
     live = running_daemons()
+    if live and _CURRENT is None and pid_file is not None and Path(pid_file).exists():
+        # a daemon an earlier, hard-killed lab process started (its record is ours): stop it rather than
+        # leave it running for good, then start this process's own
+        svc.notes += release_stale(pid_file)
+        live = running_daemons()
     if live:
         if not _daemon_ready():
             raise LabError(f"zfs-fuse is running (pids {live}) but does not answer `zpool list`")
@@ -392,7 +398,6 @@ def service(
         yield svc
         return
     svc._start(Path(log_path) if log_path else Path(f"/tmp/pgfslab-zfs-fuse.{os.getpid()}.log"), start_timeout)
-    global _CURRENT
     _CURRENT = svc
     try:
         yield svc
