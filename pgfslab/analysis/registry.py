@@ -6,6 +6,7 @@ tools its workloads use):
     throughput_stability-<wl>   every pgbench and sysbench workload (per-second progress)
     latency_percentiles-<wl>    pgbench workloads with a log (aggregate or per transaction), sysbench
     variance_significance       any pgbench/sysbench workload
+    precision                   any pgbench/sysbench workload (precision per cell, detectable differences)
     dirty_memory_checkpoints    any pgbench/sysbench workload (meminfo is always sampled)
     scaling                     any pgbench/sysbench workload
     compression_footprint       always
@@ -30,6 +31,7 @@ PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
 STUDY_WIDE = (
     "compression_footprint",
     "variance_significance",
+    "precision",
     "dirty_memory_checkpoints",
     "scaling",
     "fs_micro",
@@ -124,7 +126,7 @@ def jobs(cfg: dict[str, Any]) -> list[Job]:
     out += [Job(f"latency_percentiles-{w}", "latency_percentiles", w) for w in latency_workloads(cfg)]
     out.append(Job("compression_footprint", "compression_footprint"))
     if series:
-        out += [Job(n, n) for n in ("variance_significance", "dirty_memory_checkpoints", "scaling")]
+        out += [Job(n, n) for n in ("variance_significance", "precision", "dirty_memory_checkpoints", "scaling")]
     if any(wl["tool"] == "fsmicro" for wl in cfg["workloads"].values()):
         out.append(Job("fs_micro", "fs_micro"))
     if comparable(cfg):

@@ -76,7 +76,8 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """What a study has: runs done/failed/missing (each failure with its reason), the database and
-    paper, and leftovers. Exit status 0 only when every planned run is ok."""
+    paper, and leftovers. Exit status 0 only when every planned run is ok (or an optional precision round
+    that was not needed)."""
     import json
 
     from pgfslab.config import study as config
@@ -100,6 +101,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                 key += " (FALLBACK plain directory)"
             if rec.get("error"):
                 reasons[r.run_id] = str(rec["error"])
+            elif rec.get("skip_reason"):
+                reasons[r.run_id] = str(rec["skip_reason"])
         elif marker.exists():
             key = "incomplete"
             try:
@@ -112,7 +115,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         status.setdefault(key, []).append(r.run_id)
     print(f"study {cfg['study']}: {len(runs)} runs planned")
     for key, ids in status.items():
-        if key == "ok" or key == "not run" or not any(i in reasons for i in ids):
+        if key in ("ok", "not run", "skipped") or not any(i in reasons for i in ids):
             shown = ", ".join(ids[:6]) + (" ..." if len(ids) > 6 else "")
             print(f"  {key:12s} {len(ids):4d}  {shown if key != 'ok' else ''}".rstrip())
             continue
@@ -136,7 +139,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if targets._is_mounted(targets.mountpoint(wd, t))]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
-    return 0 if set(status) <= {"ok"} else 1
+    if "skipped" in status:
+        print(
+            "  skipped: optional rounds not needed (precision reached) or past the time budget: see "
+            f"{raw / '_precision'}/"
+        )
+    return 0 if set(status) <= {"ok", "skipped"} else 1
 
 
 def _print_durability(raw: Path) -> None:

@@ -31,6 +31,7 @@ class RunSpec:
     workload: str
     clients: int
     repeat: int
+    optional: bool = False  # a round beyond precision.min_repeats: run only while the cell is not yet precise
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -157,6 +158,7 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                     "the lab snapshots btrfs image or device targets only (LVM thin snapshots "
                     "would need device-mapper)"
                 )
+    _check_precision(cfg, source)
     for name, wl in cfg["workloads"].items():
         _check_workload(name, wl, source)
         reps = wl.get("repeats")
@@ -166,6 +168,38 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                 raise LabError(
                     f"{source}: workloads.{name}.repeats: client counts {unknown} are not in clients {wl['clients']}"
                 )
+
+
+def _check_precision(cfg: dict[str, Any], source: str) -> None:
+    prec = cfg.get("precision")
+    if not prec:
+        return
+    if prec["min_repeats"] > prec["max_repeats"]:
+        raise LabError(
+            f"{source}: precision: min_repeats ({prec['min_repeats']}) is above max_repeats ({prec['max_repeats']})"
+        )
+    runnable = [
+        f"{n}/c={c}"
+        for n, wl in cfg["workloads"].items()
+        if wl["tool"] in ("pgbench", "sysbench")
+        for c in wl["clients"]
+    ]
+    for item in prec.get("cells") or []:
+        name, _, clients = item.partition("/c=")
+        wl = cfg["workloads"].get(name)
+        if wl is None or wl["tool"] not in ("pgbench", "sysbench") or (clients and int(clients) not in wl["clients"]):
+            raise LabError(
+                f"{source}: precision.cells: {item!r} is not a pgbench or sysbench cell of this study "
+                f"(cells: {', '.join(runnable) or 'none'})"
+            )
+    if not precision_cells(cfg):
+        raise LabError(f"{source}: precision: the study has no pgbench or sysbench cell to make precise")
+    for name, _ in sorted(precision_cells(cfg)):
+        if "repeats" in cfg["workloads"][name]:
+            raise LabError(
+                f"{source}: workloads.{name}.repeats: the precision target decides this workload's repeats "
+                "(precision.min_repeats..max_repeats); remove one of them"
+            )
 
 
 # Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
@@ -287,7 +321,30 @@ def resolve(raw: Any, source: str, base: Path) -> dict[str, Any]:
     return cfg
 
 
+def precision_cells(cfg: dict[str, Any]) -> set[tuple[str, int]]:
+    """The (workload, clients) cells whose repeats the precision target decides (empty without `precision`)."""
+    prec = cfg.get("precision")
+    if not prec:
+        return set()
+    cells = {
+        (name, c)
+        for name, wl in cfg["workloads"].items()
+        if wl["tool"] in ("pgbench", "sysbench")
+        for c in wl["clients"]
+    }
+    named = prec.get("cells")
+    if not named:
+        return cells
+    out: set[tuple[str, int]] = set()
+    for item in named:
+        name, _, clients = item.partition("/c=")
+        out |= {(w, c) for w, c in cells if w == name and (not clients or c == int(clients))}
+    return out
+
+
 def repeats_for(cfg: dict[str, Any], workload: str, clients: int) -> int:
+    if (workload, clients) in precision_cells(cfg):
+        return int(cfg["precision"]["max_repeats"])
     reps = cfg["workloads"][workload].get("repeats", cfg["run"]["repeats"])
     if isinstance(reps, dict):
         return int(reps.get(str(clients), cfg["run"]["repeats"]))
@@ -302,6 +359,8 @@ def plan(cfg: dict[str, Any]) -> list[RunSpec]:
         for clients in wl["clients"]
     ]
     max_rep = max(n for _, _, n in cells)
+    precise = precision_cells(cfg)
+    min_rep = int(cfg["precision"]["min_repeats"]) if precise else 0
     runs: list[RunSpec] = []
     for rep in range(1, max_rep + 1):
         for wl_name, clients, n in cells:
@@ -309,7 +368,8 @@ def plan(cfg: dict[str, Any]) -> list[RunSpec]:
                 continue
             for target in cfg["targets"]:
                 run_id = f"{target}.{wl_name}.c{clients}.r{rep}"
-                runs.append(RunSpec(run_id, len(runs), target, wl_name, clients, rep))
+                optional = (wl_name, clients) in precise and rep > min_rep
+                runs.append(RunSpec(run_id, len(runs), target, wl_name, clients, rep, optional))
     return runs
 
 
@@ -355,6 +415,9 @@ def run_fingerprint(cfg: dict[str, Any], r: RunSpec) -> str:
             "os": cfg["os"],
             "resources": cfg["resources"],
             "snapshots": cfg.get("snapshots"),
+            # only an optional round depends on the precision target (whether it runs at all); the key is
+            # absent otherwise, so adding `precision` to a study never re-measures its fixed rounds
+            **({"precision": cfg["precision"]} if r.optional else {}),
         },
         sort_keys=True,
     )

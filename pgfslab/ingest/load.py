@@ -751,6 +751,7 @@ class StudySummary:
     files: int = 0
     rows: int = 0
     failed_runs: list[str] = field(default_factory=list)
+    skipped_runs: int = 0
     warnings: list[str] = field(default_factory=list)
     published_files: int = 0
 
@@ -809,6 +810,9 @@ def ingest_study(
             _insert(con, "runs", pl.DataFrame([run_row(rec)], schema=RUNS))
             _insert(con, "run_params", pl.DataFrame(run_params(rec), schema=RUN_PARAMS))
             summary.runs += 1
+            if rec.get("status") == "skipped":  # an optional precision round that was not needed: no output
+                summary.skipped_runs += 1
+                continue
             if rec.get("status") != "ok":
                 summary.failed_runs.append(f"{rec['run_id']}: {rec.get('status')}: {rec.get('error')}")
             for f in _run_files(rdir):

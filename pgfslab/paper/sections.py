@@ -30,6 +30,7 @@ RESULT_ORDER = [
     "throughput_stability",
     "latency_percentiles",
     "variance_significance",
+    "precision",
     "dirty_memory_checkpoints",
     "compression_footprint",
     "scaling",
@@ -633,7 +634,7 @@ def results(ctx: Context) -> None:
             shown += 1
     if not shown:
         show("No analysis notebook has produced results for this study yet.")
-    failed = ctx.runs.filter(pl.col("status") != "ok")
+    failed = ctx.runs.filter(~pl.col("status").is_in(["ok", "skipped"]))  # skipped: a precision round not needed
     if failed.height:
         show(
             report.markdown_table(
@@ -738,7 +739,7 @@ def threats(ctx: Context) -> None:
         "**Published numbers.** The seed documents ran other hardware, data-set sizes, client counts and "
         "versions; only the direction and relative size of differences are compared."
     )
-    failed = ctx.runs.filter(pl.col("status") != "ok")
+    failed = ctx.runs.filter(~pl.col("status").is_in(["ok", "skipped"]))  # skipped: a precision round not needed
     if failed.height:
         items.append(f"**Failed runs.** {failed.height} run(s) did not complete and are left out of every statistic.")
     show("## Threats to validity\n\n" + "\n".join(f"* {i}" for i in items))

@@ -19,7 +19,7 @@ import psycopg
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets
-from pgfslab.run import provenance
+from pgfslab.run import precision, provenance
 from pgfslab.run.common import (
     PG_TOOLS,
     SCHEMA_VERSION,
@@ -45,7 +45,9 @@ def _study_eta(raw: Path, total: int) -> tuple[int, str]:
     walls = []
     for rj in raw.glob("*/run.json"):
         with contextlib.suppress(Exception):
-            walls.append(float(json.loads(rj.read_text())["wall_s"]))
+            rec = json.loads(rj.read_text())
+            if rec.get("status") != "skipped":  # nothing measured: not a run's duration
+                walls.append(float(rec["wall_s"]))
     done = len(walls)
     if not walls:
         return done, "ETA unknown"
@@ -242,6 +244,10 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         os.replace(rdir, aside)
         say(run_id, f"an earlier attempt was kept in {aside}")
     rdir.mkdir(parents=True)
+    if spec.optional:
+        skipped = _precision_gate(cfg, spec, rdir, total)
+        if skipped is not None:
+            return skipped
     tspec = cfg["targets"][spec.target]
     wl = cfg["workloads"][spec.workload]
     user = cfg["postgres"]["user"]
@@ -341,6 +347,38 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         + (f", {tps}" if tps else "")
         + (f": {error}" if error else ""),
     )
+    return rdir / "run.json"
+
+
+def _precision_gate(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, total: int) -> Path | None:
+    """An optional round (study key `precision`) runs only while its cell is not yet precise and the
+    budget lasts; otherwise its run.json says `skipped` and why, and nothing is measured."""
+    decision = precision.decide(cfg, spec)
+    label = f"run {spec.plan_index + 1}/{total} {spec.run_id}"
+    say(label, precision.progress_line(cfg, decision))
+    if decision.run:
+        return None
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": spec.run_id,
+        "study": cfg["study"],
+        "plan_index": spec.plan_index,
+        "plan_total": total,
+        "target": spec.target,
+        "fs": cfg["targets"][spec.target]["fs"],
+        "workload": spec.workload,
+        "tool": cfg["workloads"][spec.workload]["tool"],
+        "clients": spec.clients,
+        "repeat": spec.repeat,
+        "status": "skipped",
+        "error": None,
+        "skip_reason": decision.reason,
+        "precision": decision.to_dict(),
+        "started_at": now(),
+        "ended_at": now(),
+        "wall_s": 0.0,
+    }
+    write_json(rdir / "run.json", record)
     return rdir / "run.json"
 
 
