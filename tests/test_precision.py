@@ -162,7 +162,7 @@ def test_detectable_differences_in_percent_of_the_baseline():
     rows = []
     for target, centre in (("a", 1000.0), ("b", 1001.0)):
         for v in centre + 10 * rng.standard_normal(8):
-            rows.append({"target_label": target, "workload": "w", "clients": 4, "value": float(v)})
+            rows.append({"target_label": target, "workload": "w", "rung": None, "clients": 4, "value": float(v)})
     df = pl.DataFrame(rows)
     out = answers.detectable_differences(df, "a", 0.05)
     row = out.row(0, named=True)
@@ -178,6 +178,7 @@ def test_cell_precision_marks_cells_against_the_goal():
         {
             "target_label": ["a"] * 6 + ["b"] * 6,
             "workload": ["w"] * 12,
+            "rung": [None] * 12,
             "clients": [1] * 12,
             "value": [100, 101, 99, 100, 102, 98, 100, 130, 70, 100, 100, 100],
         }

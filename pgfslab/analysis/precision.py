@@ -16,7 +16,7 @@ import polars as pl
 from pgfslab.analysis.stats import compare_to_baseline, power
 from pgfslab.analysis.stats.cells import cell_summary
 
-CELL = ["workload", "clients"]
+CELL = ["workload", "rung", "clients"]  # rung: the data-set ladder's (null without one)
 
 
 def cell_precision(headline: pl.DataFrame, confidence: float = 0.95, goal: float | None = None) -> pl.DataFrame:
@@ -76,13 +76,12 @@ def detectable_differences(
         return comp
     noise = headline.filter(pl.col("value").is_not_null()).group_by([*CELL, "target_label"]).agg(pl.col("value"))
     values: dict[tuple[Any, ...], np.ndarray] = {
-        (r["workload"], r["clients"], r["target_label"]): np.asarray(r["value"], float)
-        for r in noise.iter_rows(named=True)
+        tuple(r[k] for k in [*CELL, "target_label"]): np.asarray(r["value"], float) for r in noise.iter_rows(named=True)
     }  # one entry per target and cell: a few dozen at most
     shifts = []
     for row in comp.iter_rows(named=True):
-        a = values[(row["workload"], row["clients"], baseline)]
-        b = values[(row["workload"], row["clients"], row["target_label"])]
+        key = tuple(row[k] for k in CELL)
+        a, b = values[(*key, baseline)], values[(*key, row["target_label"])]
         sd = power.pooled_sd(a, b)
         k = power.detectable_shift_sd(len(a), len(b), alpha, target_power)
         mb = row["median_baseline"]

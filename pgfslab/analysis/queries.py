@@ -246,7 +246,7 @@ def headline(db: str | Path, study: str, targets: Sequence[str] | None = None, *
     df = _frame(
         db,
         f"""
-        SELECT {RUN_COLS}, r.status, r.duration_s, r.scale, r.mount_options,
+        SELECT {RUN_COLS}, r.status, r.duration_s, r.scale, r.rung, r.dataset_bytes, r.mount_options,
                CASE r.tool WHEN 'pgbench' THEN ps.tps WHEN 'sysbench' THEN {sb("tps")}
                            WHEN 'fsmicro' THEN {fo("ops_per_s")} END AS value,
                CASE r.tool WHEN 'fsmicro' THEN 'ops/s' ELSE 'tps' END AS unit,

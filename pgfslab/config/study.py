@@ -32,6 +32,7 @@ class RunSpec:
     clients: int
     repeat: int
     optional: bool = False  # a round beyond precision.min_repeats: run only while the cell is not yet precise
+    rung: int | None = None  # the data-set ladder's rung (1-based), None in a study without a ladder
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +160,7 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                     "would need device-mapper)"
                 )
     _check_precision(cfg, source)
+    _check_ladder(cfg, source)
     for name, wl in cfg["workloads"].items():
         _check_workload(name, wl, source)
         reps = wl.get("repeats")
@@ -168,6 +170,35 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                 raise LabError(
                     f"{source}: workloads.{name}.repeats: client counts {unknown} are not in clients {wl['clients']}"
                 )
+
+
+def _check_ladder(cfg: dict[str, Any], source: str) -> None:
+    """A ladder's lists match the tools, climb, have one length, and its memory limit is said once."""
+    lad = cfg.get("ladder")
+    if not lad:
+        return
+    used = tools(cfg)
+    scales, sizes = lad.get("scales"), lad.get("table_sizes")
+    if not scales and not sizes:
+        raise LabError(f"{source}: ladder: give `scales` (pgbench) or `table_sizes` (sysbench)")
+    if "pgbench" in used and not scales:
+        raise LabError(f"{source}: ladder: the study runs pgbench: give `scales`, one per rung")
+    if "sysbench" in used and not sizes:
+        raise LabError(f"{source}: ladder: the study runs sysbench: give `table_sizes`, one per rung")
+    if scales and sizes and len(scales) != len(sizes):
+        raise LabError(f"{source}: ladder: scales ({len(scales)}) and table_sizes ({len(sizes)}) differ in length")
+    for key, values in (("scales", scales), ("table_sizes", sizes)):
+        if values and list(values) != sorted(values):
+            raise LabError(f"{source}: ladder.{key}: rungs climb: {values} is not ascending")
+    if "durability" in used:
+        raise LabError(f"{source}: ladder: a durability check does not climb a ladder; give it a study of its own")
+    limit, res = lad.get("memory_limit_mb"), cfg["resources"].get("memory_limit_mb")
+    if limit is not None and res is not None and limit != res:
+        raise LabError(
+            f"{source}: ladder.memory_limit_mb ({limit}) and resources.memory_limit_mb ({res}) disagree; give one"
+        )
+    if limit is not None:
+        cfg["resources"]["memory_limit_mb"] = limit
 
 
 def _check_precision(cfg: dict[str, Any], source: str) -> None:
@@ -277,9 +308,18 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dataset_for(cfg: dict[str, Any], target: str) -> dict[str, Any]:
-    """The study's dataset with the target's overrides (e.g. a different fillfactor) merged in."""
-    return _merge(cfg["dataset"], cfg["targets"][target].get("dataset") or {})
+def dataset_for(cfg: dict[str, Any], target: str, rung: int | None = None) -> dict[str, Any]:
+    """The study's dataset with the target's overrides (e.g. a different fillfactor) merged in, at a
+    ladder's rung when given (its pgbench scale and sysbench table size)."""
+    out = _merge(cfg["dataset"], cfg["targets"][target].get("dataset") or {})
+    if rung is not None:
+        lad = cfg["ladder"]
+        if lad.get("scales"):
+            out["scale"] = int(lad["scales"][rung - 1])
+        if lad.get("table_sizes"):
+            out["sysbench"] = {**(out.get("sysbench") or {}), "table_size": int(lad["table_sizes"][rung - 1])}
+        out["rung"] = rung
+    return out
 
 
 def os_for(cfg: dict[str, Any], workload: str) -> dict[str, Any]:
@@ -351,25 +391,50 @@ def repeats_for(cfg: dict[str, Any], workload: str, clients: int) -> int:
     return int(reps)
 
 
+def run_id(target: str, workload: str, clients: int, repeat: int, rung: int | None = None) -> str:
+    """<target>.<workload>[.d<rung>].c<clients>.r<repeat>"""
+    return f"{target}.{workload}{'' if rung is None else f'.d{rung}'}.c{clients}.r{repeat}"
+
+
+def ladder_rungs(cfg: dict[str, Any]) -> list[int]:
+    """The ladder's rungs, 1-based (empty without a ladder)."""
+    lad = cfg.get("ladder") or {}
+    return list(range(1, len(lad.get("scales") or lad.get("table_sizes") or []) + 1))
+
+
+def rungs_for(cfg: dict[str, Any], workload: str) -> list[int | None]:
+    """The rungs a workload's cells run at: every rung for pgbench and sysbench in a ladder study."""
+    if cfg["workloads"][workload]["tool"] in ("pgbench", "sysbench") and ladder_rungs(cfg):
+        return list(ladder_rungs(cfg))
+    return [None]
+
+
+def database_for(rung: int | None) -> str:
+    """The database holding a rung's data set (the default `postgres` without a ladder)."""
+    return "postgres" if rung is None else f"pgfslab_d{rung}"
+
+
 def plan(cfg: dict[str, Any]) -> list[RunSpec]:
-    """Expand the config into runs, interleaved: repeat r of every cell and target before r+1."""
+    """Expand the config into runs, interleaved: repeat r of every cell (and ladder rung) and target
+    before r+1."""
     cells = [
-        (wl_name, clients, repeats_for(cfg, wl_name, clients))
+        (wl_name, rung, clients, repeats_for(cfg, wl_name, clients))
         for wl_name, wl in cfg["workloads"].items()
+        for rung in rungs_for(cfg, wl_name)
         for clients in wl["clients"]
     ]
-    max_rep = max(n for _, _, n in cells)
+    max_rep = max(n for *_, n in cells)
     precise = precision_cells(cfg)
     min_rep = int(cfg["precision"]["min_repeats"]) if precise else 0
     runs: list[RunSpec] = []
     for rep in range(1, max_rep + 1):
-        for wl_name, clients, n in cells:
+        for wl_name, rung, clients, n in cells:
             if rep > n:
                 continue
             for target in cfg["targets"]:
-                run_id = f"{target}.{wl_name}.c{clients}.r{rep}"
                 optional = (wl_name, clients) in precise and rep > min_rep
-                runs.append(RunSpec(run_id, len(runs), target, wl_name, clients, rep, optional))
+                rid = run_id(target, wl_name, clients, rep, rung)
+                runs.append(RunSpec(rid, len(runs), target, wl_name, clients, rep, optional, rung))
     return runs
 
 
@@ -408,7 +473,7 @@ def run_fingerprint(cfg: dict[str, Any], r: RunSpec) -> str:
             "target": cfg["targets"][r.target],
             "workload": cfg["workloads"][r.workload],
             "clients": r.clients,
-            "dataset": cfg["dataset"],
+            "dataset": cfg["dataset"] if r.rung is None else dataset_for(cfg, r.target, r.rung),
             "run": cfg["run"],
             "sampler": cfg["sampler"],
             "postgres": cfg["postgres"],
@@ -432,6 +497,7 @@ def target_fingerprint(cfg: dict[str, Any], target: str) -> str:
             "postgres": cfg["postgres"],
             "tools": sorted(tools(cfg)),
             "snapshots": target in snapshot_targets(cfg),
+            **({"ladder": cfg["ladder"]} if cfg.get("ladder") else {}),
         },
         sort_keys=True,
     )

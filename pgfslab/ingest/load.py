@@ -59,6 +59,8 @@ RUNS: dict[str, Any] = {
     "plan_index": pl.Int64,
     "duration_s": pl.Float64,
     "scale": pl.Int64,
+    "rung": pl.Int64,  # the data-set ladder's rung (null without a ladder)
+    "dataset_bytes": pl.Int64,  # the run's database as loaded (before the run)
     "started_at": pl.Datetime("us", "UTC"),
     "ended_at": pl.Datetime("us", "UTC"),
     "wall_s": pl.Float64,
@@ -676,6 +678,8 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "plan_index": rec.get("plan_index"),
         "duration_s": (rec.get("run") or {}).get("duration_s"),
         "scale": (rec.get("dataset") or {}).get("scale"),
+        "rung": rec.get("rung"),
+        "dataset_bytes": (rec.get("target_setup") or {}).get("database_bytes_loaded"),
         "started_at": _ts(rec.get("started_at")),
         "ended_at": _ts(rec.get("ended_at")),
         "wall_s": rec.get("wall_s"),

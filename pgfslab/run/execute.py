@@ -108,7 +108,8 @@ def _pg_run(
     bindir = postgres.bindir(cfg["postgres"].get("bindir"))
     user = cfg["postgres"]["user"]
     settings = cfgmod.pg_settings_for(cfg, spec.target, spec.workload)
-    dataset = cfgmod.dataset_for(cfg, spec.target)
+    dataset = cfgmod.dataset_for(cfg, spec.target, spec.rung)
+    dbname = cfgmod.database_for(spec.rung)
     limits = cgroups.limits_from_config(cfg["resources"], mnt.device)
     duration = _duration(cfg, wl)
     timeout = _timeout(cfg, duration)
@@ -124,6 +125,7 @@ def _pg_run(
             ) as cl,
         ):
             log_at[:] = [cl.log, log_size(cl.log)]
+            cl.dbname = dbname  # the run's data set: its facts and pg_stat_database samples are that database's
             server["start_notes"] = list(cl.notes)
             record["postgres_settings"] = settings
             record["postgres_before"] = cl.facts()
@@ -135,10 +137,11 @@ def _pg_run(
                     spec.clients,
                     cfg["run"],
                     _scripts(cfg, wl, rdir),
+                    dbname,
                 )
             else:
                 cmd = sysbench.run_command(
-                    cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients, cfg["run"], dataset
+                    cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients, cfg["run"], dataset, dbname
                 )
             record["commands"] = [cmd]
             with contextlib.ExitStack() as stack:
@@ -269,8 +272,9 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         "tool": wl["tool"],
         "clients": spec.clients,
         "repeat": spec.repeat,
+        "rung": spec.rung,
         "duration_s": _duration(cfg, wl),
-        "dataset": cfgmod.dataset_for(cfg, spec.target),
+        "dataset": cfgmod.dataset_for(cfg, spec.target, spec.rung),
         "run": cfg["run"],
         "sampler": cfg["sampler"],
         "os": cfgmod.os_for(cfg, spec.workload),
@@ -284,11 +288,7 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
             str(postgres.bindir(cfg["postgres"].get("bindir"))) if wl["tool"] in PG_TOOLS else ""
         ),
         "git": provenance.git(),
-        "target_setup": {
-            "load_wall_s": (setup.get("load") or {}).get("wall_s"),
-            "load_sysbench_wall_s": (setup.get("load_sysbench") or {}).get("wall_s"),
-            "created": setup.get("created"),
-        },
+        "target_setup": _setup_facts(setup, spec.rung),
     }
     write_json(rdir / "run.incomplete.json", record)
     t0 = time.monotonic()
@@ -348,6 +348,18 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         + (f": {error}" if error else ""),
     )
     return rdir / "run.json"
+
+
+def _setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
+    """What the run's data set cost to load, from the target's preparation record (a rung's own load)."""
+    loaded = setup if rung is None else next((r for r in setup.get("rungs", []) if r["rung"] == rung), {})
+    return {
+        "load_wall_s": (loaded.get("load") or {}).get("wall_s"),
+        "load_sysbench_wall_s": (loaded.get("load_sysbench") or {}).get("wall_s"),
+        "database": loaded.get("database", "postgres"),
+        "database_bytes_loaded": loaded.get("database_bytes", (setup.get("postgres") or {}).get("database_bytes")),
+        "created": setup.get("created"),
+    }
 
 
 def _precision_gate(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, total: int) -> Path | None:

@@ -91,11 +91,14 @@ def headline(run_dir: Path, tool: str) -> float | None:
     return None
 
 
-def _ok_values(cfg: dict[str, Any], raw: Path, workload: str, clients: int, target: str, before: int) -> list[float]:
+def _ok_values(
+    cfg: dict[str, Any], raw: Path, cell: tuple[str, int | None, int], target: str, before: int
+) -> list[float]:
+    workload, rung, clients = cell
     tool = cfg["workloads"][workload]["tool"]
     values = []
     for rep in range(1, before):
-        rdir = raw / f"{target}.{workload}.c{clients}.r{rep}"
+        rdir = raw / cfgmod.run_id(target, workload, clients, rep, rung)
         with contextlib.suppress(OSError, json.JSONDecodeError):
             if json.loads((rdir / "run.json").read_text()).get("status") != "ok":
                 continue
@@ -116,25 +119,35 @@ def study_started(raw: Path) -> dt.datetime | None:
     return min(starts) if starts else None
 
 
-def cell_name(workload: str, clients: int) -> str:
-    return f"{workload}/c={clients}"
+Cell = tuple[str, int | None, int]  # workload, ladder rung (None without a ladder), clients
 
 
-def decision_path(raw: Path, workload: str, clients: int, round_: int) -> Path:
-    return raw / "_precision" / f"{workload}.c{clients}.r{round_}.json"
+def cell_of(spec: cfgmod.RunSpec) -> Cell:
+    return (spec.workload, spec.rung, spec.clients)
 
 
-def assess(cfg: dict[str, Any], raw: Path, workload: str, clients: int, round_: int) -> dict[str, TargetPrecision]:
+def cell_name(cell: Cell) -> str:
+    workload, rung, clients = cell
+    return f"{workload}{'' if rung is None else f'/d{rung}'}/c={clients}"
+
+
+def decision_path(raw: Path, cell: Cell, round_: int) -> Path:
+    """data/raw/<study>/_precision/<workload>[.d<rung>].c<clients>.r<round>.json"""
+    workload, rung, clients = cell
+    return raw / "_precision" / f"{cfgmod.run_id('', workload, clients, round_, rung).lstrip('.')}.json"
+
+
+def assess(cfg: dict[str, Any], raw: Path, cell: Cell, round_: int) -> dict[str, TargetPrecision]:
     """Each target's precision in a cell from the rounds before `round_`."""
     conf = float(cfg["precision"]["confidence"])
-    return {t: precision_of(_ok_values(cfg, raw, workload, clients, t, round_), conf) for t in cfg["targets"]}
+    return {t: precision_of(_ok_values(cfg, raw, cell, t, round_), conf) for t in cfg["targets"]}
 
 
 def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = None) -> Decision:
     """Whether the optional round `spec.repeat` of the run's cell is measured. Taken once per cell and
     round (at the round's first run) and kept in data/raw/<study>/_precision/; later calls read it."""
     raw = cfgmod.raw_dir(cfg["study"])
-    path = decision_path(raw, spec.workload, spec.clients, spec.repeat)
+    path = decision_path(raw, cell_of(spec), spec.repeat)
     if path.exists():
         rec = json.loads(path.read_text())
         rec["targets"] = {k: TargetPrecision(**v) for k, v in rec["targets"].items()}
@@ -144,7 +157,7 @@ def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = 
     now = now or dt.datetime.now(dt.UTC)
     started = study_started(raw)
     elapsed = (now - started).total_seconds() / 60 if started else 0.0
-    per_target = assess(cfg, raw, spec.workload, spec.clients, spec.repeat)
+    per_target = assess(cfg, raw, cell_of(spec), spec.repeat)
     short = sorted(t for t, p in per_target.items() if not p.reached(goal))
     if not short:
         run, reason = False, f"precision reached: every target within ±{100 * goal:g} %"
@@ -156,7 +169,7 @@ def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = 
     else:
         run, reason = True, f"not yet within ±{100 * goal:g} %: {', '.join(short)}"
     decision = Decision(
-        cell_name(spec.workload, spec.clients),
+        cell_name(cell_of(spec)),
         spec.repeat,
         run,
         reason,
