@@ -104,6 +104,9 @@ def test_round_runs_while_a_target_is_imprecise_and_is_skipped_once_all_are(tmp_
         write_run(raw, f"b.w.c1.r{i}", 400 + i)
     d1 = precision.decide(c, spec(c, "a.w.c1.r7"))
     assert not d1.run and d1.reason.startswith("precision reached")
+    # the progress line: this cell's targets, and how many of the study's precise cells are done (w/c=1 only)
+    line = precision.progress_line(c, d1)
+    assert "precision w/c=1 round 7: a ±" in line and "skipping" in line and "1 of 2 cells precise" in line
 
 
 def test_failed_runs_do_not_count_and_budget_stops_rounds(tmp_path, monkeypatch):

@@ -193,8 +193,9 @@ def progress_line(cfg: dict[str, Any], decision: Decision) -> str:
         f"{t} ±{100 * p.half_width:.1f} % (n={p.n})" if p.half_width is not None else f"{t} n={p.n}"
         for t, p in decision.targets.items()
     )
-    cells = sorted(cfgmod.precision_cells(cfg))
-    done = sum(all(p.reached(decision.goal) for p in assess(cfg, raw, w, c, 10**6).values()) for w, c in cells)
+    cells = [(w, rung, c) for w, c in sorted(cfgmod.precision_cells(cfg)) for rung in cfgmod.rungs_for(cfg, w)]
+    top = int(cfg["precision"]["max_repeats"]) + 1
+    done = sum(all(p.reached(decision.goal) for p in assess(cfg, raw, cell, top).values()) for cell in cells)
     left = (
         f", {max(0.0, decision.budget_min - decision.elapsed_min):.1f} min of the {decision.budget_min:g} min budget left"
         if decision.budget_min is not None
