@@ -71,9 +71,33 @@ from pgfslab.ingest.parsers import (
     sysbench,
     vmstat,
 )
-from pgfslab.ingest.parsers._common import WARNINGS_KEY, WARNINGS_SCHEMA, ParseError, Schema, read_head
+from pgfslab.ingest.parsers._common import (
+    LINES_KEY,
+    LINES_SCHEMA,
+    NOISE,
+    NOT_UNDERSTOOD,
+    PARSED,
+    WARNINGS_KEY,
+    WARNINGS_SCHEMA,
+    ParseError,
+    Schema,
+    read_head,
+)
 
-__all__ = ["FORMATS", "WARNINGS_KEY", "WARNINGS_SCHEMA", "ParseError", "ParserModule", "detect_format", "parse"]
+__all__ = [
+    "FORMATS",
+    "LINES_KEY",
+    "LINES_SCHEMA",
+    "NOISE",
+    "NOT_UNDERSTOOD",
+    "PARSED",
+    "WARNINGS_KEY",
+    "WARNINGS_SCHEMA",
+    "ParseError",
+    "ParserModule",
+    "detect_format",
+    "parse",
+]
 
 
 class ParserModule(Protocol):
