@@ -62,6 +62,7 @@ from pgfslab.ingest.parsers import (
     diskstats,
     durability,
     fs_ops,
+    iostat,
     meminfo,
     meminfo_capture,
     pgbench_aggregate,
@@ -71,6 +72,7 @@ from pgfslab.ingest.parsers import (
     published_table,
     sysbench,
     vmstat,
+    vmstat_text,
 )
 from pgfslab.ingest.parsers._common import (
     LINES_KEY,
@@ -124,6 +126,8 @@ FORMATS: dict[str, ParserModule] = {
         vmstat,
         sysbench,
         meminfo_capture,
+        vmstat_text,
+        iostat,
         fs_ops,
         published_table,
         durability,
