@@ -127,7 +127,7 @@ def expected_format(path: Path) -> str | None:
 
 def test_formats_registry() -> None:
     # (the lab's own CSV logs, registered after these, are tested with their runners)
-    assert list(parsers.FORMATS)[:10] == [
+    assert list(parsers.FORMATS)[:13] == [
         "meminfo",
         "pgbench-summary",
         "pgbench-progress",
@@ -136,6 +136,9 @@ def test_formats_registry() -> None:
         "diskstats",
         "vmstat",
         "sysbench",
+        "meminfo-capture",
+        "vmstat-text",
+        "iostat",
         "fs-ops",
         "published-table",
     ]

@@ -258,7 +258,7 @@ def parse(path: Path, what: str) -> dict[str, pl.DataFrame]:
         )
     frame = _runs(frame)
     statements, stmt_lines = _statements(path, frame, warnings)
-    frame = frame.with_columns(pl.col("line").is_in(stmt_lines).alias("is_stmt"))
+    frame = frame.with_columns(pl.col("line").is_in(stmt_lines.to_list()).alias("is_stmt"))
     progress = _progress(path, frame, warnings)
     summary = _summary(path, frame, warnings)
 
@@ -351,7 +351,7 @@ def _summary(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None, s
     per_run = per_run.join(last, on="run_index", how="left")
     reports = per_run.filter(pl.col("transaction_type").is_not_null())
     all_runs = frame["run_index"].unique().sort()
-    no_report = all_runs.filter(~all_runs.is_in(reports["run_index"]))
+    no_report = all_runs.filter(~all_runs.is_in(reports["run_index"].to_list()))
     has_progress = frame.filter(pl.col("is_progress"))["run_index"].unique()
     for run in no_report.to_list():
         if run in has_progress.to_list() and reports.height:
