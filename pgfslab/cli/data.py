@@ -82,22 +82,33 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         else:
             raise LabError(f"{p}: no such file or directory")
     failures: list[str] = []
+    unparsed = 0
     con = duckdb.connect(str(args.db))
     try:
         ingest.create_schema(con)
         for f in files:
             try:
-                res = ingest.ingest_file(con, f, fmt=args.format, run_id=args.run, study=args.study, origin=args.origin)
+                res = ingest.ingest_file(
+                    con, f, fmt=args.format, run_id=args.run, study=args.study, origin=args.origin, strict=args.strict
+                )
             except (parsers.ParseError, LabError) as exc:
                 if not args.keep_going:
                     raise LabError(str(exc)) from None
                 failures.append(str(exc))
                 continue
-            print(f"{f}: {res.format}, {res.rows} rows")
+            for line in res.summary():
+                print(line)
             for w in res.warnings:
                 print(f"warning: {w}", file=sys.stderr)
+            if res.lines is not None:
+                unparsed += res.lines.not_understood
     finally:
         con.close()
+    if unparsed:
+        print(
+            f"{unparsed} lines not understood in all (kept in table unparsed_lines; --strict makes them an error)",
+            file=sys.stderr,
+        )
     if failures:
         print(f"{len(failures)} of {len(files)} files failed (the database holds the others):", file=sys.stderr)
         for f in failures:
@@ -208,6 +219,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "--keep-going",
         action="store_true",
         help="ingest the other files when one fails; list the failures and exit 1 at the end",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a line the parser does not understand is an error (the file is not ingested)",
     )
     p.add_argument("paths", type=Path, nargs="+")
     p.set_defaults(func=cmd_ingest)

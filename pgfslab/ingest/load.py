@@ -106,6 +106,18 @@ FILES: dict[str, Any] = {
     "ingested_at": pl.Datetime("us", "UTC"),
     "origin": pl.Utf8,
     "file_no": pl.Int64,
+    "lines": pl.Int64,
+    "lines_parsed": pl.Int64,
+    "lines_noise": pl.Int64,
+    "lines_not_understood": pl.Int64,
+}
+# the lines of ingested files that no parser understood (files.lines_not_understood counts them)
+UNPARSED_LINES: dict[str, Any] = {
+    "file_id": pl.Utf8,
+    "source_file": pl.Utf8,
+    "run_id": pl.Utf8,
+    "line": pl.Int64,
+    "text": pl.Utf8,
 }
 LAB_TABLES: dict[str, dict[str, Any]] = {
     "study": STUDY,
@@ -113,6 +125,7 @@ LAB_TABLES: dict[str, dict[str, Any]] = {
     "run_params": RUN_PARAMS,
     "targets": TARGETS,
     "files": FILES,
+    "unparsed_lines": UNPARSED_LINES,
 }
 LINK_COLUMNS: dict[str, Any] = {"file_id": pl.Utf8, "source_file": pl.Utf8, "run_id": pl.Utf8}
 TABLE_DOCS: dict[str, str] = {
@@ -125,7 +138,11 @@ TABLE_DOCS: dict[str, str] = {
     "bulk-load time and sizes",
     "files": "one row per ingested file: `file_id` (SHA-256 of its bytes), where it came from, its format, "
     "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
-    "database, keys the rows of the compact tables",
+    "database, keys the rows of the compact tables; `lines` = `lines_parsed` + `lines_noise` + "
+    "`lines_not_understood`: what became of every line of the file (noise: blank lines, banners, "
+    "`starting vacuum...`; null for files ingested before the accounting existed)",
+    "unparsed_lines": "one row per line of an ingested file that its parser did not understand (wrapper headers, "
+    "a torn last line, an unknown line inside a report): `line` (1-based) and `text`, never silently dropped",
 }
 # Tables whose rows can number in the tens of millions are stored compactly: `<table>_rows` holds
 # `file_no` (BIGINT) and the format's columns, and `<table>` is a view that adds file_id,
@@ -265,6 +282,78 @@ class FileResult:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     direct: bool = False  # loaded by DuckDB's CSV reader (the fast path), not the polars parser
+    lines: LineCounts | None = None
+    tables: dict[str, int] = field(default_factory=dict)  # rows per table
+
+    def summary(self, shown: int = 5) -> list[str]:
+        """The ingest's report of this file: rows per table, the line accounting, and the first
+        `shown` lines not understood (path:line: text)."""
+        per_table = ", ".join(f"{t} {n}" for t, n in self.tables.items() if n) or "no rows"
+        out = [f"{self.path}: {self.format}, {self.rows} rows ({per_table})"]
+        if self.lines is not None:
+            lc = self.lines
+            out[0] += f"; {lc.total} lines: {lc.parsed} parsed, {lc.noise} noise, {lc.not_understood} not understood"
+            for line, text in lc.first_unparsed[:shown]:
+                out.append(f"  not understood: {self.path}:{line}: {text[:120]!r}")
+            if lc.not_understood > shown:
+                out.append(f"  ... and {lc.not_understood - shown} more (table unparsed_lines)")
+        return out
+
+
+@dataclass
+class LineCounts:
+    """What became of a file's lines: total = parsed + noise + not_understood."""
+
+    total: int
+    parsed: int
+    noise: int
+    not_understood: int
+    unparsed: pl.DataFrame  # line, text of the lines not understood
+    first_unparsed: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _count_lines(path: Path) -> int:
+    """Lines of a file as `wc -l` counts them, plus a last line without a newline."""
+    n = 0
+    last = b""
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 24), b""):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (1 if last not in (b"", b"\n") else 0)
+
+
+def line_counts(path: Path, accounting: pl.DataFrame | None, warned: Iterable[int | None]) -> LineCounts:
+    """The accounting of a parsed file: from its parser's `_lines` (every line classified), or,
+    for the formats whose every line is a row (CSV/JSON/space-separated logs), all lines parsed
+    but those a warning names (a torn last line, a dropped line), which count as not understood."""
+    unparsed_schema = {"line": pl.Int64, "text": pl.Utf8}
+    if accounting is not None:
+        counts = dict(accounting.group_by("kind").len().iter_rows())
+        unparsed = accounting.filter(pl.col("kind") == parsers.NOT_UNDERSTOOD).select("line", "text").sort("line")
+        lc = LineCounts(
+            accounting.height,
+            counts.get(parsers.PARSED, 0),
+            counts.get(parsers.NOISE, 0),
+            counts.get(parsers.NOT_UNDERSTOOD, 0),
+            unparsed.cast(unparsed_schema),  # type: ignore[arg-type]
+        )
+    else:
+        total = _count_lines(path)
+        bad = sorted({w for w in warned if w is not None and 1 <= w <= total})
+        texts: dict[int, str] = {}
+        if bad:
+            wanted = set(bad)
+            with open(path, "rb") as fh:
+                for i, raw in enumerate(fh, 1):  # only when a warning names lines: rare, small
+                    if i in wanted:
+                        texts[i] = raw.rstrip(b"\r\n").decode("utf-8", errors="backslashreplace")
+                    if i >= bad[-1]:
+                        break
+        unparsed = pl.DataFrame({"line": bad, "text": [texts.get(i, "") for i in bad]}, schema=unparsed_schema)
+        lc = LineCounts(total, total - len(bad), 0, len(bad), unparsed)
+    lc.first_unparsed = [(int(a), str(b)) for a, b in lc.unparsed.head(20).iter_rows()]
+    return lc
 
 
 def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str) -> None:
@@ -286,7 +375,9 @@ def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str)
                 )
             else:
                 con.execute(f'DELETE FROM "{table}" WHERE list_contains(?, file_id)', [sorted(fids)])
-    con.execute("DELETE FROM files WHERE list_contains(?, file_id)", [sorted({file_id, *(r[0] for r in prev)})])
+    gone = sorted({file_id, *(r[0] for r in prev)})
+    con.execute("DELETE FROM unparsed_lines WHERE list_contains(?, file_id)", [gone])
+    con.execute("DELETE FROM files WHERE list_contains(?, file_id)", [gone])
 
 
 def _next_file_no(con: duckdb.DuckDBPyConnection) -> int:
@@ -305,6 +396,7 @@ def _file_row(
     warnings: int,
     origin: str,
     file_no: int,
+    lines: LineCounts,
 ) -> None:
     _insert_row(
         con,
@@ -321,8 +413,22 @@ def _file_row(
             "ingested_at": dt.datetime.now(dt.UTC),
             "origin": origin,
             "file_no": file_no,
+            "lines": lines.total,
+            "lines_parsed": lines.parsed,
+            "lines_noise": lines.noise,
+            "lines_not_understood": lines.not_understood,
         },
     )
+    if lines.unparsed.height:
+        _insert(
+            con,
+            "unparsed_lines",
+            lines.unparsed.with_columns(
+                pl.lit(file_id).alias("file_id"),
+                pl.lit(source).alias("source_file"),
+                pl.lit(run_id, dtype=pl.Utf8).alias("run_id"),
+            ),
+        )
 
 
 def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
@@ -346,10 +452,13 @@ def ingest_file(
     origin: str = "local",
     run_record: dict[str, Any] | None = None,
     direct: bool = True,
+    strict: bool = False,
 ) -> FileResult:
     """Parse one file and replace its rows in one transaction. Raises ParseError/LabError on failure,
     and then the database is exactly as before. `run_record` (a `runs` row) is stored in the same
-    transaction, replacing the run of the same run_id. `direct=False` forces the polars parser."""
+    transaction, replacing the run of the same run_id. `direct=False` forces the polars parser.
+    Every line is accounted for (`FileResult.lines`, `files.lines_*`, `unparsed_lines`); with
+    `strict` a line not understood is an error (LabError naming the lines; nothing stored)."""
     path = Path(path)
     fmt = fmt or parsers.detect_format(path)
     if fmt is None:
@@ -379,13 +488,18 @@ def ingest_file(
     if file_id is None:
         file_id = sha256(path)
     tables = parsers.parse(path, fmt)
-    warn_frame = tables.pop("_warnings", None)
-    warnings = (
-        []
-        if warn_frame is None
-        else _warning_texts(path, ((r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)))
-    )
+    warn_frame = tables.pop(parsers.WARNINGS_KEY, None)
+    items = [] if warn_frame is None else [(r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)]
+    warnings = _warning_texts(path, items)
+    lines = line_counts(path, tables.pop(parsers.LINES_KEY, None), (line for line, _ in items))
+    if strict and lines.not_understood:
+        shown = "; ".join(f"{path}:{n}: {t[:80]!r}" for n, t in lines.first_unparsed[:5])
+        more = f" (and {lines.not_understood - 5} more)" if lines.not_understood > 5 else ""
+        raise LabError(
+            f"{path}: {lines.not_understood} of {lines.total} lines not understood as {fmt} (--strict): {shown}{more}"
+        )
     rows = 0
+    per_table: dict[str, int] = {}
     con.execute("BEGIN TRANSACTION")
     try:
         _forget(con, file_id, source, fmt)
@@ -406,12 +520,13 @@ def ingest_file(
                 )
             _insert(con, storage_table(table), frame)
             rows += frame.height
-        _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no)
+            per_table[table] = frame.height
+        _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no, lines)
         con.execute("COMMIT")
     except BaseException:
         _rollback(con)
         raise
-    return FileResult(path, fmt, rows, None, warnings)
+    return FileResult(path, fmt, rows, None, warnings, lines=lines, tables=per_table)
 
 
 def _numeric_head(path: Path, alphabet: bytes) -> bool:
@@ -480,9 +595,15 @@ def _direct(
             _store_run(con, run_record)
         rows, items = loaded
         warnings = _warning_texts(path, items)
-        _file_row(con, path, check.sha256, source, fmt, run_id, study, rows, len(warnings), origin, file_no)
+        # the fast path takes only files whose every line is a row (each newline-terminated)
+        lines = LineCounts(
+            check.newlines, rows, 0, check.newlines - rows, pl.DataFrame(schema={"line": pl.Int64, "text": pl.Utf8})
+        )
+        if lines.not_understood:
+            raise RuntimeError("rows and lines differ: the exact parser decides")
+        _file_row(con, path, check.sha256, source, fmt, run_id, study, rows, len(warnings), origin, file_no, lines)
         con.execute("COMMIT")
-        return FileResult(path, fmt, rows, None, warnings, direct=True)
+        return FileResult(path, fmt, rows, None, warnings, direct=True, lines=lines, tables={table: rows})
     except Exception:
         _rollback(con)  # the exact parser says what is wrong (or reads the file after all)
         return None
