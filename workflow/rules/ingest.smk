@@ -1,14 +1,5 @@
-# Stage 2: every raw log of the study into data/<study>.duckdb (rebuilt atomically).
-
-
-def _ingest_inputs(wildcards):
-    raw = labcfg.raw_dir(wildcards.study)
-    if RAW_ONLY:
-        return [str(raw / "study.yaml"), *map(str, sorted(raw.glob("*/run.json"))),
-                *map(str, sorted(raw.glob("_setup/*/target.json")))]
-    return [str(raw / "study.yaml"),
-            *(str(raw / "_setup" / t / "target.json") for t in STUDY_CFG["targets"]),
-            *(str(raw / r.run_id / "run.json") for r in PLAN)]
+# Stage 2: every raw log of the study into data/<study>.duckdb (rebuilt atomically); what it said, warnings
+# included, also in build/<study>/logs/ingest.log. Its inputs: common.smk's _ingest_inputs.
 
 
 rule ingest:
@@ -18,5 +9,8 @@ rule ingest:
         external=sorted(str(p) for p in paths.EXTERNAL.rglob("*") if p.is_file()),
     output:
         "data/{study}.duckdb",
+    log:
+        "build/{study}/logs/ingest.log",
     shell:
-        "{PY} -m pgfslab ingest-study --raw data/raw/{wildcards.study} --db {output}"
+        # the warnings (files not ingested) stay on the console as well (Snakemake's shell sets pipefail)
+        "{PY} -m pgfslab ingest-study --raw data/raw/{wildcards.study} --db {output} 2>&1 | tee {log}"
