@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pgfslab.analysis import precision as answers
+from pgfslab.analysis.answers import precision as answers
 from pgfslab.analysis.stats import power
 from pgfslab.config import study as config
 from pgfslab.errors import LabError

@@ -13,5 +13,9 @@ in tests/test_answers_*.py with hand-made frames:
 * `micro`: file-system micro-benchmarks per operation and target (fs_micro);
 * `published`: this lab's numbers beside the seed documents' (local_vs_published);
 * `scaling`: throughput against data-set size (scaling);
-* `percentiles`: latency bands per second and over the run (latency_percentiles).
+* `percentiles`: latency bands per second and over the run (latency_percentiles);
+* `precision`: each cell's interval over repeats and what a non-significant comparison could detect
+  (precision).
+
+The seeds' claims and their verdicts are a subpackage of their own: `pgfslab.analysis.verdicts`.
 """
