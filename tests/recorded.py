@@ -244,6 +244,7 @@ def _missing_cases(st: dict[str, Study]) -> dict[str, tuple[Path, str, str | Non
         "fs_micro": (pg_db.db, pg_db.study, None),
         "compression_footprint": (empty_db, "empty-study", None),
         "local_vs_published": (nopub_db, fs_db.study, None),
+        "seed_verdicts": (empty_db, "empty-study", None),
     }
 
 

@@ -12,6 +12,7 @@ tools its workloads use):
     compression_footprint       always
     fs_micro                    fsmicro workloads
     local_vs_published          a workload or target a seed document also measured (`comparable`)
+    seed_verdicts               a study that names the seeds it reproduces (`seeds`)
 
 Every job writes build/<study>/notebooks/<name>.ipynb (executed), figures/<study>/<figure>.{svg,png,pdf},
 build/<study>/tables/<name>.parquet (its table) and build/<study>/tables/<name>.json (what it gives the
@@ -36,6 +37,7 @@ STUDY_WIDE = (
     "scaling",
     "fs_micro",
     "local_vs_published",
+    "seed_verdicts",
 )
 ALL = (*PER_WORKLOAD, *STUDY_WIDE)
 # figures a notebook writes when they are not one named like the job
@@ -131,6 +133,8 @@ def jobs(cfg: dict[str, Any]) -> list[Job]:
         out.append(Job("fs_micro", "fs_micro"))
     if comparable(cfg):
         out.append(Job("local_vs_published", "local_vs_published"))
+    if cfg.get("seeds"):
+        out.append(Job("seed_verdicts", "seed_verdicts"))
     return out
 
 

@@ -27,6 +27,7 @@ from pgfslab.paths import in_lab
 PG_TOOLS = ("pgbench", "sysbench")
 # the executed notebooks whose results the paper shows, in this order (per-workload ones first)
 RESULT_ORDER = [
+    "seed_verdicts",
     "throughput_stability",
     "latency_percentiles",
     "variance_significance",

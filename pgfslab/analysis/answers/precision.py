@@ -104,7 +104,7 @@ def precision_chart(cells: pl.DataFrame, goal: float | None, color_scale: Any = 
         (100 * (pl.col("median_ci_high") / pl.col("median") - 1)).alias("hi_pct"),
         pl.lit(0.0).alias("zero"),
     )
-    base = alt.Chart(df.to_pandas()).encode(
+    base = alt.Chart(df).encode(
         y=alt.Y("target_label:N", title=None),
         color=alt.Color("target_label:N", scale=color_scale, legend=None),
     )
@@ -118,11 +118,9 @@ def precision_chart(cells: pl.DataFrame, goal: float | None, color_scale: Any = 
     layers = [bars, dots]
     if goal is not None:
         band = (
-            alt.Chart(pl.DataFrame({"lo": [-100 * goal], "hi": [100 * goal]}).to_pandas())
+            alt.Chart(pl.DataFrame({"lo": [-100 * goal], "hi": [100 * goal]}))
             .mark_rect(opacity=0.12, color="#2a9d8f")
             .encode(x="lo:Q", x2="hi:Q")
         )
         layers.insert(0, band)
-    return (
-        alt.layer(*layers, data=df.to_pandas()).facet(row=alt.Row("cell:N", title=None)).resolve_scale(y="independent")
-    )
+    return alt.layer(*layers, data=df).facet(row=alt.Row("cell:N", title=None)).resolve_scale(y="independent")

@@ -35,7 +35,7 @@ class Claim:
     b: dict[str, Any]
     workload: str
     regime: str
-    direction: str
+    direction: str | None  # None for a qualitative claim
     threshold: float | None
     reproducible_here: bool
     why_not: str | None = None
@@ -49,7 +49,7 @@ def _check(item: dict[str, Any], path: Path) -> Claim:
     unknown = sorted(set(item) - set(Claim.__dataclass_fields__))
     if unknown:
         raise LabError(f"{path}: claim {item['id']!r}: unknown keys {', '.join(unknown)}")
-    if item["quantity"] not in QUANTITIES or item["direction"] not in DIRECTIONS:
+    if item["quantity"] not in QUANTITIES or item["direction"] not in (*DIRECTIONS, None):
         raise LabError(f"{path}: claim {item['id']!r}: quantity must be one of {QUANTITIES}, direction of {DIRECTIONS}")
     if not item["reproducible_here"] and not item.get("why_not"):
         raise LabError(f"{path}: claim {item['id']!r}: not reproducible here, but no why_not")

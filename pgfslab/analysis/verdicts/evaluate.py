@@ -23,9 +23,10 @@ from pgfslab.analysis.verdicts.claims import Claim
 from pgfslab.analysis.verdicts.facts import PG_KEYS
 from pgfslab.analysis.verdicts.ratio import ratio_ci, verdict
 
-TARGET_KEYS = ("fs", "compression")
-RUN_KEYS = ("fillfactor", "snapshots", "dirty_background_bytes", *PG_KEYS)
-GROUP_DIMS = ("kind", "clients", "rung", "regime", *RUN_KEYS)
+# what a target is (set per target in a study) and what a run is (set per workload, or per target)
+TARGET_KEYS = ("fs", "compression", "fillfactor", "snapshots")
+RUN_KEYS = ("dirty_background_bytes", *PG_KEYS)
+CELL_DIMS = ("kind", "clients", "rung", "regime")
 VALUE = {"ratio": "value", "variance_ratio": "cv", "saving": "saving"}
 
 RESULT_SCHEMA: dict[str, Any] = {
@@ -76,7 +77,7 @@ def _cell_label(group: dict[str, Any]) -> str:
         parts.append(f"d{group['rung']}")
     if group.get("regime"):
         parts.append(str(group["regime"]).replace("_", " "))
-    parts += [f"{k}={v}" for k, v in group.items() if k in RUN_KEYS and v is not None and k != "snapshots"]
+    parts += [f"{k}={v}" for k, v in group.items() if k in RUN_KEYS and v is not None]
     return ", ".join(parts)
 
 
@@ -108,17 +109,17 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
         return pl.DataFrame(schema=RESULT_SCHEMA)
     f = f.filter(pl.col(column).is_not_null() & (pl.col(column) > 0))
     named = set(claim.a) | set(claim.b)
-    dims = [d for d in GROUP_DIMS if d not in named and d in f.columns]
+    # a claim about settings compares them on one target (grouped by target); a claim about targets
+    # compares targets that agree in every target key it does not name
+    by_target = ["target_label"] if not named & set(TARGET_KEYS) else [k for k in TARGET_KEYS if k not in named]
+    dims = [*CELL_DIMS, *(k for k in RUN_KEYS if k not in named), *by_target]
     side_a, side_b = f.filter(side_filter(claim.a)), f.filter(side_filter(claim.b))
-    same_target = not (named & set(TARGET_KEYS))  # settings compared on one target, not across targets
     rows = []
     for key, part_a in side_a.group_by(dims, maintain_order=True):
         group = dict(zip(dims, key))
         part_b = side_b.filter(pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items()]))
         for ta in part_a["target_label"].unique(maintain_order=True).to_list():
             for tb in part_b["target_label"].unique(maintain_order=True).to_list():
-                if (ta == tb) != same_target:
-                    continue
                 a = part_a.filter(pl.col("target_label") == ta)[column].to_numpy()
                 b = part_b.filter(pl.col("target_label") == tb)[column].to_numpy()
                 rows.append(_row(claim, group, ta, tb, a, b, alpha))
@@ -168,11 +169,16 @@ def evaluate_all(facts: pl.DataFrame, claims: list[Claim], alpha: float = 0.05) 
     for c in claims:
         if not c.reproducible_here:
             continue
-        rows = evaluate(facts, c, alpha)
+        rows = evaluate(facts, c, alpha) if c.match else pl.DataFrame(schema=RESULT_SCHEMA)
         if rows.is_empty():
-            rows = pl.DataFrame(
-                [{"claim": c.id, "seed": c.seed, "verdict": "not tested in this study"}], schema=RESULT_SCHEMA
+            why = (
+                "judged from the figures (qualitative)"
+                if c.quantity in ("qualitative", "count")
+                else "not evaluated automatically"
+                if not c.match
+                else "not tested in this study"
             )
+            rows = pl.DataFrame([{"claim": c.id, "seed": c.seed, "verdict": why}], schema=RESULT_SCHEMA)
         out.append(rows)
     return pl.concat(out) if out else pl.DataFrame(schema=RESULT_SCHEMA)
 
@@ -180,7 +186,7 @@ def evaluate_all(facts: pl.DataFrame, claims: list[Claim], alpha: float = 0.05) 
 def summary(results: pl.DataFrame) -> pl.DataFrame:
     """Per claim: how many of its cells hold, do not hold, are not resolved; its verdict overall (one
     word when every cell agrees, `mixed` otherwise) and the widest interval's half-width in %."""
-    tested = results.filter(pl.col("verdict") != "not tested in this study")
+    tested = results.filter(pl.col("verdict").is_in(["holds", "does not hold", "not resolved"]))
     half = 100 * (pl.col("hi") - pl.col("lo")) / 2 / pl.col("estimate")
     agg = tested.group_by("claim", maintain_order=True).agg(
         pl.len().alias("cells"),

@@ -54,10 +54,11 @@ def _bytes(value: Any) -> int | None:
         return None
 
 
-def run_facts(db: str | Path, study: str) -> pl.DataFrame:
+def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     """One row per successful run: run_id, target, target_label, fs, compression, kind (pgbench builtin,
     sysbench test, or the fsmicro workload's name), tool, op, clients, rung, regime, fillfactor,
-    snapshots, dirty_background_bytes, each of PG_KEYS (as text), and `value` (the headline)."""
+    snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the headline), `cv` (within-run
+    variation of per-second throughput) and `saving` (btrfs compression's, where compsize measured it)."""
     head = queries.headline(db, study)
     recs = queries.run_records(db, study)
     rows = []
@@ -114,4 +115,30 @@ def run_facts(db: str | Path, study: str) -> pl.DataFrame:
         **dict.fromkeys(PG_KEYS, pl.Utf8),
         "value": pl.Float64,
     }
-    return pl.DataFrame(rows, schema=schema)
+    facts = pl.DataFrame(rows, schema=schema)
+    return facts.join(within_run_cv(db, study, trim_s), on="run_id", how="left").join(
+        compression_saving(db, study), on="run_id", how="left"
+    )
+
+
+def within_run_cv(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
+    """Per run: the coefficient of variation of its per-second throughput after `trim_s` seconds (how
+    steady the run was; seed 000's jitter and dirty_background_bytes claims)."""
+    try:
+        series = queries.throughput(db, study)
+    except queries.MissingData:
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "cv": pl.Float64})
+    return (
+        series.filter(pl.col("t_s") > trim_s)
+        .group_by("run_id")
+        .agg((pl.col("tps").std() / pl.col("tps").mean()).alias("cv"))
+    )
+
+
+def compression_saving(db: str | Path, study: str) -> pl.DataFrame:
+    """Per run on a compressing btrfs target: 1 - on disk / uncompressed (compsize at the end of the run)."""
+    st = queries.storage(db, study)
+    return st.select(
+        "run_id",
+        (1 - pl.col("compsize_disk_bytes") / pl.col("compsize_uncompressed_bytes")).alias("saving"),
+    )
