@@ -41,7 +41,7 @@ STUDY_WIDE = (
 )
 ALL = (*PER_WORKLOAD, *STUDY_WIDE)
 # figures a notebook writes when they are not one named like the job
-FIGURES = {"fs_micro": ("fs_micro-ops", "fs_micro-latency")}
+FIGURES = {"fs_micro": ("fs_micro-ops", "fs_micro-latency"), "seed_verdicts": ("seed_verdicts-status",)}
 
 
 @dataclass(frozen=True)

@@ -153,3 +153,44 @@ def _line(c: Claim) -> tuple[float | None, float | None]:
     if c.direction == "within":
         return 1 - float(t), 1 + float(t)
     return float(t), float(t)
+
+
+def status_counts(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
+    """Per seed: how many findings this study resolved either way, left unresolved, did not test, or
+    cannot test on this kind of machine (a claim counts once, by its cells' verdicts)."""
+    per_claim = results.group_by("claim", maintain_order=True).agg(pl.col("verdict").unique().alias("_v"))
+    status = pl.when(pl.col("_v").list.len() > 1).then(pl.lit("mixed over cells")).otherwise(pl.col("_v").list.first())
+    gone = pl.DataFrame(
+        [{"claim": c.id, "status": "not reproducible here"} for c in claims if not c.reproducible_here],
+        schema={"claim": pl.Utf8, "status": pl.Utf8},
+    )
+    seeds = pl.DataFrame([{"claim": c.id, "seed": c.seed} for c in claims], schema={"claim": pl.Utf8, "seed": pl.Utf8})
+    return (
+        pl.concat([per_claim.select("claim", status.alias("status")), gone])
+        .join(seeds, on="claim")
+        .group_by("seed", "status")
+        .len("findings")
+        .sort("seed", "status")
+    )
+
+
+def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
+    """How many of each seed's findings hold, do not hold, are not resolved, or were not or cannot be
+    tested: a stacked bar per seed."""
+    import altair as alt
+
+    order = ["holds", "does not hold", "mixed over cells", "not resolved", "not tested in this study",
+             "judged from the figures (qualitative)", "not evaluated automatically", "not reproducible here"]  # fmt: skip
+    colors = ["#2a9d8f", "#e76f51", "#f4a261", "#457b9d", "#48cae4", "#e9c46a", "#c77dff", "#7b2cbf"]
+    return (
+        alt.Chart(status_counts(results, claims))
+        .mark_bar()
+        .encode(
+            y=alt.Y("seed:N", title="seed"),
+            x=alt.X("findings:Q", title="findings"),
+            color=alt.Color("status:N", scale=alt.Scale(domain=order, range=colors), title=None, sort=order),
+            order=alt.Order("status:N"),
+            tooltip=["seed", "status", "findings"],
+        )
+        .properties(width=420, height=160)
+    )
