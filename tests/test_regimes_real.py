@@ -36,7 +36,7 @@ CONFIG = {
     "ladder": {"scales": SCALES, "memory_limit_mb": 256},
     # a loose goal at a low confidence, so that three rounds can be enough and round 4 may be skipped
     "precision": {"half_width": 0.5, "confidence": 0.75, "min_repeats": MIN_R, "max_repeats": MAX_R},
-    "run": {"duration_s": 3},
+    "run": {"duration_s": 3, "prewarm": True},
     "sampler": {"meminfo_hz": 1},
 }
 
@@ -75,6 +75,14 @@ def test_runs_use_their_rungs_database(study: Path) -> None:
             for r in range(1, MIN_R + 1):
                 out = (raw(study) / f"{target}.tpcb.d{k}.c2.r{r}" / "pgbench.stdout").read_text()
                 assert f"scaling factor: {scale}\n" in out
+
+
+def test_a_warm_start_loaded_the_rungs_relations(study: Path) -> None:
+    for k in range(1, len(SCALES) + 1):
+        rec = json.loads((raw(study) / f"ext4.tpcb.d{k}.c2.r1" / "run.json").read_text())
+        loaded = rec["target_setup"]["database_bytes_loaded"]  # pg_database_size after the load
+        # pg_prewarm's own count of 8 kB blocks read: most of the database (tables and indexes)
+        assert 0.5 * loaded <= rec["prewarm"]["blocks"] * 8192 <= 1.5 * loaded, (k, rec["prewarm"], loaded)
 
 
 def test_an_optional_round_is_measured_for_every_target_or_for_none(study: Path) -> None:

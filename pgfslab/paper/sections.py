@@ -565,7 +565,9 @@ cluster is initialised on it and loaded once. Every run then mounts the target, 
 cache{"" if (c.get("run") or {}).get("drop_caches", True) else " (disabled in this study)"}, starts the server, runs
 one workload, stops the server and unmounts, while samplers record {sampled}. Runs are interleaved (repeat 1 of
 every target and cell, then repeat 2, ...), so that drift of the machine over time does not masquerade as a
-difference between targets.""")
+difference between targets.
+
+{_start_sentence(ctx)}""")
     show(
         report.markdown_table(
             _workload_rows(ctx),
@@ -599,6 +601,56 @@ min and max per second survive), and known to the bucket from sysbench's histogr
 
 
 # ---------------------------------------------------------------------------------------- results
+
+
+def _start_sentence(ctx: Context) -> str:
+    """Which state a run starts from (the issue every seed comparison needs said), how many checkpoints the
+    runs spanned, and how repeats were decided."""
+    c = ctx.cfg
+    rungs = "; each rung of the data-set ladder has a database of its own" if c.get("ladder") else ""
+    warm = (
+        ", its relations loaded into shared_buffers with pg_prewarm before the measured interval (warm start)"
+        if (c.get("run") or {}).get("prewarm")
+        else " and cold buffers (cold start)"
+    )
+    return (
+        f"**Starting state.** A run starts from the data as the target's previous run left it (the data set is "
+        f"loaded once, not restored before each run{rungs}), with a freshly started server{warm}. "
+        + _checkpoint_sentence(ctx)
+        + _precision_sentence(c)
+    )
+
+
+def _checkpoint_sentence(ctx: Context) -> str:
+    """How many checkpoints the runs spanned (the seeds' long runs span many; short ones may span none)."""
+    ok = ctx.runs.filter(pl.col("status") == "ok")
+    if "checkpoints_timed" not in ok.columns:
+        return ""
+    n = (ok["checkpoints_timed"].fill_null(0) + ok["checkpoints_req"].fill_null(0)).drop_nulls()
+    if n.is_empty():
+        return ""
+    return (
+        f"Runs spanned {int(n.min())} to {int(n.max())} checkpoints (median {n.median():g}; timed and requested, from "
+        f"pg_stat_bgwriter before and after); {int((n < 2).sum())} of {n.len()} runs spanned fewer than two."
+    )
+
+
+def _precision_sentence(c: dict[str, Any]) -> str:
+    prec = c.get("precision")
+    if not prec:
+        return ""
+    return (
+        f" **Repeats until precise.** The cells {', '.join(prec.get('cells') or ['(every cell)'])} ran "
+        f"{prec['min_repeats']} rounds, then further rounds (up to {prec['max_repeats']}) only while some target's median "
+        f"was not yet known to ±{100 * prec['half_width']:g} % ({100 * prec['confidence']:g} % distribution-free "
+        "interval)"
+        + (
+            f" and less than {prec['budget_min']:g} minutes had passed since the first run"
+            if prec.get("budget_min")
+            else ""
+        )
+        + "; the decision never looked at a p-value. The precision reached per cell is in the precision section."
+    )
 
 
 def _publications(ctx: Context, prefix: str) -> list[dict[str, Any]]:
