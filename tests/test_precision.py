@@ -189,3 +189,37 @@ def test_cell_precision_marks_cells_against_the_goal():
     out = answers.cell_precision(df, 0.95, 0.05).sort("target_label")
     assert out["half_width"].to_list() == pytest.approx([(102 - 98) / 2 / 100, (130 - 70) / 2 / 100])
     assert out["precise"].to_list() == [True, False]
+
+
+def test_skipped_rounds_per_cell_with_the_reason():
+    records = {
+        "a.w.c4.r7": {
+            "status": "skipped",
+            "workload": "w",
+            "rung": None,
+            "clients": 4,
+            "repeat": 7,
+            "skip_reason": "precision reached",
+        },
+        "b.w.c4.r7": {
+            "status": "skipped",
+            "workload": "w",
+            "rung": None,
+            "clients": 4,
+            "repeat": 7,
+            "skip_reason": "precision reached",
+        },
+        "a.w.c4.r8": {
+            "status": "skipped",
+            "workload": "w",
+            "rung": None,
+            "clients": 4,
+            "repeat": 8,
+            "skip_reason": "precision reached",
+        },
+        "a.w.c4.r1": {"status": "ok", "workload": "w", "rung": None, "clients": 4, "repeat": 1},
+    }
+    out = answers.skipped_rounds(records)
+    assert out.to_dicts() == [
+        {"workload": "w", "rung": None, "clients": 4, "rounds_skipped": 2, "reason": "precision reached"}
+    ]

@@ -43,25 +43,26 @@ def cell_precision(headline: pl.DataFrame, confidence: float = 0.95, goal: float
     )
 
 
-def skipped_rounds(runs: pl.DataFrame) -> pl.DataFrame:
-    """Per cell: optional rounds that were not measured, and why (from the runs' records)."""
-    skipped = runs.filter(pl.col("status") == "skipped")
-    if skipped.is_empty():
-        return pl.DataFrame(
-            schema={"workload": pl.Utf8, "clients": pl.Int64, "rounds_skipped": pl.UInt32, "reason": pl.Utf8}
-        )
-    reason = pl.col("run_json").map_elements(_skip_reason, return_dtype=pl.Utf8)
+def skipped_rounds(records: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """Per cell: optional rounds that were not measured, and why, from the run records (every status:
+    `queries.run_records(..., only_ok=False)`)."""
+    rows = [
+        {
+            "workload": r.get("workload"),
+            "rung": r.get("rung"),
+            "clients": r.get("clients"),
+            "repeat": r.get("repeat"),
+            "reason": str(r.get("skip_reason") or ""),
+        }
+        for r in records.values()
+        if r.get("status") == "skipped"
+    ]  # one record per run of the study: a few hundred at most
+    schema = {"workload": pl.Utf8, "rung": pl.Int64, "clients": pl.Int64, "repeat": pl.Int64, "reason": pl.Utf8}
     return (
-        skipped.with_columns(reason.alias("reason"))
+        pl.DataFrame(rows, schema=schema)
         .group_by(CELL, maintain_order=True)
         .agg(pl.col("repeat").n_unique().cast(pl.UInt32).alias("rounds_skipped"), pl.col("reason").first())
     )
-
-
-def _skip_reason(run_json: str) -> str:
-    import json
-
-    return str(json.loads(run_json).get("skip_reason") or "")
 
 
 def detectable_differences(
