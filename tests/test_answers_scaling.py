@@ -66,9 +66,9 @@ def test_reader_tables() -> None:
     sets = scaling.data_sets(runs, scaling.scaling(runs).table.sort("target_label", "size_mib"))
     assert sets.select("target_label", "dataset", "size_mib", "runs", "regime").rows() == [
         ("ext4", "s10", 11.0, 2, "fits shared_buffers"),
-        ("ext4", "s100", 1000.0, 1, "fits shared_buffers"),
+        ("ext4", "s100", 1000.0, 1, "exceeds RAM"),  # 1000 MiB against 512 MiB of RAM (line 58)
         ("xfs", "s10", 11.0, 1, "fits shared_buffers"),
-    ]  # the regime of a target is that of its first row
+    ]  # each data set's own regime (a ladder climbs through them)
     assert scaling.data_set_table(sets).columns == ["target", "dataset", "database MiB", "runs", "regime"]
     cells = scaling.scaling(runs).table
     assert "vs smallest" in scaling.scaling_cells_table(cells, True).columns

@@ -72,7 +72,10 @@ def _wcond(workload: str | None, alias: str = "r") -> tuple[str, list[object]]:
     return f"AND {alias}.workload = ?", [workload]
 
 
-RUN_COLS = "r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.tool, r.clients, r.repeat, r.plan_index"
+RUN_COLS = (
+    "r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.base_workload, r.tool, r.clients, r.repeat, "
+    "r.plan_index"
+)
 
 
 # ---------------------------------------------------------------------------- study, runs, targets
@@ -186,7 +189,7 @@ def throughput(
     wc, wp = _wcond(workload)
     tc, tp = _tcond(targets)
     params: list[object] = [study, *wp, *tp]
-    cols = "r.run_id, r.target, r.target_label, r.fallback, r.workload, r.tool, r.clients, r.repeat"
+    cols = "r.run_id, r.target, r.target_label, r.fallback, r.workload, r.base_workload, r.tool, r.clients, r.repeat"
     parts = [
         f"""
         SELECT {cols}, p.t_s, p.tps, p.latency_avg_ms AS latency_ms, 'mean' AS latency_kind,

@@ -41,7 +41,7 @@ STUDY_WIDE = (
 )
 ALL = (*PER_WORKLOAD, *STUDY_WIDE)
 # figures a notebook writes when they are not one named like the job
-FIGURES = {"fs_micro": ("fs_micro-ops", "fs_micro-latency"), "seed_verdicts": ("seed_verdicts-status",)}
+FIGURES = {"fs_micro": ("fs_micro-ops", "fs_micro-latency")}
 
 
 @dataclass(frozen=True)
@@ -92,18 +92,28 @@ class Job:
         return out | self.extra
 
 
+def _with_rungs(cfg: dict[str, Any], names: list[str]) -> list[str]:
+    """A ladder study's workloads per rung, as the database names them (`tpcb.d1`, `tpcb.d2`, ...)."""
+    lad = cfg.get("ladder") or {}
+    k = len(lad.get("scales") or lad.get("table_sizes") or [])
+    return [f"{w}.d{i}" for w in names for i in range(1, k + 1)] if k else names
+
+
 def series_workloads(cfg: dict[str, Any]) -> list[str]:
     """Workloads with per-second throughput (pgbench -P, sysbench --report-interval); fsmicro has none."""
-    return [w for w, wl in cfg["workloads"].items() if wl["tool"] in ("pgbench", "sysbench")]
+    return _with_rungs(cfg, [w for w, wl in cfg["workloads"].items() if wl["tool"] in ("pgbench", "sysbench")])
 
 
 def latency_workloads(cfg: dict[str, Any]) -> list[str]:
-    return [
-        w
-        for w, wl in cfg["workloads"].items()
-        if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
-        or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)
-    ]
+    return _with_rungs(
+        cfg,
+        [
+            w
+            for w, wl in cfg["workloads"].items()
+            if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
+            or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)
+        ],
+    )
 
 
 def comparable(cfg: dict[str, Any]) -> bool:

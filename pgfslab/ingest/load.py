@@ -51,6 +51,7 @@ RUNS: dict[str, Any] = {
     "device": pl.Utf8,
     "direct_io": pl.Boolean,
     "workload": pl.Utf8,
+    "base_workload": pl.Utf8,
     "tool": pl.Utf8,
     "builtin": pl.Utf8,
     "clients": pl.Int64,
@@ -790,7 +791,9 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "mount_options": mount.get("mount_options"),
         "device": mount.get("device"),
         "direct_io": mount.get("direct_io"),
-        "workload": rec.get("workload"),
+        # a ladder's rung is part of the cell: `tpcb.d2` (the base workload in base_workload)
+        "workload": rec.get("workload") if rec.get("rung") is None else f"{rec.get('workload')}.d{rec['rung']}",
+        "base_workload": rec.get("workload"),
         "tool": rec.get("tool"),
         "builtin": wl.get("builtin"),
         "clients": rec.get("clients"),

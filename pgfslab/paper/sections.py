@@ -62,6 +62,10 @@ class Context:
         figures_dir, tables_dir, build_dir = (str(in_lab(p)) for p in (figures_dir, tables_dir, build_dir))
         info = data.study_info(db)
         runs = data.require(data.runs(db, study), f"runs of study {study!r}")
+        # the paper speaks of the config's workloads: a ladder's `tpcb.d2` is `tpcb` (its cell in cell_workload)
+        runs = runs.with_columns(
+            pl.col("workload").alias("cell_workload"), pl.coalesce("base_workload", "workload").alias("workload")
+        )
         return cls(
             db,
             study,
@@ -113,8 +117,13 @@ class Context:
         counts = (
             self.ok.group_by(["workload", "clients"])
             .agg((pl.len() / pl.col("target").n_unique()).alias("n"), pl.col("target").n_unique().alias("t"))
-            .with_columns(pl.col("workload").replace_strict(order, default=99, return_dtype=pl.Int64).alias("o"))
-            .sort(["t", "n", "clients", "o"], descending=[True, True, True, False])
+            .with_columns(
+                pl.col("workload")
+                .str.replace(r"\.d[0-9]+$", "")
+                .replace_strict(order, default=99, return_dtype=pl.Int64)
+                .alias("o")
+            )
+            .sort(["t", "n", "clients", "o", "workload"], descending=[True, True, True, False, True])
         )
         return counts["workload"][0], counts["clients"][0]
 
@@ -164,8 +173,10 @@ def abstract_text(ctx: Context) -> str:
     )
     tool = cell["tool"][0]
     unit = ctx.unit(tool)
-    spec = (ctx.cfg.get("workloads") or {}).get(wl) or {}
-    what = f"{_wl_what(spec)}" + (f", {clients} client{'s' if clients != 1 else ''}" if tool in PG_TOOLS else "")
+    base = cell["base_workload"][0] if "base_workload" in cell.columns and cell["base_workload"][0] else wl
+    spec = (ctx.cfg.get("workloads") or {}).get(base) or {}
+    rung = f", data set {wl.rpartition('.d')[2]} of the ladder" if base != wl else ""
+    what = f"{_wl_what(spec)}{rung}" + (f", {clients} client{'s' if clients != 1 else ''}" if tool in PG_TOOLS else "")
     med = (
         cell.group_by("target_label")
         .agg(pl.col("value").median().alias("m"), pl.len().alias("n"))
@@ -499,7 +510,7 @@ def setup(ctx: Context) -> None:
 def _workload_rows(ctx: Context) -> pl.DataFrame:
     rows = []
     for wl, spec in (ctx.cfg.get("workloads") or {}).items():
-        runs = ctx.runs.filter(pl.col("workload") == wl)
+        runs = ctx.runs.filter((pl.col("workload") == wl) & (pl.col("status") != "skipped"))
         if runs.height == 0:
             continue
         reps = runs.group_by("target", "clients").len()["len"]

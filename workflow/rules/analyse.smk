@@ -20,7 +20,7 @@ rule notebook:
         table="build/{study}/tables/{name}.parquet",
         publication="build/{study}/tables/{name}.json",
     wildcard_constraints:
-        name="|".join(n for n, j in JOBS.items() if j.figures == (n,)) or "-",
+        name="|".join(re.escape(n) for n, j in JOBS.items() if j.figures == (n,)) or "-",
     params:
         p=_params,
         name=lambda w: w.name,

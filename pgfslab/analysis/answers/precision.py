@@ -100,7 +100,14 @@ def precision_chart(cells: pl.DataFrame, goal: float | None, color_scale: Any = 
     import altair as alt
 
     df = cells.with_columns(
-        (pl.col("workload") + "/c=" + pl.col("clients").cast(pl.Utf8)).alias("cell"),
+        pl.concat_str(
+            pl.col("workload"),
+            pl.when(pl.col("rung").is_not_null())
+            .then(pl.lit("/d") + pl.col("rung").cast(pl.Utf8))
+            .otherwise(pl.lit("")),
+            pl.lit("/c="),
+            pl.col("clients").cast(pl.Utf8),
+        ).alias("cell"),
         (100 * (pl.col("median_ci_low") / pl.col("median") - 1)).alias("lo_pct"),
         (100 * (pl.col("median_ci_high") / pl.col("median") - 1)).alias("hi_pct"),
         pl.lit(0.0).alias("zero"),

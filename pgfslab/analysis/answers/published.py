@@ -32,6 +32,11 @@ FS = "fs micro-benchmark ops/s (seed 003)"
 SPACE = "space savings % (seeds 002, 004)"
 
 
+def _base(df: pl.DataFrame) -> pl.Expr:
+    """The config's workload of a run (a ladder's `tpcb.d2` is `tpcb` at rung 2)."""
+    return pl.coalesce("base_workload", "workload") if "base_workload" in df.columns else pl.col("workload")
+
+
 def _text(c: str) -> pl.Expr:
     """A column as Python's str() writes it in an f-string (null: "None")."""
     return pl.col(c).cast(pl.Utf8).fill_null("None")
@@ -76,9 +81,7 @@ def pgbench_items(
         return _empty()
     builtins = {w: (s or {}).get("builtin") for w, s in workloads.items()}
     ours = (
-        pgb.with_columns(
-            pl.col("workload").replace_strict(builtins, default=None, return_dtype=pl.Utf8).alias("builtin")
-        )
+        pgb.with_columns(_base(runs).replace_strict(builtins, default=None, return_dtype=pl.Utf8).alias("builtin"))
         .group_by("builtin", "target_label", "clients")
         .agg(pl.col("value").median().alias("tps"), pl.len().alias("n"))
         .sort("builtin", "clients", "target_label")
@@ -130,7 +133,7 @@ def sysbench_items(
     tests = {w: (s or {}).get("test") for w, s in workloads.items()}
     per_run = stats.stability_table(
         stats.trim_warmup(sbr, trim_s).with_columns(
-            pl.col("workload").replace_strict(tests, default=None, return_dtype=pl.Utf8).alias("test")
+            _base(progress).replace_strict(tests, default=None, return_dtype=pl.Utf8).alias("test")
         ),
         "tps",
         ["test", "target_label", "clients", "run_id"],

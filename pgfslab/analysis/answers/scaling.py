@@ -30,14 +30,16 @@ def with_sizes(runs: pl.DataFrame, mem: pl.DataFrame) -> pl.DataFrame:
     """`runs` (one row per run, `value` its throughput) with their memory facts, `size_mib` (the median
     database size of the target's data set: it grows a little during a run) and the `cell` label
     (`tpcb/c=4`, as `queries.cell_label`)."""
+    base = _base(runs)  # a ladder's rungs (`tpcb.d1`, `tpcb.d2`) are one line of the chart: `tpcb`
     out = runs.join(mem.select(MEMORY_FACTS), on="run_id").with_columns(
         (pl.col("database_bytes") / 2**20).alias("size_mib"),
-        pl.when(pl.col("clients").is_null())
-        .then(pl.col("workload"))
-        .otherwise(pl.format("{}/c={}", "workload", "clients"))
-        .alias("cell"),
+        pl.when(pl.col("clients").is_null()).then(base).otherwise(pl.format("{}/c={}", base, "clients")).alias("cell"),
     )
     return out.with_columns(pl.col("size_mib").median().over("target", "dataset").alias("size_mib"))
+
+
+def _base(runs: pl.DataFrame) -> pl.Expr:
+    return pl.coalesce("base_workload", "workload") if "base_workload" in runs.columns else pl.col("workload")
 
 
 def thresholds(runs: pl.DataFrame) -> dict[str, Any]:
@@ -53,7 +55,7 @@ def thresholds(runs: pl.DataFrame) -> dict[str, Any]:
 
 def is_ladder(runs: pl.DataFrame) -> bool:
     """Does any workload, client count and file system run at several data-set sizes?"""
-    sizes = runs.group_by("workload", "clients", "fs").agg(pl.col("dataset").n_unique().alias("k"))
+    sizes = runs.group_by(_base(runs).alias("w"), "clients", "fs").agg(pl.col("dataset").n_unique().alias("k"))
     return bool((sizes["k"] > 1).any())
 
 
@@ -88,8 +90,10 @@ def data_sets(runs: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     facts = runs.group_by("target_label", "dataset", maintain_order=True).agg(
         pl.col("size_mib").first(), pl.len().alias("runs")
     )
-    regime = table.group_by("target_label", maintain_order=True).agg(pl.col("regime").first())
-    return facts.join(regime, on="target_label", how="left", maintain_order="left")
+    if "regime" not in table.columns:
+        return facts.with_columns(pl.lit(None, pl.Utf8).alias("regime"))
+    regime = table.group_by("target_label", "size_mib", maintain_order=True).agg(pl.col("regime").first())
+    return facts.join(regime, on=["target_label", "size_mib"], how="left", maintain_order="left")
 
 
 def data_set_table(sets: pl.DataFrame) -> pl.DataFrame:
