@@ -61,6 +61,12 @@ def cmd_run_one(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_host_share(args: argparse.Namespace) -> int:
+    from pgfslab.run import hosts
+
+    return hosts.run_share(args.config, args.host, args.out)
+
+
 def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import study as config
@@ -83,7 +89,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from pgfslab.host import targets
 
     cfg = config.load(args.config)
-    raw = config.raw_dir(cfg["study"])
+    raw = config.raw_dir_of(cfg)
     runs = config.plan(cfg)
     status: dict[str, list[str]] = {}
     reasons: dict[str, str] = {}
@@ -182,6 +188,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, required=True)
     p.add_argument("--run-id", required=True)
     p.set_defaults(func=cmd_run_one)
+
+    p = sub.add_parser(
+        "host-share",
+        help="run a study's whole plan on this machine under a host key (the Slurm profile's job; "
+        "data/raw/<study>/<host>/, host.json, share.json)",
+    )
+    p.add_argument("--config", type=Path, required=True, help="the study's frozen config (data/raw/<study>/study.yaml)")
+    p.add_argument("--host", required=True, help="the host key")
+    p.add_argument("--out", type=Path, required=True, help="share.json, written when the share is done")
+    p.set_defaults(func=cmd_host_share)
 
     p = sub.add_parser("release", help="unmount/detach everything the lab left of a study")
     p.add_argument("--config", type=Path, required=True)
