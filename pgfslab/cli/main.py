@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from pgfslab.errors import LabError
 
@@ -71,24 +72,40 @@ def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import study as config
     from pgfslab.host import targets
+    from pgfslab.ingest import merge
 
     cfg = config.load(args.config)
-    wd = config.workdir(cfg)
-    for name in cfg["targets"]:
-        for line in targets.release(wd, name):
-            print(line)
+    hosts = [cfg.get("host")]
+    if not cfg.get("host"):  # and every host share of the study run on this machine
+        hosts += [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+    for host in hosts:
+        wd = config.workdir({**cfg, "host": host})
+        for name in cfg["targets"]:
+            for line in targets.release(wd, name):
+                print(line)
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """What a study has: runs done/failed/missing (each failure with its reason), the database and
     paper, and leftovers. Exit status 0 only when every planned run is ok."""
+    from pgfslab.config import study as config
+    from pgfslab.ingest import merge
+
+    cfg = config.load(args.config)
+    if not cfg.get("host"):  # a study run on several hosts: each host's share (data/raw/<study>/<host>/)
+        hosts = [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+        if hosts:
+            return max(_status({**cfg, "host": h}) for h in hosts)
+    return _status(cfg)
+
+
+def _status(cfg: dict[str, Any]) -> int:
     import json
 
     from pgfslab.config import study as config
     from pgfslab.host import targets
 
-    cfg = config.load(args.config)
     raw = config.raw_dir_of(cfg)
     runs = config.plan(cfg)
     status: dict[str, list[str]] = {}
@@ -116,7 +133,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         else:
             key = "not run"
         status.setdefault(key, []).append(r.run_id)
-    print(f"study {cfg['study']}: {len(runs)} runs planned")
+    print(f"study {cfg['study']}{' host ' + cfg['host'] if cfg.get('host') else ''}: {len(runs)} runs planned")
     for key, ids in status.items():
         if key == "ok" or key == "not run" or not any(i in reasons for i in ids):
             shown = ", ".join(ids[:6]) + (" ..." if len(ids) > 6 else "")

@@ -124,4 +124,5 @@ def resolve(
 
 
 def json_text(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    # a plain scalar is dumped as a document of its own ("h2\n...\n"): without its end marker
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...").strip()

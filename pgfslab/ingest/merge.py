@@ -186,6 +186,7 @@ def study_folders(root: Path) -> list[HostFolder]:
     folders = [HostFolder(host_key_of(f, c := read_config(f)), f, c) for f in host_folders(root)]
     if not folders:
         raise LabError(f"{root}: no host folders (<host>/study.yaml)")
+    check_one_study(folders)
     if (root / "study.yaml").exists():
         check_one_study([HostFolder("-", root, read_config(root)), *folders])
     return folders
@@ -220,6 +221,20 @@ def host_row(hf: HostFolder, runs: int) -> dict[str, Any]:
         "raw_folder": str(hf.folder),
         "host_json": json.dumps(rec, sort_keys=True) if rec else None,
     }
+
+
+def _check_no_file_twice(con: duckdb.DuckDBPyConnection, study: str, files: dict[str, int]) -> None:
+    """A log byte for byte the same under two hosts is one file to the ingest (rows are keyed by the
+    file's SHA-256), so the later host's replaced the earlier's: two measurements never give the same
+    bytes, so that is one raw folder given twice (copied under two keys). Refused, naming the host."""
+    for host, expected in files.items():
+        got = con.execute("SELECT count(*) FROM files WHERE source_file LIKE ?", [f"{study}/{host}/%"]).fetchone()
+        if got is None or got[0] != expected:
+            kept = got[0] if got else 0
+            raise LabError(
+                f"merge: {expected - kept} of host {host}'s {expected} logs are byte for byte the same as another "
+                "host's: the same raw folder under two host keys? (no two measurements write identical logs)"
+            )
 
 
 def merge_study(
@@ -257,14 +272,17 @@ def merge_study(
             ext = load.ingest_external(con, external)
             summary.published_files = ext.files
             summary.warnings += ext.warnings
+        files: dict[str, int] = {}
         for hf in folders:
-            before = summary.runs
+            before, files_before = summary.runs, summary.files
             # source_file <study>/<host>/<run-id>/<file>: the file's path under data/raw/ once every host's
             # folder sits at data/raw/<study>/<host>/ (where notebooks look for the server logs)
             load.ingest_folder(
                 con, hf.folder, hf.cfg, summary, progress=progress, host=hf.host, source_prefix=f"{study}/{hf.host}"
             )
             load._insert(con, "hosts", pl.DataFrame([host_row(hf, summary.runs - before)], schema=HOSTS))
+            files[hf.host] = summary.files - files_before
+        _check_no_file_twice(con, study, files)
         con.execute("CHECKPOINT")
     except BaseException:
         con.close()
