@@ -27,7 +27,8 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
     tmp.write_text(
-        f"# resolved from {' '.join(source.split())} by pgfs-lab (defaults filled in)\n" + yaml.safe_dump(cfg, sort_keys=False)
+        f"# resolved from {' '.join(source.split())} by pgfs-lab (defaults filled in)\n"
+        + yaml.safe_dump(cfg, sort_keys=False)
     )
     tmp.replace(args.out)
     if cfg.get("host"):  # a host's own raw folder says what machine it is
