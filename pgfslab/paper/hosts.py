@@ -26,12 +26,10 @@ def host_keys(ctx: Context) -> list[str]:
 
 def _hosts_table(ctx: Context) -> pl.DataFrame:
     """One row per host: from the database's `hosts` table (merge), else from its runs' records."""
-    import duckdb
+    from pgfslab.analysis import queries
 
-    with duckdb.connect(ctx.db, read_only=True) as con:
-        have = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'hosts'").fetchone()
-        if have and have[0]:
-            return con.execute("SELECT * FROM hosts WHERE study = ? ORDER BY host", [ctx.study]).pl()
+    if queries._has(ctx.db, "hosts"):
+        return queries._frame(ctx.db, "SELECT * FROM hosts WHERE study = ? ORDER BY host", [ctx.study])
     rows = []
     for h in host_keys(ctx):
         ids = ctx.runs.filter(pl.col("host") == h)["run_id"].to_list()
@@ -50,7 +48,7 @@ def _devices_text(text: str | None) -> str:
     return (
         "; ".join(
             f"{d['name']} {d.get('model') or ''} {report.bytes_h(d['size_bytes']) if d.get('size_bytes') else ''}"
-            f"{' (HDD)' if d.get('rotational') else ''}".replace("  ", " ").strip()
+            f"{', rotational' if d.get('rotational') else ''}".replace("  ", " ").strip()
             for d in devs
         )
         or "–"
@@ -131,7 +129,7 @@ def across_hosts(ctx: Context) -> None:
         "candidate",
         "ratio_per_host",
         "ratio",
-        pl.col("z").round(2),
+        "z",
         "p",
         pl.col("host_share_baseline").alias("host share (baseline)"),
         pl.col("host_share_candidate").alias("host share (candidate)"),
@@ -139,7 +137,7 @@ def across_hosts(ctx: Context) -> None:
     show(
         report.markdown_table(
             shown,
-            digits={"ratio": 3, "p": 4, "host share (baseline)": 2, "host share (candidate)": 2},
+            digits={"ratio": 3, "z": 2, "p": 4, "host share (baseline)": 2, "host share (candidate)": 2},
             caption=f"Targets against {ctx.baseline}, host as block (van Elteren; normal approximation, two-sided).",
         )
     )
