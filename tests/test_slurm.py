@@ -177,6 +177,8 @@ def test_each_host_share_was_one_exclusive_slurm_job(slurm: cluster.Handle, stud
         assert host["slurm"]["job_id"] == share["slurm_job_id"]
         assert host["machine"]["hostname"] == os.uname().nodename
     assert set(recorded.values()) == set(submitted)
+    for j, info in sorted(jobs.items()):
+        print(f"\nSlurm job {j}: {info['StartTime']} to {info['EndTime']} ({info['RunTime']})", file=sys.stderr)
     # analysis and paper ran once, outside Slurm, on the submit side
     for rule in ("ingest", "paper"):
         assert len(re.findall(rf"localrule {rule}:", log)) == 1, log[-3000:]
