@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -140,7 +141,15 @@ def run_share(frozen: Path, host: str, out: Path) -> int:
     write_json(raw / "host.json", describe(host))
     t0 = time.monotonic()
     started = now()
-    res = subprocess.run(snakemake_command(frozen, host), check=False)
+    proc = subprocess.Popen(snakemake_command(frozen, host))
+    try:
+        returncode = proc.wait()
+    except KeyboardInterrupt:
+        # SIGINT/SIGTERM (Ctrl-C, scancel): the node's Snakemake is interrupted the way a terminal does it, and
+        # waited for, so its running job releases what it holds (never killed: that would leave mounts)
+        proc.send_signal(signal.SIGINT)
+        proc.wait()
+        raise
     statuses: dict[str, str] = {}
     for r in labcfg.plan(cfg):
         rj = raw / r.run_id / "run.json"
@@ -151,13 +160,13 @@ def run_share(frozen: Path, host: str, out: Path) -> int:
         "started_at": started,
         "ended_at": now(),
         "wall_s": round(time.monotonic() - t0, 1),
-        "snakemake_exit": res.returncode,
+        "snakemake_exit": returncode,
         "runs": statuses,
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "node": os.environ.get("SLURMD_NODENAME") or provenance.host()["hostname"],
     }
-    if res.returncode != 0:
-        print(f"host share {host}: Snakemake exited {res.returncode}; runs: {statuses}", file=sys.stderr)
-        return res.returncode
+    if returncode != 0:
+        print(f"host share {host}: Snakemake exited {returncode}; runs: {statuses}", file=sys.stderr)
+        return returncode
     write_json(out, record)
     return 0

@@ -60,6 +60,9 @@ if not RAW_ONLY:
                 spec=json.dumps(STUDY_CFG, sort_keys=True),
             resources:
                 runtime=labhosts.runtime_minutes(STUDY_CFG),
+                # no --mem: the node's memory goes with the exclusive job (a memory limit would cap the
+                # page cache the study measures); a site that needs one: set-resources in the profile
+                mem_mb=0,
                 slurm_extra=lambda w: "--exclusive" + (f" --nodelist={w.host}" if PIN_HOSTS else ""),
             shell:
                 "{PY} -m pgfslab host-share --config {input.frozen:q} --host {wildcards.host} --out {output}"
