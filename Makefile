@@ -14,6 +14,9 @@ EXECUTOR ?= local
 HOSTS ?=
 HOST ?=
 PIN_HOSTS ?= 0
+# more Snakemake options for `make run`, e.g. SNAKE_ARGS="--slurm-status-command squeue" (a cluster without
+# slurmdbd) or SNAKE_ARGS="--slurm-partition-config ..." (README, Many machines)
+SNAKE_ARGS ?=
 # The lab's own files are found from this Makefile's folder; config/, data/, figures/ and paper/ are
 # relative to the current directory (`make -f /path/to/pgfs-lab/Makefile run` works from elsewhere).
 LAB := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
@@ -46,7 +49,7 @@ setup-slurm:
 run: setup
 	@if [ "$(EXECUTOR)" = slurm ] && [ -z "$(HOSTS)" ]; then \
 	  echo "EXECUTOR=slurm needs HOSTS=key1,key2,... (one Slurm job per host key; PIN_HOSTS=1: keys are node names)"; exit 2; fi
-	@trap 'echo' INT TERM; $(RUN_SNAKE) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); rc=$$?; \
+	@trap 'echo' INT TERM; $(RUN_SNAKE) $(SNAKE_ARGS) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); rc=$$?; \
 	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 

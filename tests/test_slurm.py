@@ -101,26 +101,20 @@ def slurm() -> Iterator[cluster.Handle]:
 
 @pytest.fixture(scope="module")
 def study(slurm: cluster.Handle) -> Iterator[tuple[Path, subprocess.CompletedProcess[str], float]]:
-    """The tiny study through `snakemake --profile workflow/profiles/slurm` (what `make run EXECUTOR=slurm`
-    runs), with the status options a cluster without slurmdbd needs."""
+    """The tiny study through the README's command, `make run EXECUTOR=slurm HOSTS=h1,h2` (Snakemake with
+    workflow/profiles/slurm), with the status options a cluster without slurmdbd needs."""
     work = Path(tempfile.mkdtemp(prefix="pgfs-slurmstudy-"))
     work.chmod(0o755)  # the postgres user must reach its data directories
     (work / "study.yaml").write_text(yaml.safe_dump(CONFIG))
     cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "workflow" / "Snakefile"),
-        "--profile",
-        str(REPO / "workflow" / "profiles" / "slurm"),
-        "--slurm-status-command",
-        "squeue",
-        "--slurm-init-seconds-before-status-checks",
-        "2",
-        "--config",
-        "config=study.yaml",
-        f"hosts={','.join(HOSTS)}",
+        "make",
+        "-f",
+        str(REPO / "Makefile"),
+        "run",
+        "CONFIG=study.yaml",
+        "EXECUTOR=slurm",
+        f"HOSTS={','.join(HOSTS)}",
+        "SNAKE_ARGS=--slurm-status-command squeue --slurm-init-seconds-before-status-checks 2",
     ]
     t0 = time.monotonic()
     try:
