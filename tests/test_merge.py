@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 import yaml
 from conftest import DATA, REPO
@@ -151,3 +152,13 @@ def test_host_key_in_plan_and_paths() -> None:
     assert labcfg.workdir(hosted) == labcfg.workdir(cfg) / "n1"
     with pytest.raises(LabError, match="host"):
         labcfg.validate({**hosted, "host": "Bad Key"})
+
+
+def test_hardware_that_differs_is_named() -> None:
+    from pgfslab.paper.hosts import differing_hardware
+
+    same = {"cpu_model": "AMD EPYC", "cpus": 2, "mem_total_kb": 1000, "devices": '[{"name": "vda"}]'}
+    hosts = pl.DataFrame([{"host": "a", **same}, {"host": "b", **same}])
+    assert differing_hardware(hosts) == []
+    other = pl.DataFrame([{"host": "a", **same}, {"host": "b", **same, "cpus": 8, "devices": '[{"name": "nvme0n1"}]'}])
+    assert differing_hardware(other) == ["cpus", "devices"]
