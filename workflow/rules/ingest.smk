@@ -10,6 +10,9 @@ MERGED = bool(HOSTS or STUDY_CFG.get("host") or labmerge.host_folders(labcfg.raw
 if RAW_ONLY and MERGED and not Path(FROZEN).exists():
     FROZEN = f"build/{STUDY}/study.yaml"
 
+    localrules:
+        merged_config,
+
     rule merged_config:
         """The config every host folder of the study shares (without `host`), for the notebooks."""
         output:
