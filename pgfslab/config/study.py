@@ -433,7 +433,7 @@ def plan(cfg: dict[str, Any]) -> list[RunSpec]:
                 continue
             for target in cfg["targets"]:
                 optional = (wl_name, clients) in precise and rep > min_rep
-                rid = run_id(target, wl_name, clients, rep, rung)
+                rid = run_id(target, wl_name, clients, rep, rung) + host_suffix(cfg)
                 runs.append(RunSpec(rid, len(runs), target, wl_name, clients, rep, optional, rung))
     return runs
 
@@ -456,13 +456,27 @@ def find_run(cfg: dict[str, Any], run_id: str) -> tuple[RunSpec, int]:
 
 
 def workdir(cfg: dict[str, Any]) -> Path:
-    """Images and mount points of this study (absolute)."""
-    return (Path(cfg["workdir"]) / cfg["study"]).absolute()
+    """Images and mount points of this study (absolute); a host's own under <workdir>/<study>/<host>/."""
+    base = Path(cfg["workdir"]) / cfg["study"]
+    return (base / cfg["host"] if cfg.get("host") else base).absolute()
 
 
-def raw_dir(study: str) -> Path:
-    """data/raw/<study>/: every raw output of the study, untouched, with provenance."""
-    return Path("data") / "raw" / study
+def raw_dir(study: str, host: str | None = None) -> Path:
+    """data/raw/<study>/: every raw output of the study, untouched, with provenance; a study run on several
+    machines has one such folder per host key, data/raw/<study>/<host>/."""
+    base = Path("data") / "raw" / study
+    return base / host if host else base
+
+
+def raw_dir_of(cfg: dict[str, Any]) -> Path:
+    """The raw folder this config's runs write (data/raw/<study>/ or data/raw/<study>/<host>/)."""
+    return raw_dir(cfg["study"], cfg.get("host"))
+
+
+def host_suffix(cfg: dict[str, Any]) -> str:
+    """What a run id ends in: `@<host>` for a study with a host key (run ids stay unique when the raw
+    folders of several hosts meet in one database), nothing on a single machine."""
+    return f"@{cfg['host']}" if cfg.get("host") else ""
 
 
 def run_fingerprint(cfg: dict[str, Any], r: RunSpec) -> str:

@@ -40,6 +40,7 @@ from pgfslab.ingest.parsers._common import FileScan, scan_file
 RUNS: dict[str, Any] = {
     "run_id": pl.Utf8,
     "study": pl.Utf8,
+    "host": pl.Utf8,
     "origin": pl.Utf8,
     "status": pl.Utf8,
     "error": pl.Utf8,
@@ -81,6 +82,7 @@ RUNS: dict[str, Any] = {
 RUN_PARAMS: dict[str, Any] = {"run_id": pl.Utf8, "key": pl.Utf8, "value": pl.Utf8}
 TARGETS: dict[str, Any] = {
     "study": pl.Utf8,
+    "host": pl.Utf8,
     "target": pl.Utf8,
     "fs": pl.Utf8,
     "fallback": pl.Boolean,
@@ -133,10 +135,11 @@ TABLE_DOCS: dict[str, str] = {
     "study": "one row per study in the database: its name, title, authors and resolved config (YAML)",
     "runs": "one row per run (run.json): target, file system, workload, clients, repeat, timings, server "
     "counters; `origin` is 'local' for this lab's runs and 'published' (with a null `study`) for the "
-    "reference results of data/external/",
+    "reference results of data/external/; `host` is the host key of a study merged from several machines' "
+    "raw folders (null on one machine; see pgfslab.ingest.merge)",
     "run_params": "every configured parameter of a run, flattened (`key` like `run.duration_s`, `value` as text)",
-    "targets": "one row per storage target of a study: file system, mount options, mkfs command, image size, "
-    "bulk-load time and sizes",
+    "targets": "one row per storage target of a study (per target and host in a merged study): file system, "
+    "mount options, mkfs command, image size, bulk-load time and sizes",
     "files": "one row per ingested file: `file_id` (SHA-256 of its bytes), where it came from, its format, "
     "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
     "database, keys the rows of the compact tables; `lines` = `lines_parsed` + `lines_noise` + "
@@ -781,6 +784,7 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
     return {
         "run_id": rec["run_id"],
         "study": rec["study"],
+        "host": rec.get("host_key"),
         "origin": origin,
         "status": rec.get("status"),
         "error": rec.get("error"),
@@ -841,6 +845,7 @@ def target_row(rec: dict[str, Any]) -> dict[str, Any]:
     created, mount = rec.get("created") or {}, rec.get("mount") or {}
     return {
         "study": rec["study"],
+        "host": rec.get("host_key"),
         "target": rec["target"],
         "fs": (rec.get("spec") or {}).get("fs"),
         "fallback": bool(mount.get("fallback", created.get("fallback", False))),
@@ -921,52 +926,7 @@ def ingest_study(
             ext = ingest_external(con, external)
             summary.published_files = ext.files
             summary.warnings += ext.warnings
-        for tj in sorted(raw.glob("_setup/*/target.json")):
-            _insert(con, "targets", pl.DataFrame([target_row(json.loads(tj.read_text()))], schema=TARGETS))
-        run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
-        for i, rdir in enumerate(run_dirs, 1):
-            rj = rdir / "run.json"
-            if not rj.exists():
-                marker = rdir / "run.incomplete.json"
-                if marker.exists():
-                    summary.warnings.append(f"{rdir}: incomplete run (no run.json), left out")
-                continue
-            try:
-                rec = json.loads(rj.read_text())
-            except json.JSONDecodeError as exc:
-                raise LabError(f"{rj}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-            _insert(con, "runs", pl.DataFrame([run_row(rec)], schema=RUNS))
-            _insert(con, "run_params", pl.DataFrame(run_params(rec), schema=RUN_PARAMS))
-            summary.runs += 1
-            if rec.get("status") == "skipped":  # an optional precision round that was not needed: no output
-                summary.skipped_runs += 1
-                continue
-            if rec.get("status") != "ok":
-                summary.failed_runs.append(f"{rec['run_id']}: {rec.get('status')}: {rec.get('error')}")
-            for f in _run_files(rdir):
-                if f.stat().st_size == 0:  # an empty stream (a tool that printed nothing) holds no rows
-                    summary.warnings.append(f"{f}: not ingested (empty file)")
-                    continue
-                # source_file is <study>/<run-id>/<file>: the same on every machine the folder is copied to
-                try:
-                    res = ingest_file(
-                        con, f, run_id=rec["run_id"], study=cfg["study"], source_name=str(f.relative_to(raw.parent))
-                    )
-                except (parsers.ParseError, LabError) as exc:
-                    if rec.get("status") == "ok":
-                        raise
-                    # a failed run's partial logs: what parses is in, the rest is said (never half a file)
-                    summary.warnings.append(f"{f}: not ingested (partial output of a failed run): {exc}")
-                    continue
-                summary.files += 1
-                summary.rows += res.rows
-                summary.warnings += res.warnings
-            if progress and (i % 10 == 0 or i == len(run_dirs)):
-                print(
-                    f"[ingest {cfg['study']}] {i}/{len(run_dirs)} run folders, {summary.rows} rows",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        ingest_folder(con, raw, cfg, summary, progress=progress)
         con.execute("CHECKPOINT")
     except BaseException:
         con.close()
@@ -975,3 +935,72 @@ def ingest_study(
     con.close()
     os.replace(tmp, db_path)
     return summary
+
+
+def ingest_folder(
+    con: duckdb.DuckDBPyConnection,
+    raw: Path,
+    cfg: dict[str, Any],
+    summary: StudySummary,
+    *,
+    progress: bool = True,
+    host: str | None = None,
+    source_prefix: str | None = None,
+) -> None:
+    """Targets, runs and logs of one raw folder into an open database. `host` (a merge of several
+    machines' folders, pgfslab.ingest.merge) labels its runs and targets and ends its run ids in
+    `@<host>`; `source_file` names are `<source_prefix>/<run-id>/<file>` (default prefix: the folder's name)."""
+    prefix = Path(raw.name if source_prefix is None else source_prefix)
+    for tj in sorted(raw.glob("_setup/*/target.json")):
+        trec = json.loads(tj.read_text())
+        if host is not None:
+            trec["host_key"] = host
+        _insert(con, "targets", pl.DataFrame([target_row(trec)], schema=TARGETS))
+    run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    for i, rdir in enumerate(run_dirs, 1):
+        rj = rdir / "run.json"
+        if not rj.exists():
+            marker = rdir / "run.incomplete.json"
+            if marker.exists():
+                summary.warnings.append(f"{rdir}: incomplete run (no run.json), left out")
+            continue
+        try:
+            rec = json.loads(rj.read_text())
+        except json.JSONDecodeError as exc:
+            raise LabError(f"{rj}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        if host is not None:
+            suffix = f"@{host}"
+            rec = {**rec, "host_key": host, "run_id": rec["run_id"].removesuffix(suffix) + suffix}
+        _insert(con, "runs", pl.DataFrame([run_row(rec)], schema=RUNS))
+        _insert(con, "run_params", pl.DataFrame(run_params(rec), schema=RUN_PARAMS))
+        summary.runs += 1
+        if rec.get("status") == "skipped":  # an optional precision round that was not needed: no output
+            summary.skipped_runs += 1
+            continue
+        if rec.get("status") != "ok":
+            summary.failed_runs.append(f"{rec['run_id']}: {rec.get('status')}: {rec.get('error')}")
+        for f in _run_files(rdir):
+            if f.stat().st_size == 0:  # an empty stream (a tool that printed nothing) holds no rows
+                summary.warnings.append(f"{f}: not ingested (empty file)")
+                continue
+            # source_file is <study>/<run-id>/<file>: the same on every machine the folder is copied to
+            try:
+                res = ingest_file(
+                    con, f, run_id=rec["run_id"], study=cfg["study"], source_name=str(prefix / f.relative_to(raw))
+                )
+            except (parsers.ParseError, LabError) as exc:
+                if rec.get("status") == "ok":
+                    raise
+                # a failed run's partial logs: what parses is in, the rest is said (never half a file)
+                summary.warnings.append(f"{f}: not ingested (partial output of a failed run): {exc}")
+                continue
+            summary.files += 1
+            summary.rows += res.rows
+            summary.warnings += res.warnings
+        if progress and (i % 10 == 0 or i == len(run_dirs)):
+            print(
+                f"[ingest {cfg['study']}{'@' + host if host else ''}] {i}/{len(run_dirs)} run folders, "
+                f"{summary.rows} rows",
+                file=sys.stderr,
+                flush=True,
+            )

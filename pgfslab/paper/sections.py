@@ -21,6 +21,7 @@ from IPython.display import Markdown, display
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import report, stats
+from pgfslab.paper import hosts as paper_hosts
 from pgfslab.paper.build import write_meta
 from pgfslab.paths import in_lab
 
@@ -502,6 +503,7 @@ def setup(ctx: Context) -> None:
             "PostgreSQL and its clients.",
         )
     )
+    paper_hosts.setup_hosts(ctx)  # a study from several hosts: every host, and whether their hardware differs
 
 
 # ---------------------------------------------------------------------------------------- methodology
@@ -698,6 +700,7 @@ def results(ctx: Context) -> None:
             shown += 1
     if not shown:
         show("No analysis notebook has produced results for this study yet.")
+    paper_hosts.across_hosts(ctx)  # a study from several hosts: comparisons with the host as block
     failed = ctx.runs.filter(~pl.col("status").is_in(["ok", "skipped"]))  # skipped: a precision round not needed
     if failed.height:
         show(

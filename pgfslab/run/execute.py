@@ -251,7 +251,7 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     """
     spec, total = cfgmod.find_run(cfg, run_id)
     study = cfg["study"]
-    raw = cfgmod.raw_dir(study)
+    raw = cfgmod.raw_dir_of(cfg)
     rdir = raw / run_id
     if rdir.exists() and not any(rdir.iterdir()):
         rdir.rmdir()  # Snakemake makes the output's folder before the job starts
@@ -268,7 +268,7 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     tspec = cfg["targets"][spec.target]
     wl = cfg["workloads"][spec.workload]
     user = cfg["postgres"]["user"]
-    setup = json.loads((setup_dir(study, spec.target) / "target.json").read_text())
+    setup = json.loads((setup_dir(study, spec.target, cfg.get("host")) / "target.json").read_text())
     done, eta = _study_eta(raw, total)
     label = f"run {spec.plan_index + 1}/{total} {run_id}"
     say(label, f"starting ({done} runs done; {eta})")
@@ -297,6 +297,7 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         "status": "running",
         "started_at": now(),
         "host": provenance.host(),
+        "host_key": cfg.get("host"),
         "vm": provenance.vm_settings(),
         "tools": provenance.tools(
             str(postgres.bindir(cfg["postgres"].get("bindir"))) if wl["tool"] in PG_TOOLS else ""

@@ -98,7 +98,7 @@ def _ok_values(
     tool = cfg["workloads"][workload]["tool"]
     values = []
     for rep in range(1, before):
-        rdir = raw / cfgmod.run_id(target, workload, clients, rep, rung)
+        rdir = raw / (cfgmod.run_id(target, workload, clients, rep, rung) + cfgmod.host_suffix(cfg))
         with contextlib.suppress(OSError, json.JSONDecodeError):
             if json.loads((rdir / "run.json").read_text()).get("status") != "ok":
                 continue
@@ -146,7 +146,7 @@ def assess(cfg: dict[str, Any], raw: Path, cell: Cell, round_: int) -> dict[str,
 def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = None) -> Decision:
     """Whether the optional round `spec.repeat` of the run's cell is measured. Taken once per cell and
     round (at the round's first run) and kept in data/raw/<study>/_precision/; later calls read it."""
-    raw = cfgmod.raw_dir(cfg["study"])
+    raw = cfgmod.raw_dir_of(cfg)
     path = decision_path(raw, cell_of(spec), spec.repeat)
     if path.exists():
         rec = json.loads(path.read_text())
@@ -188,7 +188,7 @@ def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = 
 def progress_line(cfg: dict[str, Any], decision: Decision) -> str:
     """One line for the run's progress: this cell's precision per target, how many cells are precise,
     and the time left of the budget."""
-    raw = cfgmod.raw_dir(cfg["study"])
+    raw = cfgmod.raw_dir_of(cfg)
     per = ", ".join(
         f"{t} ±{100 * p.half_width:.1f} % (n={p.n})" if p.half_width is not None else f"{t} n={p.n}"
         for t, p in decision.targets.items()

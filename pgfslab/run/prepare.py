@@ -37,7 +37,7 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
         raise LabError(f"target {target!r} is not in study {cfg['study']!r} (targets: {', '.join(cfg['targets'])})")
     spec = cfg["targets"][target]
     study = cfg["study"]
-    out = setup_dir(study, target)
+    out = setup_dir(study, target, cfg.get("host"))
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -74,6 +74,7 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
     record["ended_at"] = now()
     record["tools"] = provenance.tools(str(bindir) if bindir else "")
     record["host"] = provenance.host()
+    record["host_key"] = cfg.get("host")
     record["git"] = provenance.git()
     write_json(out / "target.json", record)
     loads = [f"{k} {record[k]['wall_s']:.1f} s" for k in ("load", "load_sysbench") if k in record]

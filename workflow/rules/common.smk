@@ -7,11 +7,16 @@ JOBS = {j.name: j for j in registry.jobs(STUDY_CFG)}
 def _ingest_inputs(wildcards):
     raw = labcfg.raw_dir(wildcards.study)
     if RAW_ONLY:
-        return [str(raw / "study.yaml"), *map(str, sorted(raw.glob("*/run.json"))),
-                *map(str, sorted(raw.glob("_setup/*/target.json")))]
-    return [str(raw / "study.yaml"),
-            *(str(raw / "_setup" / t / "target.json") for t in STUDY_CFG["targets"]),
-            *(str(raw / r.run_id / "run.json") for r in PLAN)]
+        return [*map(str, sorted(raw.glob("study.yaml"))), *map(str, sorted(raw.glob("*/study.yaml"))),
+                *map(str, sorted(raw.glob("*/run.json"))), *map(str, sorted(raw.glob("*/*/run.json"))),
+                *map(str, sorted(raw.glob("_setup/*/target.json"))),
+                *map(str, sorted(raw.glob("*/_setup/*/target.json")))]
+    if HOSTS:
+        return [FROZEN, *(str(raw / h / "share.json") for h in HOSTS)]
+    rawh = Path(RAW)
+    return [FROZEN,
+            *(str(rawh / "_setup" / t / "target.json") for t in STUDY_CFG["targets"]),
+            *(str(rawh / r.run_id / "run.json") for r in PLAN)]
 
 
 def analysis_outputs(study):
