@@ -2,21 +2,44 @@
 #   make run    set up what is missing, run the default study end to end, build paper/<study>.pdf
 #   make test   the test suite (CI's .ci/run calls exactly this)
 # More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make test-fast | make lint
-#       | make bench | make release | make lock
+#       | make bench | make release | make lock | make setup-slurm
+# Many machines (README): make run CONFIG=... EXECUTOR=slurm HOSTS=node1,node2 [PIN_HOSTS=1]
+#       | make run CONFIG=... HOST=<key> (this machine's share) | make analyse STUDY=<name> (merges hosts)
 
 CONFIG ?= config/default.yaml
 STUDY ?=
+# local: this machine, one job at a time. slurm: one exclusive Slurm job per host key in HOSTS, through
+# Snakemake's Slurm executor (workflow/profiles/slurm); the merge, notebooks and paper on this machine.
+EXECUTOR ?= local
+HOSTS ?=
+HOST ?=
+PIN_HOSTS ?= 0
+# more Snakemake options for `make run`, e.g. SNAKE_ARGS="--slurm-status-command squeue" (a cluster without
+# slurmdbd) or SNAKE_ARGS="--slurm-partition-config ..." (README, Many machines)
+SNAKE_ARGS ?=
 # The lab's own files are found from this Makefile's folder; config/, data/, figures/ and paper/ are
 # relative to the current directory (`make -f /path/to/pgfs-lab/Makefile run` works from elsewhere).
 LAB := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 PY := $(LAB)/.venv/bin/python
 SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
+ifeq ($(EXECUTOR),slurm)
+RUN_SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --profile $(LAB)/workflow/profiles/slurm --quiet rules
+else ifeq ($(EXECUTOR),local)
+RUN_SNAKE := $(SNAKE)
+else
+$(error EXECUTOR=$(EXECUTOR): local or slurm)
+endif
+HOST_CONFIG := $(if $(HOSTS),hosts=$(HOSTS) pin_hosts=$(PIN_HOSTS)) $(if $(HOST),host=$(HOST))
 
-.PHONY: setup run analyse test test-fast lint format bench release lock clean-build
+.PHONY: setup setup-slurm run analyse test test-fast lint format bench release lock clean-build
 
 setup:
 	@bash $(LAB)/scripts/setup.sh
+
+# Debian's slurm-wlm and munge (the test suite's one-node cluster; tests/slurm_cluster.py)
+setup-slurm:
+	@WITH_SLURM=1 bash $(LAB)/scripts/setup.sh
 
 # --keep-going: a failed run is recorded (run.json status failed) and the others go on; the status
 # summary (what failed and why) is printed whatever happened, also after a Ctrl-C (the trap lets this
@@ -24,7 +47,9 @@ setup:
 # that was interrupted has no run.json, so the next `make run` redoes it (earlier output kept in
 # data/raw/<study>/_attempts/).
 run: setup
-	@trap 'echo' INT TERM; $(SNAKE) --configfile $(CONFIG); rc=$$?; \
+	@if [ "$(EXECUTOR)" = slurm ] && [ -z "$(HOSTS)" ]; then \
+	  echo "EXECUTOR=slurm needs HOSTS=key1,key2,... (one Slurm job per host key; PIN_HOSTS=1: keys are node names)"; exit 2; fi
+	@trap 'echo' INT TERM; $(RUN_SNAKE) $(SNAKE_ARGS) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); rc=$$?; \
 	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 
@@ -35,7 +60,7 @@ analyse: setup
 
 # Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
 # notebooks, the paper).
-test: setup lint
+test: setup setup-slurm lint
 	@cd $(LAB) && $(PY) -m pytest
 
 # The inner loop: the tests that need no root, no server and no notebook kernel (under a minute).

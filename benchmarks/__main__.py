@@ -5,6 +5,8 @@
 
 Benchmarks: `ingest` (benchmarks.ingest: a 10-million-line pgbench per-transaction log through
 the lab's ingest, DuckDB's bare read_csv and a Python split loop; time, ratios, peak memory),
+`ingest-command` (benchmarks.ingest_command: `python -m pgfslab ingest` on a 5-million-line log
+against a process doing only DuckDB's read_csv, start-up included; the ratio of the same run),
 `sampler` (benchmarks.sampler: the samplers' CPU cost at 1 and 10 Hz; with --pg the tps of
 pgbench with and without them, interleaved), `noop` (benchmarks.noop: a no-op `make run` against
 Snakemake's start-up).
@@ -17,6 +19,7 @@ import sys
 from collections.abc import Callable
 
 from benchmarks import ingest as bench_ingest
+from benchmarks import ingest_command as bench_ingest_command
 from benchmarks import noop as bench_noop
 from benchmarks import sampler as bench_sampler
 
@@ -24,6 +27,10 @@ from benchmarks import sampler as bench_sampler
 def _ingest(args: argparse.Namespace) -> int:
     argv = ["--lines", str(args.lines), "--repeat", str(args.repeat)]
     return bench_ingest.main(argv)
+
+
+def _ingest_command(args: argparse.Namespace) -> int:
+    return bench_ingest_command.main(["--lines", str(args.command_lines), "--repeat", str(max(args.repeat, 3))])
 
 
 def _sampler(args: argparse.Namespace) -> int:
@@ -34,7 +41,12 @@ def _noop(args: argparse.Namespace) -> int:
     return bench_noop.main(["--config", args.config])
 
 
-BENCHMARKS: dict[str, Callable[[argparse.Namespace], int]] = {"ingest": _ingest, "sampler": _sampler, "noop": _noop}
+BENCHMARKS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "ingest": _ingest,
+    "ingest-command": _ingest_command,
+    "sampler": _sampler,
+    "noop": _noop,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--only", action="append", choices=list(BENCHMARKS), help="run only this benchmark (repeatable)")
     p.add_argument("--lines", type=int, default=10_000_000, help="ingest: lines of the generated log [10,000,000]")
+    p.add_argument(
+        "--command-lines",
+        type=int,
+        default=5_000_000,
+        help="ingest-command: lines of the log ingested by whole commands [5,000,000]",
+    )
     p.add_argument("--repeat", type=int, default=1, help="ingest: runs per method, medians reported [1]")
     p.add_argument("--pg", action="store_true", help="sampler: also the tps of pgbench with and without samplers")
     p.add_argument("--config", default="config/default.yaml", help="noop: a finished study [config/default.yaml]")

@@ -20,7 +20,13 @@ CONDA_NAME = {
     "pyyaml": "pyyaml",
     "pypandoc_binary": "pypandoc",
 }
-PIP_ONLY = {"typst", "vl-convert-python"}  # not on conda-forge at the lab's versions: installed by pip
+PIP_ONLY = {
+    "typst",
+    "vl-convert-python",
+    # Snakemake's Slurm plugins: from PyPI at the locked versions (their conda-forge builds not checked)
+    "snakemake-executor-plugin-slurm",
+    "snakemake-executor-plugin-slurm-jobstep",
+}  # not on conda-forge at the lab's versions: installed by pip
 
 
 def _norm(name: str) -> str:

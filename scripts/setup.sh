@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 
 # fio and zfs-fuse: the device baseline and zfs targets (zfs-fuse is used only where the kernel has no zfs module)
 APT_PACKAGES=(postgresql postgresql-contrib sysbench btrfs-progs xfsprogs btrfs-compsize poppler-utils util-linux fio zfs-fuse)
+# `make setup-slurm` (and `make test`, whose one-node Slurm test needs them): Slurm's daemons, client and
+# munge. A real cluster's submit host already has its site's Slurm client: `make run EXECUTOR=slurm` needs
+# only `sbatch`/`squeue` there, not these packages.
+if [ "${WITH_SLURM:-0}" = 1 ]; then APT_PACKAGES+=(slurm-wlm munge); fi
 need_bin() { command -v "$1" >/dev/null 2>&1; }
 
 missing=()

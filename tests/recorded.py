@@ -238,11 +238,13 @@ def _missing_cases(st: dict[str, Study]) -> dict[str, tuple[Path, str, str | Non
         "throughput_stability": (fs_db.db, fs_db.study, wl_fs),
         "latency_percentiles": (fs_db.db, fs_db.study, wl_fs),
         "variance_significance": (fs_db.db, fs_db.study, None),
+        "precision": (fs_db.db, fs_db.study, None),
         "dirty_memory_checkpoints": (fs_db.db, fs_db.study, None),
         "scaling": (fs_db.db, fs_db.study, None),
         "fs_micro": (pg_db.db, pg_db.study, None),
         "compression_footprint": (empty_db, "empty-study", None),
         "local_vs_published": (nopub_db, fs_db.study, None),
+        "seed_verdicts": (empty_db, "empty-study", None),
     }
 
 

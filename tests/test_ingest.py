@@ -506,13 +506,21 @@ def test_fuzz_ingest_is_all_or_nothing(
         # success: exactly the parser's rows were added, and nothing else changed
         expected = parsers.parse(path, res.format)
         expected.pop("_warnings", None)
+        lines = expected.pop("_lines", None)
         assert res.rows == sum(f.height for f in expected.values())
+        assert res.lines is not None
+        assert res.lines.total == res.lines.parsed + res.lines.noise + res.lines.not_understood
+        if lines is not None:
+            assert res.lines.total == lines.height
+            unparsed = lines.filter(pl.col("kind") == "not_understood").select("line", "text").rows()
+            stored = con.execute("SELECT line, text FROM unparsed_lines WHERE run_id = 'fuzz' ORDER BY line").fetchall()
+            assert stored == unparsed
         after = snapshot(con)
         for table, frame in expected.items():
             n = con.execute(f'SELECT count(*) FROM "{table}" WHERE run_id = ?', ["fuzz"]).fetchall()[0][0]
             assert n == frame.height, table
         for table in list(ingest.all_tables()):
-            if table in expected or table == "files":
+            if table in expected or table in ("files", "unparsed_lines"):
                 others = con.execute(
                     f'SELECT COLUMNS(*)::VARCHAR FROM "{table}" WHERE run_id IS DISTINCT FROM ?', ["fuzz"]
                 ).fetchall()

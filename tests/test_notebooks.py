@@ -43,10 +43,20 @@ def study_with(st: dict[str, recorded.Study], tool: str) -> recorded.Study:
 
 
 def raw_runs(s: recorded.Study) -> dict[str, dict]:
-    """run folder name -> its run.json (plain json)."""
-    return {
-        p.name: json.loads((p / "run.json").read_text()) for p in sorted(s.raw.iterdir()) if (p / "run.json").exists()
-    }
+    """run folder name -> its run.json (plain json), for the runs that measured something (an optional
+    precision round recorded as `skipped` has no logs). A ladder's rung is part of the cell: its workload
+    is named `<workload>.d<rung>` here, as the database names it."""
+    out = {}
+    for p in sorted(s.raw.iterdir()):
+        if not (p / "run.json").exists():
+            continue
+        rec = json.loads((p / "run.json").read_text())
+        if rec.get("status") == "skipped":
+            continue
+        if rec.get("rung") is not None:
+            rec["workload"] = f"{rec['workload']}.d{rec['rung']}"
+        out[p.name] = rec
+    return out
 
 
 def per_second(run_dir: Path) -> list[tuple[float, float]]:
@@ -407,14 +417,19 @@ def test_scaling_table(st: dict[str, recorded.Study]) -> None:
         if "scaling" not in s.executions:
             continue
         table = pl.read_parquet(s.tables / "scaling.parquet")
-        cells: dict[tuple, list[float]] = defaultdict(list)
+        # one line per target and cell; a ladder's rungs are its points, in the order of their scale
+        cells: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for d, rec in raw_runs(s).items():
-            cells[(rec["target"], f"{rec['workload']}/c={rec['clients']}")].append(summary_tps(s.raw / d))
-        for (target, cell), values in cells.items():
-            row = table.filter((pl.col("target_label") == target) & (pl.col("cell") == cell)).row(0, named=True)
-            assert row["median"] == pytest.approx(statistics.median(values), rel=1e-9)
-            assert row["n"] == len(values)
-            checked += 1
+            base = rec["workload"].split(".d")[0]
+            scale = int(rec["dataset"].get("scale") or 0)
+            cells[(rec["target"], f"{base}/c={rec['clients']}")][scale].append(summary_tps(s.raw / d))
+        for (target, cell), by_scale in cells.items():
+            rows = table.filter((pl.col("target_label") == target) & (pl.col("cell") == cell)).sort("size_mib")
+            assert rows.height == len(by_scale), (target, cell)
+            for row, scale in zip(rows.iter_rows(named=True), sorted(by_scale), strict=True):
+                assert row["median"] == pytest.approx(statistics.median(by_scale[scale]), rel=1e-9)
+                assert row["n"] == len(by_scale[scale])
+                checked += 1
     assert checked >= 2
 
 

@@ -72,7 +72,10 @@ def _wcond(workload: str | None, alias: str = "r") -> tuple[str, list[object]]:
     return f"AND {alias}.workload = ?", [workload]
 
 
-RUN_COLS = "r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.tool, r.clients, r.repeat, r.plan_index"
+RUN_COLS = (
+    "r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.base_workload, r.tool, r.clients, r.repeat, "
+    "r.plan_index"
+)
 
 
 # ---------------------------------------------------------------------------- study, runs, targets
@@ -186,7 +189,7 @@ def throughput(
     wc, wp = _wcond(workload)
     tc, tp = _tcond(targets)
     params: list[object] = [study, *wp, *tp]
-    cols = "r.run_id, r.target, r.target_label, r.fallback, r.workload, r.tool, r.clients, r.repeat"
+    cols = "r.run_id, r.target, r.target_label, r.fallback, r.workload, r.base_workload, r.tool, r.clients, r.repeat"
     parts = [
         f"""
         SELECT {cols}, p.t_s, p.tps, p.latency_avg_ms AS latency_ms, 'mean' AS latency_kind,
@@ -246,7 +249,7 @@ def headline(db: str | Path, study: str, targets: Sequence[str] | None = None, *
     df = _frame(
         db,
         f"""
-        SELECT {RUN_COLS}, r.status, r.duration_s, r.scale, r.mount_options,
+        SELECT {RUN_COLS}, r.status, r.duration_s, r.scale, r.rung, r.dataset_bytes, r.mount_options,
                CASE r.tool WHEN 'pgbench' THEN ps.tps WHEN 'sysbench' THEN {sb("tps")}
                            WHEN 'fsmicro' THEN {fo("ops_per_s")} END AS value,
                CASE r.tool WHEN 'fsmicro' THEN 'ops/s' ELSE 'tps' END AS unit,

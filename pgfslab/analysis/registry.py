@@ -6,11 +6,13 @@ tools its workloads use):
     throughput_stability-<wl>   every pgbench and sysbench workload (per-second progress)
     latency_percentiles-<wl>    pgbench workloads with a log (aggregate or per transaction), sysbench
     variance_significance       any pgbench/sysbench workload
+    precision                   any pgbench/sysbench workload (precision per cell, detectable differences)
     dirty_memory_checkpoints    any pgbench/sysbench workload (meminfo is always sampled)
     scaling                     any pgbench/sysbench workload
     compression_footprint       always
     fs_micro                    fsmicro workloads
     local_vs_published          a workload or target a seed document also measured (`comparable`)
+    seed_verdicts               a study that names the seeds it reproduces (`seeds`)
 
 Every job writes build/<study>/notebooks/<name>.ipynb (executed), figures/<study>/<figure>.{svg,png,pdf},
 build/<study>/tables/<name>.parquet (its table) and build/<study>/tables/<name>.json (what it gives the
@@ -30,10 +32,12 @@ PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
 STUDY_WIDE = (
     "compression_footprint",
     "variance_significance",
+    "precision",
     "dirty_memory_checkpoints",
     "scaling",
     "fs_micro",
     "local_vs_published",
+    "seed_verdicts",
 )
 ALL = (*PER_WORKLOAD, *STUDY_WIDE)
 # figures a notebook writes when they are not one named like the job
@@ -88,18 +92,28 @@ class Job:
         return out | self.extra
 
 
+def _with_rungs(cfg: dict[str, Any], names: list[str]) -> list[str]:
+    """A ladder study's workloads per rung, as the database names them (`tpcb.d1`, `tpcb.d2`, ...)."""
+    lad = cfg.get("ladder") or {}
+    k = len(lad.get("scales") or lad.get("table_sizes") or [])
+    return [f"{w}.d{i}" for w in names for i in range(1, k + 1)] if k else names
+
+
 def series_workloads(cfg: dict[str, Any]) -> list[str]:
     """Workloads with per-second throughput (pgbench -P, sysbench --report-interval); fsmicro has none."""
-    return [w for w, wl in cfg["workloads"].items() if wl["tool"] in ("pgbench", "sysbench")]
+    return _with_rungs(cfg, [w for w, wl in cfg["workloads"].items() if wl["tool"] in ("pgbench", "sysbench")])
 
 
 def latency_workloads(cfg: dict[str, Any]) -> list[str]:
-    return [
-        w
-        for w, wl in cfg["workloads"].items()
-        if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
-        or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)
-    ]
+    return _with_rungs(
+        cfg,
+        [
+            w
+            for w, wl in cfg["workloads"].items()
+            if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
+            or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)
+        ],
+    )
 
 
 def comparable(cfg: dict[str, Any]) -> bool:
@@ -124,11 +138,13 @@ def jobs(cfg: dict[str, Any]) -> list[Job]:
     out += [Job(f"latency_percentiles-{w}", "latency_percentiles", w) for w in latency_workloads(cfg)]
     out.append(Job("compression_footprint", "compression_footprint"))
     if series:
-        out += [Job(n, n) for n in ("variance_significance", "dirty_memory_checkpoints", "scaling")]
+        out += [Job(n, n) for n in ("variance_significance", "precision", "dirty_memory_checkpoints", "scaling")]
     if any(wl["tool"] == "fsmicro" for wl in cfg["workloads"].values()):
         out.append(Job("fs_micro", "fs_micro"))
     if comparable(cfg):
         out.append(Job("local_vs_published", "local_vs_published"))
+    if cfg.get("seeds"):
+        out.append(Job("seed_verdicts", "seed_verdicts"))
     return out
 
 

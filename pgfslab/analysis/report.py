@@ -256,6 +256,22 @@ def workload_label(name: str, spec: dict[str, Any] | None) -> str:
     return f"{name} ({tool} {what})" if what else f"{name} ({tool})"
 
 
+def cell_workload_label(cfg: dict[str, Any], name: str) -> str:
+    """`workload_label` of a workload as the database names it: `tpcb.d2` is rung 2 of a data-set ladder,
+    `tpcb.d2 (pgbench tpcb-like, data set 2: scale 60)`."""
+    base, _, rung = name.rpartition(".d") if ".d" in name else (name, "", "")
+    if not rung.isdigit() or base not in (cfg.get("workloads") or {}):
+        return workload_label(name, (cfg.get("workloads") or {}).get(name))
+    label = workload_label(name, cfg["workloads"][base])
+    lad = cfg.get("ladder") or {}
+    size = []
+    if lad.get("scales"):
+        size.append(f"scale {lad['scales'][int(rung) - 1]}")
+    if lad.get("table_sizes"):
+        size.append(f"{lad['table_sizes'][int(rung) - 1]:,} rows per table")
+    return label[:-1] + f", data set {rung}: {', '.join(size)})"
+
+
 def pm_expr(center: str, pm: str, digits: int = 1) -> pl.Expr:
     """benchstat's "center ± x%" as a text column: `468.1 ± 3%`, `468.1 ± ∞` when the sample is too
     small for an interval, the bare center when there is no interval at all (a geomean row)."""

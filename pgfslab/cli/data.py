@@ -1,10 +1,11 @@
-"""Data commands: freeze, notebook, ingest, ingest-study, ingest-external, export, formats, schema, paper."""
+"""Data commands: freeze, notebook, ingest, ingest-study, merge, ingest-external, export, formats, schema, paper."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from pgfslab.errors import LabError
 
@@ -26,9 +27,14 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
     tmp.write_text(
-        f"# resolved from {source} by pgfs-lab (defaults filled in)\n" + yaml.safe_dump(cfg, sort_keys=False)
+        f"# resolved from {' '.join(source.split())} by pgfs-lab (defaults filled in)\n"
+        + yaml.safe_dump(cfg, sort_keys=False)
     )
     tmp.replace(args.out)
+    if cfg.get("host"):  # a host's own raw folder says what machine it is
+        from pgfslab.run import common, hosts
+
+        common.write_json(args.out.parent / "host.json", hosts.describe(cfg["host"]))
     return 0
 
 
@@ -53,11 +59,32 @@ def cmd_notebook(args: argparse.Namespace) -> int:
 
 def cmd_ingest_study(args: argparse.Namespace) -> int:
     from pgfslab.ingest import load as ingest
+    from pgfslab.ingest import merge
 
-    s = ingest.ingest_study(
-        args.raw, args.db, external=None if args.no_published else (args.external or ingest.EXTERNAL_DIR)
-    )
-    print(f"{args.db}: {s.runs} runs, {s.files} files, {s.rows} rows, {s.published_files} published reference files")
+    external = None if args.no_published else (args.external or ingest.EXTERNAL_DIR)
+    if merge.host_folders(args.raw):  # a study run on several hosts: data/raw/<study>/<host>/...
+        folders = merge.study_folders(args.raw)
+        s = merge.merge_study(folders, args.db, external=external)
+        print(f"{args.db}: merged hosts {', '.join(f.host for f in folders)}")
+    else:
+        s = ingest.ingest_study(args.raw, args.db, external=external)
+    return _report_ingest(args.db, s)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from pgfslab.ingest import load as ingest
+    from pgfslab.ingest import merge
+
+    folders = merge.parse_folder_args(args.folders)
+    external = None if args.no_published else ingest.EXTERNAL_DIR
+    s = merge.merge_study(folders, args.db, external=external)
+    for f in folders:
+        print(f"host {f.host}: {f.folder}")
+    return _report_ingest(args.db, s)
+
+
+def _report_ingest(db: Path, s: Any) -> int:
+    print(f"{db}: {s.runs} runs, {s.files} files, {s.rows} rows, {s.published_files} published reference files")
     for w in s.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if s.failed_runs:
@@ -82,22 +109,33 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         else:
             raise LabError(f"{p}: no such file or directory")
     failures: list[str] = []
+    unparsed = 0
     con = duckdb.connect(str(args.db))
     try:
         ingest.create_schema(con)
         for f in files:
             try:
-                res = ingest.ingest_file(con, f, fmt=args.format, run_id=args.run, study=args.study, origin=args.origin)
+                res = ingest.ingest_file(
+                    con, f, fmt=args.format, run_id=args.run, study=args.study, origin=args.origin, strict=args.strict
+                )
             except (parsers.ParseError, LabError) as exc:
                 if not args.keep_going:
                     raise LabError(str(exc)) from None
                 failures.append(str(exc))
                 continue
-            print(f"{f}: {res.format}, {res.rows} rows")
+            for line in res.summary():
+                print(line)
             for w in res.warnings:
                 print(f"warning: {w}", file=sys.stderr)
+            if res.lines is not None:
+                unparsed += res.lines.not_understood
     finally:
         con.close()
+    if unparsed:
+        print(
+            f"{unparsed} lines not understood in all (kept in table unparsed_lines; --strict makes them an error)",
+            file=sys.stderr,
+        )
     if failures:
         print(f"{len(failures)} of {len(files)} files failed (the database holds the others):", file=sys.stderr)
         for f in failures:
@@ -196,6 +234,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument("--no-published", action="store_true", help="leave the published reference results out")
     p.set_defaults(func=cmd_ingest_study)
 
+    p = sub.add_parser(
+        "merge",
+        help="one database from several hosts' raw folders of one study (refused, naming the keys, when their "
+        "resolved configs differ in anything but `host`)",
+    )
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--no-published", action="store_true", help="leave the published reference results out")
+    p.add_argument(
+        "folders",
+        nargs="+",
+        metavar="FOLDER[=HOST]",
+        help="a host's raw folder (data/raw/<study>/<host>/, or another machine's data/raw/<study>/ with its "
+        "host key after =), or a study folder holding host folders",
+    )
+    p.set_defaults(func=cmd_merge)
+
     p = sub.add_parser("ingest", help="ingest log files into a database, one transaction per file")
     p.add_argument("--db", type=Path, required=True)
     p.add_argument("--format", help="force a format (see `formats`)")
@@ -208,6 +262,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "--keep-going",
         action="store_true",
         help="ingest the other files when one fails; list the failures and exit 1 at the end",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a line the parser does not understand is an error (the file is not ingested)",
     )
     p.add_argument("paths", type=Path, nargs="+")
     p.set_defaults(func=cmd_ingest)

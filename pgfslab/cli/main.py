@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from pgfslab.errors import LabError
 
@@ -69,34 +70,57 @@ def cmd_device_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_host_share(args: argparse.Namespace) -> int:
+    from pgfslab.run import hosts
+
+    return hosts.run_share(args.config, args.host, args.out)
+
+
 def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import study as config
     from pgfslab.host import targets
+    from pgfslab.ingest import merge
 
     cfg = config.load(args.config)
-    wd = config.workdir(cfg)
-    for name in cfg["targets"]:
-        for line in targets.release(wd, name):
-            print(line)
-    if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
-        from pgfslab.host import zfs
+    hosts = [cfg.get("host")]
+    if not cfg.get("host"):  # and every host share of the study run on this machine
+        hosts += [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+    for host in hosts:
+        wd = config.workdir({**cfg, "host": host})
+        for name in cfg["targets"]:
+            for line in targets.release(wd, name):
+                print(line)
+        if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
+            from pgfslab.host import zfs
 
-        for line in zfs.release_stale(wd / "zfs-fuse.pid"):
-            print(line)
+            for line in zfs.release_stale(wd / "zfs-fuse.pid"):
+                print(line)
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """What a study has: runs done/failed/missing (each failure with its reason), the database and
-    paper, and leftovers. Exit status 0 only when every planned run is ok."""
+    paper, and leftovers. Exit status 0 only when every planned run is ok (or an optional precision round
+    that was not needed)."""
+    from pgfslab.config import study as config
+    from pgfslab.ingest import merge
+
+    cfg = config.load(args.config)
+    if not cfg.get("host"):  # a study run on several hosts: each host's share (data/raw/<study>/<host>/)
+        hosts = [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+        if hosts:
+            return max(_status({**cfg, "host": h}) for h in hosts)
+    return _status(cfg)
+
+
+def _status(cfg: dict[str, Any]) -> int:
     import json
 
     from pgfslab.config import study as config
     from pgfslab.host import targets
 
-    cfg = config.load(args.config)
-    raw = config.raw_dir(cfg["study"])
+    raw = config.raw_dir_of(cfg)
     runs = config.plan(cfg)
     status: dict[str, list[str]] = {}
     reasons: dict[str, str] = {}
@@ -113,6 +137,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                 key += " (FALLBACK plain directory)"
             if rec.get("error"):
                 reasons[r.run_id] = str(rec["error"])
+            elif rec.get("skip_reason"):
+                reasons[r.run_id] = str(rec["skip_reason"])
         elif marker.exists():
             key = "incomplete"
             try:
@@ -123,9 +149,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         else:
             key = "not run"
         status.setdefault(key, []).append(r.run_id)
-    print(f"study {cfg['study']}: {len(runs)} runs planned")
+    print(f"study {cfg['study']}{' host ' + cfg['host'] if cfg.get('host') else ''}: {len(runs)} runs planned")
     for key, ids in status.items():
-        if key == "ok" or key == "not run" or not any(i in reasons for i in ids):
+        if key in ("ok", "not run", "skipped") or not any(i in reasons for i in ids):
             shown = ", ".join(ids[:6]) + (" ..." if len(ids) > 6 else "")
             print(f"  {key:12s} {len(ids):4d}  {shown if key != 'ok' else ''}".rstrip())
             continue
@@ -149,7 +175,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if targets._is_mounted(targets.mountpoint(wd, t))]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
-    return 0 if set(status) <= {"ok"} else 1
+    if "skipped" in status:
+        print(
+            "  skipped: optional rounds not needed (precision reached) or past the time budget: see "
+            f"{raw / '_precision'}/"
+        )
+    return 0 if set(status) <= {"ok", "skipped"} else 1
 
 
 def _print_durability(raw: Path) -> None:
@@ -200,6 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, required=True)
     p.add_argument("--target", required=True)
     p.set_defaults(func=cmd_device_baseline)
+    p = sub.add_parser(
+        "host-share",
+        help="run a study's whole plan on this machine under a host key (the Slurm profile's job; "
+        "data/raw/<study>/<host>/, host.json, share.json)",
+    )
+    p.add_argument("--config", type=Path, required=True, help="the study's frozen config (data/raw/<study>/study.yaml)")
+    p.add_argument("--host", required=True, help="the host key")
+    p.add_argument("--out", type=Path, required=True, help="share.json, written when the share is done")
+    p.set_defaults(func=cmd_host_share)
 
     p = sub.add_parser("release", help="unmount/detach everything the lab left of a study")
     p.add_argument("--config", type=Path, required=True)

@@ -31,6 +31,8 @@ class RunSpec:
     workload: str
     clients: int
     repeat: int
+    optional: bool = False  # a round beyond precision.min_repeats: run only while the cell is not yet precise
+    rung: int | None = None  # the data-set ladder's rung (1-based), None in a study without a ladder
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -170,6 +172,8 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                     "the lab snapshots btrfs image or device targets and zfs targets only (LVM thin "
                     "snapshots would need device-mapper)"
                 )
+    _check_precision(cfg, source)
+    _check_ladder(cfg, source)
     for name, wl in cfg["workloads"].items():
         _check_workload(name, wl, source)
         reps = wl.get("repeats")
@@ -179,6 +183,67 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
                 raise LabError(
                     f"{source}: workloads.{name}.repeats: client counts {unknown} are not in clients {wl['clients']}"
                 )
+
+
+def _check_ladder(cfg: dict[str, Any], source: str) -> None:
+    """A ladder's lists match the tools, climb, have one length, and its memory limit is said once."""
+    lad = cfg.get("ladder")
+    if not lad:
+        return
+    used = tools(cfg)
+    scales, sizes = lad.get("scales"), lad.get("table_sizes")
+    if not scales and not sizes:
+        raise LabError(f"{source}: ladder: give `scales` (pgbench) or `table_sizes` (sysbench)")
+    if "pgbench" in used and not scales:
+        raise LabError(f"{source}: ladder: the study runs pgbench: give `scales`, one per rung")
+    if "sysbench" in used and not sizes:
+        raise LabError(f"{source}: ladder: the study runs sysbench: give `table_sizes`, one per rung")
+    if scales and sizes and len(scales) != len(sizes):
+        raise LabError(f"{source}: ladder: scales ({len(scales)}) and table_sizes ({len(sizes)}) differ in length")
+    for key, values in (("scales", scales), ("table_sizes", sizes)):
+        if values and list(values) != sorted(values):
+            raise LabError(f"{source}: ladder.{key}: rungs climb: {values} is not ascending")
+    if "durability" in used:
+        raise LabError(f"{source}: ladder: a durability check does not climb a ladder; give it a study of its own")
+    limit, res = lad.get("memory_limit_mb"), cfg["resources"].get("memory_limit_mb")
+    if limit is not None and res is not None and limit != res:
+        raise LabError(
+            f"{source}: ladder.memory_limit_mb ({limit}) and resources.memory_limit_mb ({res}) disagree; give one"
+        )
+    if limit is not None:
+        cfg["resources"]["memory_limit_mb"] = limit
+
+
+def _check_precision(cfg: dict[str, Any], source: str) -> None:
+    prec = cfg.get("precision")
+    if not prec:
+        return
+    if prec["min_repeats"] > prec["max_repeats"]:
+        raise LabError(
+            f"{source}: precision: min_repeats ({prec['min_repeats']}) is above max_repeats ({prec['max_repeats']})"
+        )
+    runnable = [
+        f"{n}/c={c}"
+        for n, wl in cfg["workloads"].items()
+        if wl["tool"] in ("pgbench", "sysbench")
+        for c in wl["clients"]
+    ]
+    for item in prec.get("cells") or []:
+        name, _, clients = item.partition("/c=")
+        wl = cfg["workloads"].get(name)
+        if wl is None or wl["tool"] not in ("pgbench", "sysbench") or (clients and int(clients) not in wl["clients"]):
+            raise LabError(
+                f"{source}: precision.cells: {item!r} is not a pgbench or sysbench cell of this study "
+                f"(cells: {', '.join(runnable) or 'none'})"
+            )
+    if not precision_cells(cfg):
+        raise LabError(f"{source}: precision: the study has no pgbench or sysbench cell to make precise")
+    for name, _ in sorted(precision_cells(cfg)):
+        if "repeats" in cfg["workloads"][name]:
+            raise LabError(
+                f"{source}: workloads.{name}.repeats: the precision target decides this workload's repeats "
+                "(precision.min_repeats..max_repeats); remove one of them"
+            )
 
 
 # Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
@@ -256,9 +321,18 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dataset_for(cfg: dict[str, Any], target: str) -> dict[str, Any]:
-    """The study's dataset with the target's overrides (e.g. a different fillfactor) merged in."""
-    return _merge(cfg["dataset"], cfg["targets"][target].get("dataset") or {})
+def dataset_for(cfg: dict[str, Any], target: str, rung: int | None = None) -> dict[str, Any]:
+    """The study's dataset with the target's overrides (e.g. a different fillfactor) merged in, at a
+    ladder's rung when given (its pgbench scale and sysbench table size)."""
+    out = _merge(cfg["dataset"], cfg["targets"][target].get("dataset") or {})
+    if rung is not None:
+        lad = cfg["ladder"]
+        if lad.get("scales"):
+            out["scale"] = int(lad["scales"][rung - 1])
+        if lad.get("table_sizes"):
+            out["sysbench"] = {**(out.get("sysbench") or {}), "table_size": int(lad["table_sizes"][rung - 1])}
+        out["rung"] = rung
+    return out
 
 
 def os_for(cfg: dict[str, Any], workload: str) -> dict[str, Any]:
@@ -300,29 +374,80 @@ def resolve(raw: Any, source: str, base: Path) -> dict[str, Any]:
     return cfg
 
 
+def precision_cells(cfg: dict[str, Any]) -> set[tuple[str, int]]:
+    """The (workload, clients) cells whose repeats the precision target decides (empty without `precision`)."""
+    prec = cfg.get("precision")
+    if not prec:
+        return set()
+    cells = {
+        (name, c)
+        for name, wl in cfg["workloads"].items()
+        if wl["tool"] in ("pgbench", "sysbench")
+        for c in wl["clients"]
+    }
+    named = prec.get("cells")
+    if not named:
+        return cells
+    out: set[tuple[str, int]] = set()
+    for item in named:
+        name, _, clients = item.partition("/c=")
+        out |= {(w, c) for w, c in cells if w == name and (not clients or c == int(clients))}
+    return out
+
+
 def repeats_for(cfg: dict[str, Any], workload: str, clients: int) -> int:
+    if (workload, clients) in precision_cells(cfg):
+        return int(cfg["precision"]["max_repeats"])
     reps = cfg["workloads"][workload].get("repeats", cfg["run"]["repeats"])
     if isinstance(reps, dict):
         return int(reps.get(str(clients), cfg["run"]["repeats"]))
     return int(reps)
 
 
+def run_id(target: str, workload: str, clients: int, repeat: int, rung: int | None = None) -> str:
+    """<target>.<workload>[.d<rung>].c<clients>.r<repeat>"""
+    return f"{target}.{workload}{'' if rung is None else f'.d{rung}'}.c{clients}.r{repeat}"
+
+
+def ladder_rungs(cfg: dict[str, Any]) -> list[int]:
+    """The ladder's rungs, 1-based (empty without a ladder)."""
+    lad = cfg.get("ladder") or {}
+    return list(range(1, len(lad.get("scales") or lad.get("table_sizes") or []) + 1))
+
+
+def rungs_for(cfg: dict[str, Any], workload: str) -> list[int | None]:
+    """The rungs a workload's cells run at: every rung for pgbench and sysbench in a ladder study."""
+    if cfg["workloads"][workload]["tool"] in ("pgbench", "sysbench") and ladder_rungs(cfg):
+        return list(ladder_rungs(cfg))
+    return [None]
+
+
+def database_for(rung: int | None) -> str:
+    """The database holding a rung's data set (the default `postgres` without a ladder)."""
+    return "postgres" if rung is None else f"pgfslab_d{rung}"
+
+
 def plan(cfg: dict[str, Any]) -> list[RunSpec]:
-    """Expand the config into runs, interleaved: repeat r of every cell and target before r+1."""
+    """Expand the config into runs, interleaved: repeat r of every cell (and ladder rung) and target
+    before r+1."""
     cells = [
-        (wl_name, clients, repeats_for(cfg, wl_name, clients))
+        (wl_name, rung, clients, repeats_for(cfg, wl_name, clients))
         for wl_name, wl in cfg["workloads"].items()
+        for rung in rungs_for(cfg, wl_name)
         for clients in wl["clients"]
     ]
-    max_rep = max(n for _, _, n in cells)
+    max_rep = max(n for *_, n in cells)
+    precise = precision_cells(cfg)
+    min_rep = int(cfg["precision"]["min_repeats"]) if precise else 0
     runs: list[RunSpec] = []
     for rep in range(1, max_rep + 1):
-        for wl_name, clients, n in cells:
+        for wl_name, rung, clients, n in cells:
             if rep > n:
                 continue
             for target in cfg["targets"]:
-                run_id = f"{target}.{wl_name}.c{clients}.r{rep}"
-                runs.append(RunSpec(run_id, len(runs), target, wl_name, clients, rep))
+                optional = (wl_name, clients) in precise and rep > min_rep
+                rid = run_id(target, wl_name, clients, rep, rung) + host_suffix(cfg)
+                runs.append(RunSpec(rid, len(runs), target, wl_name, clients, rep, optional, rung))
     return runs
 
 
@@ -344,13 +469,27 @@ def find_run(cfg: dict[str, Any], run_id: str) -> tuple[RunSpec, int]:
 
 
 def workdir(cfg: dict[str, Any]) -> Path:
-    """Images and mount points of this study (absolute)."""
-    return (Path(cfg["workdir"]) / cfg["study"]).absolute()
+    """Images and mount points of this study (absolute); a host's own under <workdir>/<study>/<host>/."""
+    base = Path(cfg["workdir"]) / cfg["study"]
+    return (base / cfg["host"] if cfg.get("host") else base).absolute()
 
 
-def raw_dir(study: str) -> Path:
-    """data/raw/<study>/: every raw output of the study, untouched, with provenance."""
-    return Path("data") / "raw" / study
+def raw_dir(study: str, host: str | None = None) -> Path:
+    """data/raw/<study>/: every raw output of the study, untouched, with provenance; a study run on several
+    machines has one such folder per host key, data/raw/<study>/<host>/."""
+    base = Path("data") / "raw" / study
+    return base / host if host else base
+
+
+def raw_dir_of(cfg: dict[str, Any]) -> Path:
+    """The raw folder this config's runs write (data/raw/<study>/ or data/raw/<study>/<host>/)."""
+    return raw_dir(cfg["study"], cfg.get("host"))
+
+
+def host_suffix(cfg: dict[str, Any]) -> str:
+    """What a run id ends in: `@<host>` for a study with a host key (run ids stay unique when the raw
+    folders of several hosts meet in one database), nothing on a single machine."""
+    return f"@{cfg['host']}" if cfg.get("host") else ""
 
 
 def run_fingerprint(cfg: dict[str, Any], r: RunSpec) -> str:
@@ -361,13 +500,16 @@ def run_fingerprint(cfg: dict[str, Any], r: RunSpec) -> str:
             "target": cfg["targets"][r.target],
             "workload": cfg["workloads"][r.workload],
             "clients": r.clients,
-            "dataset": cfg["dataset"],
+            "dataset": cfg["dataset"] if r.rung is None else dataset_for(cfg, r.target, r.rung),
             "run": cfg["run"],
             "sampler": cfg["sampler"],
             "postgres": cfg["postgres"],
             "os": cfg["os"],
             "resources": cfg["resources"],
             "snapshots": cfg.get("snapshots"),
+            # only an optional round depends on the precision target (whether it runs at all); the key is
+            # absent otherwise, so adding `precision` to a study never re-measures its fixed rounds
+            **({"precision": cfg["precision"]} if r.optional else {}),
         },
         sort_keys=True,
     )
@@ -383,6 +525,7 @@ def target_fingerprint(cfg: dict[str, Any], target: str) -> str:
             "tools": sorted(tools(cfg)),
             "snapshots": target in snapshot_targets(cfg),
             **({"wal_on": cfg["targets"][wal]} if (wal := cfg["targets"][target].get("wal_on")) else {}),
+            **({"ladder": cfg["ladder"]} if cfg.get("ladder") else {}),
         },
         sort_keys=True,
     )
@@ -391,7 +534,7 @@ def target_fingerprint(cfg: dict[str, Any], target: str) -> str:
 def wal_target_inputs(cfg: dict[str, Any], study: str, target: str) -> list[str]:
     """The prepared-target record of the target that holds `target`'s WAL (none when WAL stays in PGDATA)."""
     wal = cfg["targets"][target].get("wal_on")
-    return [str(raw_dir(study) / "_setup" / wal / "target.json")] if wal else []
+    return [str(raw_dir(study, cfg.get("host")) / "_setup" / wal / "target.json")] if wal else []
 
 
 def baseline_enabled(cfg: dict[str, Any]) -> bool:
@@ -406,4 +549,5 @@ def baseline_fingerprint(cfg: dict[str, Any], target: str) -> str:
 
 def baseline_inputs(cfg: dict[str, Any], study: str, target: str) -> list[str]:
     """The device baseline a target's runs wait for (none when the study has no baseline)."""
-    return [str(raw_dir(study) / "_setup" / target / "device" / "baseline.json")] if baseline_enabled(cfg) else []
+    setup = raw_dir(study, cfg.get("host")) / "_setup" / target
+    return [str(setup / "device" / "baseline.json")] if baseline_enabled(cfg) else []

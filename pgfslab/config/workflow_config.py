@@ -3,9 +3,14 @@
 Snakemake loads `configfile: config/default.yaml` and deep-merges `--configfile` files and `--config`
 values into it. For a study that merge is wrong (the default study's targets would join every other
 study's), so a config file named on the command line replaces the default whole and only `--config`
-values are applied over it. Two keys steer the workflow and are not part of a study:
-    raw_only=1 study=NAME   re-analyse data/raw/NAME/ from its frozen study.yaml (no runs)
+values are applied over it. These keys steer the workflow and are not part of a study:
+    raw_only=1 study=NAME   re-analyse data/raw/NAME/ from its frozen study.yaml (no runs); a study
+                            folder holding host folders (data/raw/NAME/<host>/) is merged
     config=PATH             the same as --configfile PATH (older command lines)
+    hosts=a,b               run the whole plan once per host key, each as one job (`rule host_share`,
+                            the Slurm profile's unit), then merge the hosts' raw folders
+    pin_hosts=1             with hosts: each host key is a Slurm node name, its job goes there (--nodelist)
+(`host=KEY` is a study key: the one host this Snakemake runs for, see the schema.)
 """
 
 from __future__ import annotations
@@ -19,7 +24,22 @@ import yaml
 from pgfslab.config import study as labcfg
 from pgfslab.errors import LabError
 
-CONTROL_KEYS = ("raw_only", "config")
+CONTROL_KEYS = ("raw_only", "config", "hosts", "pin_hosts")
+
+
+def hosts(config: dict[str, Any]) -> list[str]:
+    """The host keys of `--config hosts=a,b` (or a YAML list), checked; [] when not given."""
+    value = config.get("hosts")
+    if value in (None, "", []):
+        return []
+    items = value if isinstance(value, list) else str(value).strip("[]").split(",")
+    keys = [str(k).strip() for k in items if str(k).strip()]
+    from pgfslab.ingest.merge import HOST_KEY
+
+    bad = [k for k in keys if not HOST_KEY.match(k)]
+    if bad or len(set(keys)) != len(keys):
+        raise LabError(f"hosts={value}: host keys are distinct names of a-z, 0-9, _ and - (up to 32): {bad or keys}")
+    return keys
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -75,6 +95,13 @@ def resolve(
             raise LabError("raw_only needs --config study=NAME (a folder data/raw/NAME/)")
         frozen = labcfg.raw_dir(str(study)) / "study.yaml"
         if not frozen.exists():
+            from pgfslab.ingest import merge
+
+            folders = merge.host_folders(labcfg.raw_dir(str(study)))
+            if folders:  # the raw folders of several hosts, no study.yaml of the study itself: theirs, less `host`
+                common = merge.check_one_study(merge.study_folders(labcfg.raw_dir(str(study))))
+                source = f"{labcfg.raw_dir(str(study))}/<host>/study.yaml"
+                return True, labcfg.validate(common, source), source
             raise LabError(f"{frozen}: missing; is data/raw/{study}/ a study folder?")
         return True, labcfg.validate(yaml.safe_load(frozen.read_text()), str(frozen)), str(frozen)
     files = [Path(f) for f in cli_files]
@@ -97,4 +124,5 @@ def resolve(
 
 
 def json_text(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    # a plain scalar is dumped as a document of its own ("h2\n...\n"): without its end marker
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...").strip()

@@ -89,10 +89,12 @@ class Cluster:
     wrap: Callable[[list[str]], list[str]] = lambda cmd: cmd
     notes: list[str] = field(default_factory=list)  # what stop()/reap() did after a crash
     initdb_command: list[str] = field(default_factory=list)  # set by initdb()
+    # the database the lab's own connections (facts, samplers) use: a data-set ladder's rung has its own
+    dbname: str = "postgres"
 
     @property
     def conninfo(self) -> str:
-        return f"host={self.sockdir} port={self.port} user=postgres dbname=postgres"
+        return f"host={self.sockdir} port={self.port} user=postgres dbname={self.dbname}"
 
     def client_args(self) -> list[str]:
         """Connection flags for pgbench/psql."""

@@ -40,6 +40,7 @@ from pgfslab.ingest.parsers._common import FileScan, scan_file
 RUNS: dict[str, Any] = {
     "run_id": pl.Utf8,
     "study": pl.Utf8,
+    "host": pl.Utf8,
     "origin": pl.Utf8,
     "status": pl.Utf8,
     "error": pl.Utf8,
@@ -52,6 +53,7 @@ RUNS: dict[str, Any] = {
     "device": pl.Utf8,
     "direct_io": pl.Boolean,
     "workload": pl.Utf8,
+    "base_workload": pl.Utf8,
     "tool": pl.Utf8,
     "builtin": pl.Utf8,
     "clients": pl.Int64,
@@ -60,6 +62,8 @@ RUNS: dict[str, Any] = {
     "plan_index": pl.Int64,
     "duration_s": pl.Float64,
     "scale": pl.Int64,
+    "rung": pl.Int64,  # the data-set ladder's rung (null without a ladder)
+    "dataset_bytes": pl.Int64,  # the run's database as loaded (before the run)
     "started_at": pl.Datetime("us", "UTC"),
     "ended_at": pl.Datetime("us", "UTC"),
     "wall_s": pl.Float64,
@@ -79,6 +83,7 @@ RUNS: dict[str, Any] = {
 RUN_PARAMS: dict[str, Any] = {"run_id": pl.Utf8, "key": pl.Utf8, "value": pl.Utf8}
 TARGETS: dict[str, Any] = {
     "study": pl.Utf8,
+    "host": pl.Utf8,
     "target": pl.Utf8,
     "fs": pl.Utf8,
     "fs_label": pl.Utf8,
@@ -123,6 +128,18 @@ FILES: dict[str, Any] = {
     "ingested_at": pl.Datetime("us", "UTC"),
     "origin": pl.Utf8,
     "file_no": pl.Int64,
+    "lines": pl.Int64,
+    "lines_parsed": pl.Int64,
+    "lines_noise": pl.Int64,
+    "lines_not_understood": pl.Int64,
+}
+# the lines of ingested files that no parser understood (files.lines_not_understood counts them)
+UNPARSED_LINES: dict[str, Any] = {
+    "file_id": pl.Utf8,
+    "source_file": pl.Utf8,
+    "run_id": pl.Utf8,
+    "line": pl.Int64,
+    "text": pl.Utf8,
 }
 LAB_TABLES: dict[str, dict[str, Any]] = {
     "study": STUDY,
@@ -131,22 +148,28 @@ LAB_TABLES: dict[str, dict[str, Any]] = {
     "targets": TARGETS,
     "files": FILES,
     "device_baselines": DEVICE_BASELINES,
+    "unparsed_lines": UNPARSED_LINES,
 }
 LINK_COLUMNS: dict[str, Any] = {"file_id": pl.Utf8, "source_file": pl.Utf8, "run_id": pl.Utf8}
 TABLE_DOCS: dict[str, str] = {
     "study": "one row per study in the database: its name, title, authors and resolved config (YAML)",
     "runs": "one row per run (run.json): target, file system, workload, clients, repeat, timings, server "
     "counters; `origin` is 'local' for this lab's runs and 'published' (with a null `study`) for the "
-    "reference results of data/external/",
+    "reference results of data/external/; `host` is the host key of a study merged from several machines' "
+    "raw folders (null on one machine; see pgfslab.ingest.merge)",
     "run_params": "every configured parameter of a run, flattened (`key` like `run.duration_s`, `value` as text)",
-    "targets": "one row per storage target of a study: file system, mount options, mkfs command, image size, "
-    "bulk-load time and sizes",
+    "targets": "one row per storage target of a study (per target and host in a merged study): file system, "
+    "mount options, mkfs command, image size, bulk-load time and sizes",
     "device_baselines": "one row per target measured without PostgreSQL (data/raw/<study>/_setup/<target>/device/): "
     "file system as labelled, fio version and engine; its fio reports are in `fio_job` and its pg_test_fsync "
     "output in `pg_test_fsync`, both with run_id = `baseline_id` (device-baseline:<target>)",
     "files": "one row per ingested file: `file_id` (SHA-256 of its bytes), where it came from, its format, "
     "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
-    "database, keys the rows of the compact tables",
+    "database, keys the rows of the compact tables; `lines` = `lines_parsed` + `lines_noise` + "
+    "`lines_not_understood`: what became of every line of the file (noise: blank lines, banners, "
+    "`starting vacuum...`; null for files ingested before the accounting existed)",
+    "unparsed_lines": "one row per line of an ingested file that its parser did not understand (wrapper headers, "
+    "a torn last line, an unknown line inside a report): `line` (1-based) and `text`, never silently dropped",
 }
 # Tables whose rows can number in the tens of millions are stored compactly: `<table>_rows` holds
 # `file_no` (BIGINT) and the format's columns, and `<table>` is a view that adds file_id,
@@ -286,6 +309,78 @@ class FileResult:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     direct: bool = False  # loaded by DuckDB's CSV reader (the fast path), not the polars parser
+    lines: LineCounts | None = None
+    tables: dict[str, int] = field(default_factory=dict)  # rows per table
+
+    def summary(self, shown: int = 5) -> list[str]:
+        """The ingest's report of this file: rows per table, the line accounting, and the first
+        `shown` lines not understood (path:line: text)."""
+        per_table = ", ".join(f"{t} {n}" for t, n in self.tables.items() if n) or "no rows"
+        out = [f"{self.path}: {self.format}, {self.rows} rows ({per_table})"]
+        if self.lines is not None:
+            lc = self.lines
+            out[0] += f"; {lc.total} lines: {lc.parsed} parsed, {lc.noise} noise, {lc.not_understood} not understood"
+            for line, text in lc.first_unparsed[:shown]:
+                out.append(f"  not understood: {self.path}:{line}: {text[:120]!r}")
+            if lc.not_understood > shown:
+                out.append(f"  ... and {lc.not_understood - shown} more (table unparsed_lines)")
+        return out
+
+
+@dataclass
+class LineCounts:
+    """What became of a file's lines: total = parsed + noise + not_understood."""
+
+    total: int
+    parsed: int
+    noise: int
+    not_understood: int
+    unparsed: pl.DataFrame  # line, text of the lines not understood
+    first_unparsed: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _count_lines(path: Path) -> int:
+    """Lines of a file as `wc -l` counts them, plus a last line without a newline."""
+    n = 0
+    last = b""
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 24), b""):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (1 if last not in (b"", b"\n") else 0)
+
+
+def line_counts(path: Path, accounting: pl.DataFrame | None, warned: Iterable[int | None]) -> LineCounts:
+    """The accounting of a parsed file: from its parser's `_lines` (every line classified), or,
+    for the formats whose every line is a row (CSV/JSON/space-separated logs), all lines parsed
+    but those a warning names (a torn last line, a dropped line), which count as not understood."""
+    unparsed_schema = {"line": pl.Int64, "text": pl.Utf8}
+    if accounting is not None:
+        counts = dict(accounting.group_by("kind").len().iter_rows())
+        unparsed = accounting.filter(pl.col("kind") == parsers.NOT_UNDERSTOOD).select("line", "text").sort("line")
+        lc = LineCounts(
+            accounting.height,
+            counts.get(parsers.PARSED, 0),
+            counts.get(parsers.NOISE, 0),
+            counts.get(parsers.NOT_UNDERSTOOD, 0),
+            unparsed.cast(unparsed_schema),  # type: ignore[arg-type]
+        )
+    else:
+        total = _count_lines(path)
+        bad = sorted({w for w in warned if w is not None and 1 <= w <= total})
+        texts: dict[int, str] = {}
+        if bad:
+            wanted = set(bad)
+            with open(path, "rb") as fh:
+                for i, raw in enumerate(fh, 1):  # only when a warning names lines: rare, small
+                    if i in wanted:
+                        texts[i] = raw.rstrip(b"\r\n").decode("utf-8", errors="backslashreplace")
+                    if i >= bad[-1]:
+                        break
+        unparsed = pl.DataFrame({"line": bad, "text": [texts.get(i, "") for i in bad]}, schema=unparsed_schema)
+        lc = LineCounts(total, total - len(bad), 0, len(bad), unparsed)
+    lc.first_unparsed = [(int(a), str(b)) for a, b in lc.unparsed.head(20).iter_rows()]
+    return lc
 
 
 def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str) -> None:
@@ -307,7 +402,9 @@ def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str)
                 )
             else:
                 con.execute(f'DELETE FROM "{table}" WHERE list_contains(?, file_id)', [sorted(fids)])
-    con.execute("DELETE FROM files WHERE list_contains(?, file_id)", [sorted({file_id, *(r[0] for r in prev)})])
+    gone = sorted({file_id, *(r[0] for r in prev)})
+    con.execute("DELETE FROM unparsed_lines WHERE list_contains(?, file_id)", [gone])
+    con.execute("DELETE FROM files WHERE list_contains(?, file_id)", [gone])
 
 
 def _next_file_no(con: duckdb.DuckDBPyConnection) -> int:
@@ -326,6 +423,7 @@ def _file_row(
     warnings: int,
     origin: str,
     file_no: int,
+    lines: LineCounts,
 ) -> None:
     _insert_row(
         con,
@@ -342,8 +440,22 @@ def _file_row(
             "ingested_at": dt.datetime.now(dt.UTC),
             "origin": origin,
             "file_no": file_no,
+            "lines": lines.total,
+            "lines_parsed": lines.parsed,
+            "lines_noise": lines.noise,
+            "lines_not_understood": lines.not_understood,
         },
     )
+    if lines.unparsed.height:
+        _insert(
+            con,
+            "unparsed_lines",
+            lines.unparsed.with_columns(
+                pl.lit(file_id).alias("file_id"),
+                pl.lit(source).alias("source_file"),
+                pl.lit(run_id, dtype=pl.Utf8).alias("run_id"),
+            ),
+        )
 
 
 def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
@@ -367,10 +479,13 @@ def ingest_file(
     origin: str = "local",
     run_record: dict[str, Any] | None = None,
     direct: bool = True,
+    strict: bool = False,
 ) -> FileResult:
     """Parse one file and replace its rows in one transaction. Raises ParseError/LabError on failure,
     and then the database is exactly as before. `run_record` (a `runs` row) is stored in the same
-    transaction, replacing the run of the same run_id. `direct=False` forces the polars parser."""
+    transaction, replacing the run of the same run_id. `direct=False` forces the polars parser.
+    Every line is accounted for (`FileResult.lines`, `files.lines_*`, `unparsed_lines`); with
+    `strict` a line not understood is an error (LabError naming the lines; nothing stored)."""
     path = Path(path)
     fmt = fmt or parsers.detect_format(path)
     if fmt is None:
@@ -400,13 +515,18 @@ def ingest_file(
     if file_id is None:
         file_id = sha256(path)
     tables = parsers.parse(path, fmt)
-    warn_frame = tables.pop("_warnings", None)
-    warnings = (
-        []
-        if warn_frame is None
-        else _warning_texts(path, ((r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)))
-    )
+    warn_frame = tables.pop(parsers.WARNINGS_KEY, None)
+    items = [] if warn_frame is None else [(r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)]
+    warnings = _warning_texts(path, items)
+    lines = line_counts(path, tables.pop(parsers.LINES_KEY, None), (line for line, _ in items))
+    if strict and lines.not_understood:
+        shown = "; ".join(f"{path}:{n}: {t[:80]!r}" for n, t in lines.first_unparsed[:5])
+        more = f" (and {lines.not_understood - 5} more)" if lines.not_understood > 5 else ""
+        raise LabError(
+            f"{path}: {lines.not_understood} of {lines.total} lines not understood as {fmt} (--strict): {shown}{more}"
+        )
     rows = 0
+    per_table: dict[str, int] = {}
     con.execute("BEGIN TRANSACTION")
     try:
         _forget(con, file_id, source, fmt)
@@ -427,12 +547,13 @@ def ingest_file(
                 )
             _insert(con, storage_table(table), frame)
             rows += frame.height
-        _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no)
+            per_table[table] = frame.height
+        _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no, lines)
         con.execute("COMMIT")
     except BaseException:
         _rollback(con)
         raise
-    return FileResult(path, fmt, rows, None, warnings)
+    return FileResult(path, fmt, rows, None, warnings, lines=lines, tables=per_table)
 
 
 def _numeric_head(path: Path, alphabet: bytes) -> bool:
@@ -501,9 +622,15 @@ def _direct(
             _store_run(con, run_record)
         rows, items = loaded
         warnings = _warning_texts(path, items)
-        _file_row(con, path, check.sha256, source, fmt, run_id, study, rows, len(warnings), origin, file_no)
+        # the fast path takes only files whose every line is a row (each newline-terminated)
+        lines = LineCounts(
+            check.newlines, rows, 0, check.newlines - rows, pl.DataFrame(schema={"line": pl.Int64, "text": pl.Utf8})
+        )
+        if lines.not_understood:
+            raise RuntimeError("rows and lines differ: the exact parser decides")
+        _file_row(con, path, check.sha256, source, fmt, run_id, study, rows, len(warnings), origin, file_no, lines)
         con.execute("COMMIT")
-        return FileResult(path, fmt, rows, None, warnings, direct=True)
+        return FileResult(path, fmt, rows, None, warnings, direct=True, lines=lines, tables={table: rows})
     except Exception:
         _rollback(con)  # the exact parser says what is wrong (or reads the file after all)
         return None
@@ -680,6 +807,7 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
     return {
         "run_id": rec["run_id"],
         "study": rec["study"],
+        "host": rec.get("host_key"),
         "origin": origin,
         "status": rec.get("status"),
         "error": rec.get("error"),
@@ -693,7 +821,9 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "mount_options": mount.get("mount_options"),
         "device": mount.get("device"),
         "direct_io": mount.get("direct_io"),
-        "workload": rec.get("workload"),
+        # a ladder's rung is part of the cell: `tpcb.d2` (the base workload in base_workload)
+        "workload": rec.get("workload") if rec.get("rung") is None else f"{rec.get('workload')}.d{rec['rung']}",
+        "base_workload": rec.get("workload"),
         "tool": rec.get("tool"),
         "builtin": wl.get("builtin"),
         "clients": rec.get("clients"),
@@ -702,6 +832,8 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "plan_index": rec.get("plan_index"),
         "duration_s": (rec.get("run") or {}).get("duration_s"),
         "scale": (rec.get("dataset") or {}).get("scale"),
+        "rung": rec.get("rung"),
+        "dataset_bytes": (rec.get("target_setup") or {}).get("database_bytes_loaded"),
         "started_at": _ts(rec.get("started_at")),
         "ended_at": _ts(rec.get("ended_at")),
         "wall_s": rec.get("wall_s"),
@@ -747,6 +879,7 @@ def target_row(rec: dict[str, Any]) -> dict[str, Any]:
     created, mount = rec.get("created") or {}, rec.get("mount") or {}
     return {
         "study": rec["study"],
+        "host": rec.get("host_key"),
         "target": rec["target"],
         "fs": (rec.get("spec") or {}).get("fs"),
         "fs_label": created.get("fs_label") or mount.get("fs_label") or (rec.get("spec") or {}).get("fs"),
@@ -828,6 +961,7 @@ class StudySummary:
     files: int = 0
     rows: int = 0
     failed_runs: list[str] = field(default_factory=list)
+    skipped_runs: int = 0
     warnings: list[str] = field(default_factory=list)
     published_files: int = 0
 
@@ -869,51 +1003,7 @@ def ingest_study(
             ext = ingest_external(con, external)
             summary.published_files = ext.files
             summary.warnings += ext.warnings
-        for tj in sorted(raw.glob("_setup/*/target.json")):
-            _insert(con, "targets", pl.DataFrame([target_row(json.loads(tj.read_text()))], schema=TARGETS))
-        for bj in sorted(raw.glob("_setup/*/device/baseline.json")):
-            summary.files += _ingest_baseline(con, bj, raw, cfg["study"], summary.warnings)
-        run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
-        for i, rdir in enumerate(run_dirs, 1):
-            rj = rdir / "run.json"
-            if not rj.exists():
-                marker = rdir / "run.incomplete.json"
-                if marker.exists():
-                    summary.warnings.append(f"{rdir}: incomplete run (no run.json), left out")
-                continue
-            try:
-                rec = json.loads(rj.read_text())
-            except json.JSONDecodeError as exc:
-                raise LabError(f"{rj}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-            _insert(con, "runs", pl.DataFrame([run_row(rec)], schema=RUNS))
-            _insert(con, "run_params", pl.DataFrame(run_params(rec), schema=RUN_PARAMS))
-            summary.runs += 1
-            if rec.get("status") != "ok":
-                summary.failed_runs.append(f"{rec['run_id']}: {rec.get('status')}: {rec.get('error')}")
-            for f in _run_files(rdir):
-                if f.stat().st_size == 0:  # an empty stream (a tool that printed nothing) holds no rows
-                    summary.warnings.append(f"{f}: not ingested (empty file)")
-                    continue
-                # source_file is <study>/<run-id>/<file>: the same on every machine the folder is copied to
-                try:
-                    res = ingest_file(
-                        con, f, run_id=rec["run_id"], study=cfg["study"], source_name=str(f.relative_to(raw.parent))
-                    )
-                except (parsers.ParseError, LabError) as exc:
-                    if rec.get("status") == "ok":
-                        raise
-                    # a failed run's partial logs: what parses is in, the rest is said (never half a file)
-                    summary.warnings.append(f"{f}: not ingested (partial output of a failed run): {exc}")
-                    continue
-                summary.files += 1
-                summary.rows += res.rows
-                summary.warnings += res.warnings
-            if progress and (i % 10 == 0 or i == len(run_dirs)):
-                print(
-                    f"[ingest {cfg['study']}] {i}/{len(run_dirs)} run folders, {summary.rows} rows",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        ingest_folder(con, raw, cfg, summary, progress=progress)
         con.execute("CHECKPOINT")
     except BaseException:
         con.close()
@@ -922,3 +1012,74 @@ def ingest_study(
     con.close()
     os.replace(tmp, db_path)
     return summary
+
+
+def ingest_folder(
+    con: duckdb.DuckDBPyConnection,
+    raw: Path,
+    cfg: dict[str, Any],
+    summary: StudySummary,
+    *,
+    progress: bool = True,
+    host: str | None = None,
+    source_prefix: str | None = None,
+) -> None:
+    """Targets, runs and logs of one raw folder into an open database. `host` (a merge of several
+    machines' folders, pgfslab.ingest.merge) labels its runs and targets and ends its run ids in
+    `@<host>`; `source_file` names are `<source_prefix>/<run-id>/<file>` (default prefix: the folder's name)."""
+    prefix = Path(raw.name if source_prefix is None else source_prefix)
+    for tj in sorted(raw.glob("_setup/*/target.json")):
+        trec = json.loads(tj.read_text())
+        if host is not None:
+            trec["host_key"] = host
+        _insert(con, "targets", pl.DataFrame([target_row(trec)], schema=TARGETS))
+    for bj in sorted(raw.glob("_setup/*/device/baseline.json")):
+        summary.files += _ingest_baseline(con, bj, raw, cfg["study"], summary.warnings)
+    run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    for i, rdir in enumerate(run_dirs, 1):
+        rj = rdir / "run.json"
+        if not rj.exists():
+            marker = rdir / "run.incomplete.json"
+            if marker.exists():
+                summary.warnings.append(f"{rdir}: incomplete run (no run.json), left out")
+            continue
+        try:
+            rec = json.loads(rj.read_text())
+        except json.JSONDecodeError as exc:
+            raise LabError(f"{rj}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        if host is not None:
+            suffix = f"@{host}"
+            rec = {**rec, "host_key": host, "run_id": rec["run_id"].removesuffix(suffix) + suffix}
+        _insert(con, "runs", pl.DataFrame([run_row(rec)], schema=RUNS))
+        _insert(con, "run_params", pl.DataFrame(run_params(rec), schema=RUN_PARAMS))
+        summary.runs += 1
+        if rec.get("status") == "skipped":  # an optional precision round that was not needed: no output
+            summary.skipped_runs += 1
+            continue
+        if rec.get("status") != "ok":
+            summary.failed_runs.append(f"{rec['run_id']}: {rec.get('status')}: {rec.get('error')}")
+        for f in _run_files(rdir):
+            if f.stat().st_size == 0:  # an empty stream (a tool that printed nothing) holds no rows
+                summary.warnings.append(f"{f}: not ingested (empty file)")
+                continue
+            # source_file is <study>/<run-id>/<file>: the same on every machine the folder is copied to
+            try:
+                res = ingest_file(
+                    con, f, run_id=rec["run_id"], study=cfg["study"], source_name=str(prefix / f.relative_to(raw))
+                )
+            except (parsers.ParseError, LabError) as exc:
+                if rec.get("status") == "ok":
+                    raise
+                # a failed run's partial logs: what parses is in, the rest is said (never half a file)
+                summary.warnings.append(f"{f}: not ingested (partial output of a failed run): {exc}")
+                continue
+            summary.files += 1
+            summary.rows += res.rows
+            summary.warnings += res.warnings
+        if progress and (i % 10 == 0 or i == len(run_dirs)):
+            print(
+                f"[ingest {cfg['study']}{'@' + host if host else ''}] {i}/{len(run_dirs)} run folders, "
+                f"{summary.rows} rows",
+                file=sys.stderr,
+                flush=True,
+            )

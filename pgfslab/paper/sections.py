@@ -21,15 +21,18 @@ from IPython.display import Markdown, display
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import report, stats
+from pgfslab.paper import hosts as paper_hosts
 from pgfslab.paper.build import write_meta
 from pgfslab.paths import in_lab
 
 PG_TOOLS = ("pgbench", "sysbench")
 # the executed notebooks whose results the paper shows, in this order (per-workload ones first)
 RESULT_ORDER = [
+    "seed_verdicts",
     "throughput_stability",
     "latency_percentiles",
     "variance_significance",
+    "precision",
     "dirty_memory_checkpoints",
     "compression_footprint",
     "scaling",
@@ -60,6 +63,10 @@ class Context:
         figures_dir, tables_dir, build_dir = (str(in_lab(p)) for p in (figures_dir, tables_dir, build_dir))
         info = data.study_info(db)
         runs = data.require(data.runs(db, study), f"runs of study {study!r}")
+        # the paper speaks of the config's workloads: a ladder's `tpcb.d2` is `tpcb` (its cell in cell_workload)
+        runs = runs.with_columns(
+            pl.col("workload").alias("cell_workload"), pl.coalesce("base_workload", "workload").alias("workload")
+        )
         return cls(
             db,
             study,
@@ -111,8 +118,13 @@ class Context:
         counts = (
             self.ok.group_by(["workload", "clients"])
             .agg((pl.len() / pl.col("target").n_unique()).alias("n"), pl.col("target").n_unique().alias("t"))
-            .with_columns(pl.col("workload").replace_strict(order, default=99, return_dtype=pl.Int64).alias("o"))
-            .sort(["t", "n", "clients", "o"], descending=[True, True, True, False])
+            .with_columns(
+                pl.col("workload")
+                .str.replace(r"\.d[0-9]+$", "")
+                .replace_strict(order, default=99, return_dtype=pl.Int64)
+                .alias("o")
+            )
+            .sort(["t", "n", "clients", "o", "workload"], descending=[True, True, True, False, True])
         )
         return counts["workload"][0], counts["clients"][0]
 
@@ -162,8 +174,10 @@ def abstract_text(ctx: Context) -> str:
     )
     tool = cell["tool"][0]
     unit = ctx.unit(tool)
-    spec = (ctx.cfg.get("workloads") or {}).get(wl) or {}
-    what = f"{_wl_what(spec)}" + (f", {clients} client{'s' if clients != 1 else ''}" if tool in PG_TOOLS else "")
+    base = cell["base_workload"][0] if "base_workload" in cell.columns and cell["base_workload"][0] else wl
+    spec = (ctx.cfg.get("workloads") or {}).get(base) or {}
+    rung = f", data set {wl.rpartition('.d')[2]} of the ladder" if base != wl else ""
+    what = f"{_wl_what(spec)}{rung}" + (f", {clients} client{'s' if clients != 1 else ''}" if tool in PG_TOOLS else "")
     med = (
         cell.group_by("target_label")
         .agg(pl.col("value").median().alias("m"), pl.len().alias("n"))
@@ -498,6 +512,7 @@ def setup(ctx: Context) -> None:
             "PostgreSQL and its clients.",
         )
     )
+    paper_hosts.setup_hosts(ctx)  # a study from several hosts: every host, and whether their hardware differs
 
 
 # ---------------------------------------------------------------------------------------- methodology
@@ -506,7 +521,7 @@ def setup(ctx: Context) -> None:
 def _workload_rows(ctx: Context) -> pl.DataFrame:
     rows = []
     for wl, spec in (ctx.cfg.get("workloads") or {}).items():
-        runs = ctx.runs.filter(pl.col("workload") == wl)
+        runs = ctx.runs.filter((pl.col("workload") == wl) & (pl.col("status") != "skipped"))
         if runs.height == 0:
             continue
         reps = runs.group_by("target", "clients").len()["len"]
@@ -572,7 +587,9 @@ cluster is initialised on it and loaded once. Every run then mounts the target, 
 cache{"" if (c.get("run") or {}).get("drop_caches", True) else " (disabled in this study)"}, starts the server, runs
 one workload, stops the server and unmounts, while samplers record {sampled}. Runs are interleaved (repeat 1 of
 every target and cell, then repeat 2, ...), so that drift of the machine over time does not masquerade as a
-difference between targets.""")
+difference between targets.
+
+{_start_sentence(ctx)}""")
     show(
         report.markdown_table(
             _workload_rows(ctx),
@@ -606,6 +623,56 @@ min and max per second survive), and known to the bucket from sysbench's histogr
 
 
 # ---------------------------------------------------------------------------------------- results
+
+
+def _start_sentence(ctx: Context) -> str:
+    """Which state a run starts from (the issue every seed comparison needs said), how many checkpoints the
+    runs spanned, and how repeats were decided."""
+    c = ctx.cfg
+    rungs = "; each rung of the data-set ladder has a database of its own" if c.get("ladder") else ""
+    warm = (
+        ", its relations loaded into shared_buffers with pg_prewarm before the measured interval (warm start)"
+        if (c.get("run") or {}).get("prewarm")
+        else " and cold buffers (cold start)"
+    )
+    return (
+        f"**Starting state.** A run starts from the data as the target's previous run left it (the data set is "
+        f"loaded once, not restored before each run{rungs}), with a freshly started server{warm}. "
+        + _checkpoint_sentence(ctx)
+        + _precision_sentence(c)
+    )
+
+
+def _checkpoint_sentence(ctx: Context) -> str:
+    """How many checkpoints the runs spanned (the seeds' long runs span many; short ones may span none)."""
+    ok = ctx.runs.filter(pl.col("status") == "ok")
+    if "checkpoints_timed" not in ok.columns:
+        return ""
+    n = (ok["checkpoints_timed"].fill_null(0) + ok["checkpoints_req"].fill_null(0)).drop_nulls()
+    if n.is_empty():
+        return ""
+    return (
+        f"Runs spanned {int(n.min())} to {int(n.max())} checkpoints (median {n.median():g}; timed and requested, from "
+        f"pg_stat_bgwriter before and after); {int((n < 2).sum())} of {n.len()} runs spanned fewer than two."
+    )
+
+
+def _precision_sentence(c: dict[str, Any]) -> str:
+    prec = c.get("precision")
+    if not prec:
+        return ""
+    return (
+        f" **Repeats until precise.** The cells {', '.join(prec.get('cells') or ['(every cell)'])} ran "
+        f"{prec['min_repeats']} rounds, then further rounds (up to {prec['max_repeats']}) only while some target's median "
+        f"was not yet known to ±{100 * prec['half_width']:g} % ({100 * prec['confidence']:g} % distribution-free "
+        "interval)"
+        + (
+            f" and less than {prec['budget_min']:g} minutes had passed since the first run"
+            if prec.get("budget_min")
+            else ""
+        )
+        + "; the decision never looked at a p-value. The precision reached per cell is in the precision section."
+    )
 
 
 def _publications(ctx: Context, prefix: str) -> list[dict[str, Any]]:
@@ -643,7 +710,8 @@ def results(ctx: Context) -> None:
     if not shown:
         show("No analysis notebook has produced results for this study yet.")
     device_results(ctx)
-    failed = ctx.runs.filter(pl.col("status") != "ok")
+    paper_hosts.across_hosts(ctx)  # a study from several hosts: comparisons with the host as block
+    failed = ctx.runs.filter(~pl.col("status").is_in(["ok", "skipped"]))  # skipped: a precision round not needed
     if failed.height:
         show(
             report.markdown_table(
@@ -828,7 +896,7 @@ def threats(ctx: Context) -> None:
         "**Published numbers.** The seed documents ran other hardware, data-set sizes, client counts and "
         "versions; only the direction and relative size of differences are compared."
     )
-    failed = ctx.runs.filter(pl.col("status") != "ok")
+    failed = ctx.runs.filter(~pl.col("status").is_in(["ok", "skipped"]))  # skipped: a precision round not needed
     if failed.height:
         items.append(f"**Failed runs.** {failed.height} run(s) did not complete and are left out of every statistic.")
     show("## Threats to validity\n\n" + "\n".join(f"* {i}" for i in items))

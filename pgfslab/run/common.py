@@ -60,8 +60,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def setup_dir(study: str, target: str) -> Path:
-    return cfgmod.raw_dir(study) / "_setup" / target
+def setup_dir(study: str, target: str, host: str | None = None) -> Path:
+    return cfgmod.raw_dir(study, host) / "_setup" / target
 
 
 def server_port(cfg: dict[str, Any], target: str) -> int:

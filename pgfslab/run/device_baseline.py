@@ -412,10 +412,10 @@ def settings(cfg: dict[str, Any]) -> dict[str, Any] | None:
     return {**DEFAULTS, **{k: v for k, v in conf.items() if k != "enabled"}}
 
 
-def out_dir(study: str, target: str) -> Path:
+def out_dir(study: str, target: str, host: str | None = None) -> Path:
     from pgfslab.run.common import setup_dir
 
-    return setup_dir(study, target) / BASELINE_DIR
+    return setup_dir(study, target, host) / BASELINE_DIR
 
 
 def baseline_target(cfg: dict[str, Any], target: str) -> Path:
@@ -433,7 +433,7 @@ def baseline_target(cfg: dict[str, Any], target: str) -> Path:
     if target not in cfg["targets"]:
         raise LabError(f"target {target!r} is not in study {study!r}")
     spec = cfg["targets"][target]
-    out = out_dir(study, target)
+    out = out_dir(study, target, cfg.get("host"))
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)

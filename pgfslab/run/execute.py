@@ -19,7 +19,7 @@ import psycopg
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets, zfs
-from pgfslab.run import provenance
+from pgfslab.run import precision, provenance
 from pgfslab.run.common import (
     PG_TOOLS,
     SCHEMA_VERSION,
@@ -48,7 +48,9 @@ def _study_eta(raw: Path, total: int) -> tuple[int, str]:
     walls = []
     for rj in raw.glob("*/run.json"):
         with contextlib.suppress(Exception):
-            walls.append(float(json.loads(rj.read_text())["wall_s"]))
+            rec = json.loads(rj.read_text())
+            if rec.get("status") != "skipped":  # nothing measured: not a run's duration
+                walls.append(float(rec["wall_s"]))
     done = len(walls)
     if not walls:
         return done, "ETA unknown"
@@ -109,7 +111,8 @@ def _pg_run(
     bindir = postgres.bindir(cfg["postgres"].get("bindir"))
     user = cfg["postgres"]["user"]
     settings = cfgmod.pg_settings_for(cfg, spec.target, spec.workload)
-    dataset = cfgmod.dataset_for(cfg, spec.target)
+    dataset = cfgmod.dataset_for(cfg, spec.target, spec.rung)
+    dbname = cfgmod.database_for(spec.rung)
     limits = cgroups.limits_from_config(cfg["resources"], mnt.device)
     duration = _duration(cfg, wl)
     timeout = _timeout(cfg, duration)
@@ -125,8 +128,11 @@ def _pg_run(
             ) as cl,
         ):
             log_at[:] = [cl.log, log_size(cl.log)]
+            cl.dbname = dbname  # the run's data set: its facts and pg_stat_database samples are that database's
             server["start_notes"] = list(cl.notes)
             record["postgres_settings"] = settings
+            if cfg["run"].get("prewarm"):
+                record["prewarm"] = _prewarm(cl)
             record["postgres_before"] = cl.facts()
             if wl["tool"] == "pgbench":
                 cmd = pgbench.run_command(
@@ -136,10 +142,11 @@ def _pg_run(
                     spec.clients,
                     cfg["run"],
                     _scripts(cfg, wl, rdir),
+                    dbname,
                 )
             else:
                 cmd = sysbench.run_command(
-                    cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients, cfg["run"], dataset
+                    cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients, cfg["run"], dataset, dbname
                 )
             record["commands"] = [cmd]
             with contextlib.ExitStack() as stack:
@@ -187,6 +194,18 @@ def _pg_run(
     server["log_signs"] = signs
     server["crashed"] = not server["alive_after_run"] or bool(signs)
     return outcome
+
+
+def _prewarm(cl: postgres.Cluster) -> dict[str, Any]:
+    """Load every table and index of the run's database into shared_buffers (pg_prewarm, PostgreSQL's own
+    contrib module): a warm start, outside the measured interval."""
+    t0 = time.monotonic()
+    cl.query("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    blocks = cl.query(
+        "SELECT coalesce(sum(pg_prewarm(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')"
+    )[0][0]
+    return {"blocks": int(blocks), "wall_s": round(time.monotonic() - t0, 3)}
 
 
 def _run_error(
@@ -244,7 +263,7 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     """
     spec, total = cfgmod.find_run(cfg, run_id)
     study = cfg["study"]
-    raw = cfgmod.raw_dir(study)
+    raw = cfgmod.raw_dir_of(cfg)
     rdir = raw / run_id
     if rdir.exists() and not any(rdir.iterdir()):
         rdir.rmdir()  # Snakemake makes the output's folder before the job starts
@@ -254,10 +273,14 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         os.replace(rdir, aside)
         say(run_id, f"an earlier attempt was kept in {aside}")
     rdir.mkdir(parents=True)
+    if spec.optional:
+        skipped = _precision_gate(cfg, spec, rdir, total)
+        if skipped is not None:
+            return skipped
     tspec = cfg["targets"][spec.target]
     wl = cfg["workloads"][spec.workload]
     user = cfg["postgres"]["user"]
-    setup = json.loads((setup_dir(study, spec.target) / "target.json").read_text())
+    setup = json.loads((setup_dir(study, spec.target, cfg.get("host")) / "target.json").read_text())
     done, eta = _study_eta(raw, total)
     label = f"run {spec.plan_index + 1}/{total} {run_id}"
     say(label, f"starting ({done} runs done; {eta})")
@@ -275,8 +298,9 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         "tool": wl["tool"],
         "clients": spec.clients,
         "repeat": spec.repeat,
+        "rung": spec.rung,
         "duration_s": _duration(cfg, wl),
-        "dataset": cfgmod.dataset_for(cfg, spec.target),
+        "dataset": cfgmod.dataset_for(cfg, spec.target, spec.rung),
         "run": cfg["run"],
         "sampler": cfg["sampler"],
         "os": cfgmod.os_for(cfg, spec.workload),
@@ -285,16 +309,13 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         "status": "running",
         "started_at": now(),
         "host": provenance.host(),
+        "host_key": cfg.get("host"),
         "vm": provenance.vm_settings(),
         "tools": provenance.tools(
             str(postgres.bindir(cfg["postgres"].get("bindir"))) if wl["tool"] in PG_TOOLS else ""
         ),
         "git": provenance.git(),
-        "target_setup": {
-            "load_wall_s": (setup.get("load") or {}).get("wall_s"),
-            "load_sysbench_wall_s": (setup.get("load_sysbench") or {}).get("wall_s"),
-            "created": setup.get("created"),
-        },
+        "target_setup": _setup_facts(setup, spec.rung),
     }
     write_json(rdir / "run.incomplete.json", record)
     t0 = time.monotonic()
@@ -363,6 +384,50 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         + (f", {tps}" if tps else "")
         + (f": {error}" if error else ""),
     )
+    return rdir / "run.json"
+
+
+def _setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
+    """What the run's data set cost to load, from the target's preparation record (a rung's own load)."""
+    loaded = setup if rung is None else next((r for r in setup.get("rungs", []) if r["rung"] == rung), {})
+    return {
+        "load_wall_s": (loaded.get("load") or {}).get("wall_s"),
+        "load_sysbench_wall_s": (loaded.get("load_sysbench") or {}).get("wall_s"),
+        "database": loaded.get("database", "postgres"),
+        "database_bytes_loaded": loaded.get("database_bytes", (setup.get("postgres") or {}).get("database_bytes")),
+        "created": setup.get("created"),
+    }
+
+
+def _precision_gate(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, total: int) -> Path | None:
+    """An optional round (study key `precision`) runs only while its cell is not yet precise and the
+    budget lasts; otherwise its run.json says `skipped` and why, and nothing is measured."""
+    decision = precision.decide(cfg, spec)
+    label = f"run {spec.plan_index + 1}/{total} {spec.run_id}"
+    say(label, precision.progress_line(cfg, decision))
+    if decision.run:
+        return None
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": spec.run_id,
+        "study": cfg["study"],
+        "plan_index": spec.plan_index,
+        "plan_total": total,
+        "target": spec.target,
+        "fs": cfg["targets"][spec.target]["fs"],
+        "workload": spec.workload,
+        "tool": cfg["workloads"][spec.workload]["tool"],
+        "clients": spec.clients,
+        "repeat": spec.repeat,
+        "status": "skipped",
+        "error": None,
+        "skip_reason": decision.reason,
+        "precision": decision.to_dict(),
+        "started_at": now(),
+        "ended_at": now(),
+        "wall_s": 0.0,
+    }
+    write_json(rdir / "run.json", record)
     return rdir / "run.json"
 
 

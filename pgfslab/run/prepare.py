@@ -41,7 +41,7 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
         raise LabError(f"target {target!r} is not in study {cfg['study']!r} (targets: {', '.join(cfg['targets'])})")
     spec = cfg["targets"][target]
     study = cfg["study"]
-    out = setup_dir(study, target)
+    out = setup_dir(study, target, cfg.get("host"))
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -94,6 +94,7 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
     record["ended_at"] = now()
     record["tools"] = provenance.tools(str(bindir) if bindir else "")
     record["host"] = provenance.host()
+    record["host_key"] = cfg.get("host")
     record["git"] = provenance.git()
     write_json(out / "target.json", record)
     loads = [f"{k} {record[k]['wall_s']:.1f} s" for k in ("load", "load_sysbench") if k in record]
@@ -126,37 +127,20 @@ def _prepare_on(
         ) as cl:
             record["initdb"] = True
             record["initdb_command"] = cl.initdb_command
-            if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
-                cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset)
-                say(label, f"loading scale {dataset['scale']} with pgbench -i")
-                res = pgbench.execute(cmd, out, "pgbench_init.stdout", "pgbench_init.stderr", timeout_s=3600)
-                if res.returncode != 0:
-                    raise LabError(
-                        f"target {target}: pgbench -i failed: {res.error} (see {out / 'pgbench_init.stderr'})"
-                    )
-                record["load"] = {"command": cmd, "wall_s": res.wall_s, "scale": dataset["scale"]}
-            if "sysbench" in tools:
-                cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset)
-                sb = dataset.get("sysbench") or {}
-                say(label, f"loading {sb.get('tables', 4)} sysbench tables of {sb.get('table_size', 100000)} rows")
-                res = sysbench.execute(
-                    cmd, out, 3600, stdout_name="sysbench_prepare.stdout", stderr_name="sysbench_prepare.stderr"
-                )
-                if res.returncode != 0:
-                    raise LabError(
-                        f"target {target}: sysbench prepare failed: {res.error} (see {out / 'sysbench_prepare.stderr'})"
-                    )
-                t0 = time.monotonic()
-                statements = sysbench.fillfactor_sql(dataset)
-                for sql in statements:
-                    cl.query(sql)
-                record["load_sysbench"] = {
-                    "command": cmd,
-                    "wall_s": res.wall_s,
-                    **sb,
-                    "fillfactor_sql": statements,
-                    "fillfactor_s": round(time.monotonic() - t0, 3),
-                }
+            rungs = cfgmod.ladder_rungs(cfg)
+            if not rungs:
+                _load(cfg, target, cl, out, bindir, tools, dataset, label, record, None)
+            else:
+                record["rungs"] = []
+                for rung in rungs:
+                    rung_rec: dict[str, Any] = {"rung": rung, "database": cfgmod.database_for(rung)}
+                    cl.query(f"CREATE DATABASE {rung_rec['database']}")
+                    ds = cfgmod.dataset_for(cfg, target, rung)
+                    _load(cfg, target, cl, out, bindir, tools, ds, f"{label} rung {rung}", rung_rec, rung)
+                    cl.dbname = rung_rec["database"]
+                    rung_rec["database_bytes"] = cl.query("SELECT pg_database_size(current_database())")[0][0]
+                    cl.dbname = "postgres"
+                    record["rungs"].append(rung_rec)
             cl.query("CHECKPOINT")
             record["postgres"] = cl.facts()
             record["fs_used_bytes"] = fs_used_bytes(mnt)
@@ -166,3 +150,57 @@ def _prepare_on(
         copy_log_since(log, 0, out / "postgresql.log")
     else:
         record["fs_used_bytes"] = fs_used_bytes(mnt)
+
+
+def _load(
+    cfg: dict[str, Any],
+    target: str,
+    cl: postgres.Cluster,
+    out: Path,
+    bindir: Path,
+    tools: set[str],
+    dataset: dict[str, Any],
+    label: str,
+    record: dict[str, Any],
+    rung: int | None,
+) -> None:
+    """Bulk-load one data set (the study's, or a ladder rung's into its own database), each tool's load
+    timed; a rung's logs are named after it (pgbench_init.d<k>.stdout, ...)."""
+    db = cfgmod.database_for(rung)
+    sfx = "" if rung is None else f".d{rung}"
+    old, cl.dbname = cl.dbname, db
+    try:
+        if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
+            cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset, db)
+            say(label, f"loading scale {dataset['scale']} with pgbench -i")
+            res = pgbench.execute(cmd, out, f"pgbench_init{sfx}.stdout", f"pgbench_init{sfx}.stderr", timeout_s=3600)
+            if res.returncode != 0:
+                raise LabError(
+                    f"target {target}: pgbench -i failed: {res.error} (see {out / f'pgbench_init{sfx}.stderr'})"
+                )
+            record["load"] = {"command": cmd, "wall_s": res.wall_s, "scale": dataset["scale"]}
+        if "sysbench" in tools:
+            cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset, dbname=db)
+            sb = dataset.get("sysbench") or {}
+            say(label, f"loading {sb.get('tables', 4)} sysbench tables of {sb.get('table_size', 100000)} rows")
+            res = sysbench.execute(
+                cmd, out, 3600, stdout_name=f"sysbench_prepare{sfx}.stdout", stderr_name=f"sysbench_prepare{sfx}.stderr"
+            )
+            if res.returncode != 0:
+                raise LabError(
+                    f"target {target}: sysbench prepare failed: {res.error} "
+                    f"(see {out / f'sysbench_prepare{sfx}.stderr'})"
+                )
+            t0 = time.monotonic()
+            statements = sysbench.fillfactor_sql(dataset)
+            for sql in statements:
+                cl.query(sql)
+            record["load_sysbench"] = {
+                "command": cmd,
+                "wall_s": res.wall_s,
+                **sb,
+                "fillfactor_sql": statements,
+                "fillfactor_s": round(time.monotonic() - t0, 3),
+            }
+    finally:
+        cl.dbname = old

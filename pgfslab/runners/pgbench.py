@@ -23,13 +23,13 @@ PROGRESS = regex_progress(
 )
 
 
-def init_command(pgbench: Path, conn: list[str], dataset: dict[str, Any]) -> list[str]:
+def init_command(pgbench: Path, conn: list[str], dataset: dict[str, Any], dbname: str = "postgres") -> list[str]:
     extra: list[str] = []
     if dataset.get("fillfactor"):
         extra += ["-F", str(dataset["fillfactor"])]
     if dataset.get("partitions"):
         extra += [f"--partitions={dataset['partitions']}"]
-    return [str(pgbench), *conn, "-i", "-s", str(dataset["scale"]), *extra, "postgres"]
+    return [str(pgbench), *conn, "-i", "-s", str(dataset["scale"]), *extra, dbname]
 
 
 def run_command(
@@ -39,8 +39,10 @@ def run_command(
     clients: int,
     run: dict[str, Any],
     scripts: list[tuple[Path, int]] | None = None,
+    dbname: str = "postgres",
 ) -> list[str]:
-    """The pgbench command of one run. `scripts` are (path, weight) of custom scripts, already resolved."""
+    """The pgbench command of one run. `scripts` are (path, weight) of custom scripts, already resolved;
+    `dbname` is the database holding the run's data set (a ladder's rung has its own)."""
     threads = min(workload.get("threads") or min(clients, os.cpu_count() or 1), clients)
     cmd = [str(pgbench), *conn]
     if workload.get("builtin"):
@@ -68,7 +70,7 @@ def run_command(
         cmd += ["--log", "--log-prefix=pgbench_tx"]
         if workload.get("sampling_rate"):
             cmd += [f"--sampling-rate={workload['sampling_rate']:g}"]
-    return [*cmd, "postgres"]
+    return [*cmd, dbname]
 
 
 def execute(

@@ -31,13 +31,13 @@ def binary() -> str:
     return found
 
 
-def _conn(sockdir: Path, port: int) -> list[str]:
+def _conn(sockdir: Path, port: int, dbname: str = "postgres") -> list[str]:
     return [
         "--db-driver=pgsql",
         f"--pgsql-host={sockdir}",
         f"--pgsql-port={port}",
         "--pgsql-user=postgres",
-        "--pgsql-db=postgres",
+        f"--pgsql-db={dbname}",
     ]
 
 
@@ -46,9 +46,18 @@ def _data(dataset: dict[str, Any]) -> list[str]:
     return [f"--tables={sb.get('tables', 4)}", f"--table-size={sb.get('table_size', 100000)}"]
 
 
-def prepare_command(sockdir: Path, port: int, dataset: dict[str, Any], threads: int = 1) -> list[str]:
+def prepare_command(
+    sockdir: Path, port: int, dataset: dict[str, Any], threads: int = 1, dbname: str = "postgres"
+) -> list[str]:
     # oltp_common's prepare creates and fills the sbtest tables (any oltp_* test name will do)
-    return [binary(), "oltp_read_write", *_conn(sockdir, port), *_data(dataset), f"--threads={threads}", "prepare"]
+    return [
+        binary(),
+        "oltp_read_write",
+        *_conn(sockdir, port, dbname),
+        *_data(dataset),
+        f"--threads={threads}",
+        "prepare",
+    ]
 
 
 def fillfactor_sql(dataset: dict[str, Any]) -> list[str]:
@@ -64,12 +73,18 @@ def fillfactor_sql(dataset: dict[str, Any]) -> list[str]:
 
 
 def run_command(
-    sockdir: Path, port: int, workload: dict[str, Any], threads: int, run: dict[str, Any], dataset: dict[str, Any]
+    sockdir: Path,
+    port: int,
+    workload: dict[str, Any],
+    threads: int,
+    run: dict[str, Any],
+    dataset: dict[str, Any],
+    dbname: str = "postgres",
 ) -> list[str]:
     cmd = [
         binary(),
         workload["test"],
-        *_conn(sockdir, port),
+        *_conn(sockdir, port, dbname),
         *_data(dataset),
         f"--threads={threads}",
         f"--time={workload.get('duration_s') or run['duration_s']}",

@@ -2,21 +2,6 @@
 # executed by papermill with the kernel in notebooks/, as JupyterLab runs it. A notebook re-runs when the
 # database, the notebook, the analysis code or its parameters change.
 
-JOBS = {j.name: j for j in registry.jobs(STUDY_CFG)}
-
-
-def analysis_outputs(study):
-    """Every executed notebook and publication of a study (what the paper needs)."""
-    return [f for j in JOBS.values() for f in (j.outputs(study)["nb"], j.outputs(study)["publication"])]
-
-
-def _params(w):
-    return json.dumps(JOBS[getattr(w, "name", "fs_micro")].parameters(STUDY_CFG, db=Path(f"data/{w.study}.duckdb"),
-                                              figures_dir=Path(f"figures/{w.study}"),
-                                              tables_dir=Path(f"build/{w.study}/tables"),
-                                              raw_dir=Path("data/raw")), sort_keys=True)
-
-
 NOTEBOOK_SHELL = ("{PY} -m pgfslab notebook --config {input.frozen:q} --name {params.name} --out {output.nb}"
                   " > {log} 2>&1 || {{ tail -30 {log} >&2; exit 1; }}")
 
@@ -35,7 +20,7 @@ rule notebook:
         table="build/{study}/tables/{name}.parquet",
         publication="build/{study}/tables/{name}.json",
     wildcard_constraints:
-        name="|".join(n for n, j in JOBS.items() if j.figures == (n,)) or "-",
+        name="|".join(re.escape(n) for n, j in JOBS.items() if j.figures == (n,)) or "-",
     params:
         p=_params,
         name=lambda w: w.name,

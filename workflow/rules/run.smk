@@ -12,7 +12,7 @@ if not RAW_ONLY:
         """The resolved study config travels with the raw data (data/raw/<study>/study.yaml); every
         later stage reads it, so what ran is exactly what is recorded."""
         output:
-            "data/raw/{study}/study.yaml",
+            FROZEN,
         params:
             cfg=json.dumps(STUDY_CFG, sort_keys=True),
             src=CONFIG_SOURCE,
@@ -24,9 +24,9 @@ if not RAW_ONLY:
         input:
             frozen=ancient(FROZEN),
             # a target whose WAL lives on another target is prepared after it (and again when it is)
-            wal=lambda w: labcfg.wal_target_inputs(STUDY_CFG, w.study, w.target),
+            wal=lambda w: labcfg.wal_target_inputs(STUDY_CFG, STUDY, w.target),
         output:
-            "data/raw/{study}/_setup/{target}/target.json",
+            f"{RAW}/_setup/{{target}}/target.json",
         params:
             spec=lambda w: labcfg.target_fingerprint(STUDY_CFG, w.target),
         priority: 1000
@@ -37,9 +37,9 @@ if not RAW_ONLY:
         """The target measured without PostgreSQL: fio jobs and pg_test_fsync (pgfslab.run.device_baseline)."""
         input:
             frozen=ancient(FROZEN),
-            target=ancient("data/raw/{study}/_setup/{target}/target.json"),
+            target=ancient(f"{RAW}/_setup/{{target}}/target.json"),
         output:
-            "data/raw/{study}/_setup/{target}/device/baseline.json",
+            f"{RAW}/_setup/{{target}}/device/baseline.json",
         params:
             spec=lambda w: labcfg.baseline_fingerprint(STUDY_CFG, w.target),
         priority: 999
@@ -50,11 +50,11 @@ if not RAW_ONLY:
         """One run of the plan: raw logs + run.json under data/raw/<study>/<run-id>/."""
         input:
             frozen=ancient(FROZEN),
-            target=lambda w: ancient(f"data/raw/{w.study}/_setup/{RUNS[w.run_id].target}/target.json"),
+            target=lambda w: ancient(f"{RAW}/_setup/{RUNS[w.run_id].target}/target.json"),
             # measured before the target's runs, when the study has a device baseline
-            baseline=lambda w: [ancient(f) for f in labcfg.baseline_inputs(STUDY_CFG, w.study, RUNS[w.run_id].target)],
+            baseline=lambda w: [ancient(f) for f in labcfg.baseline_inputs(STUDY_CFG, STUDY, RUNS[w.run_id].target)],
         output:
-            "data/raw/{study}/{run_id}/run.json",
+            f"{RAW}/{{run_id}}/run.json",
         params:
             spec=lambda w: labcfg.run_fingerprint(STUDY_CFG, RUNS[w.run_id]),
         priority: lambda w: len(PLAN) - RUNS[w.run_id].plan_index
@@ -62,8 +62,31 @@ if not RAW_ONLY:
             "{PY} -m pgfslab run-one --config {input.frozen:q} --run-id {wildcards.run_id}"
 
 
+    if HOSTS:
+        from pgfslab.run import hosts as labhosts
+
+        rule host_share:
+            """A host's whole share of the plan (every target, every run, in plan order, one at a time) under
+            its host key, data/raw/<study>/<host>/ (pgfslab.run.hosts). With the Slurm profile: one job per
+            host, exclusive on its node (no other job, no other share beside a measurement)."""
+            input:
+                frozen=ancient(FROZEN),
+            output:
+                f"data/raw/{STUDY}/{{host}}/share.json",
+            params:
+                spec=json.dumps(STUDY_CFG, sort_keys=True),
+            resources:
+                runtime=labhosts.runtime_minutes(STUDY_CFG),
+                # no --mem: the node's memory goes with the exclusive job (a memory limit would cap the
+                # page cache the study measures); a site that needs one: set-resources in the profile
+                mem_mb=0,
+                slurm_extra=lambda w: "--exclusive" + (f" --nodelist={w.host}" if PIN_HOSTS else ""),
+            shell:
+                "{PY} -m pgfslab host-share --config {input.frozen:q} --host {wildcards.host} --out {output}"
+
+
 rule raw:
     """Only the measurements: every run of the plan and the study's resolved config (`snakemake raw`)."""
     input:
         FROZEN,
-        [f"data/raw/{STUDY}/{r.run_id}/run.json" for r in PLAN],
+        [f"data/raw/{STUDY}/{h}/share.json" for h in HOSTS] or [f"{RAW}/{r.run_id}/run.json" for r in PLAN],

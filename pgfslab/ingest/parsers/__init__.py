@@ -65,7 +65,9 @@ from pgfslab.ingest.parsers import (
     diskstats,
     durability,
     fs_ops,
+    iostat,
     meminfo,
+    meminfo_capture,
     pgbench_aggregate,
     pgbench_progress,
     pgbench_summary,
@@ -73,10 +75,35 @@ from pgfslab.ingest.parsers import (
     published_table,
     sysbench,
     vmstat,
+    vmstat_text,
 )
-from pgfslab.ingest.parsers._common import WARNINGS_KEY, WARNINGS_SCHEMA, ParseError, Schema, read_head
+from pgfslab.ingest.parsers._common import (
+    LINES_KEY,
+    LINES_SCHEMA,
+    NOISE,
+    NOT_UNDERSTOOD,
+    PARSED,
+    WARNINGS_KEY,
+    WARNINGS_SCHEMA,
+    ParseError,
+    Schema,
+    read_head,
+)
 
-__all__ = ["FORMATS", "WARNINGS_KEY", "WARNINGS_SCHEMA", "ParseError", "ParserModule", "detect_format", "parse"]
+__all__ = [
+    "FORMATS",
+    "LINES_KEY",
+    "LINES_SCHEMA",
+    "NOISE",
+    "NOT_UNDERSTOOD",
+    "PARSED",
+    "WARNINGS_KEY",
+    "WARNINGS_SCHEMA",
+    "ParseError",
+    "ParserModule",
+    "detect_format",
+    "parse",
+]
 
 
 class ParserModule(Protocol):
@@ -101,6 +128,9 @@ FORMATS: dict[str, ParserModule] = {
         diskstats,
         vmstat,
         sysbench,
+        meminfo_capture,
+        vmstat_text,
+        iostat,
         fs_ops,
         published_table,
         durability,

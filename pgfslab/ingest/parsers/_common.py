@@ -19,6 +19,16 @@ Schema: TypeAlias = dict[str, DType]
 WARNINGS_KEY = "_warnings"
 WARNINGS_SCHEMA: Schema = {"line": pl.Int64, "message": pl.String}
 
+# Line accounting: a parser that reads a text file line by line returns, under LINES_KEY, one row
+# per line of the file (torn last line included) saying what became of it: PARSED (its values are
+# in a table, or it is a header/label of what is), NOISE (recognised and carries nothing to store:
+# blank lines, `starting vacuum...end.`, known banners) or NOT_UNDERSTOOD (counted, shown and stored
+# by the ingest, never silently dropped). The key is not a table: the ingest pops it.
+LINES_KEY = "_lines"
+LINES_SCHEMA: Schema = {"line": pl.Int64, "kind": pl.String, "text": pl.String}
+PARSED, NOISE, NOT_UNDERSTOOD = "parsed", "noise", "not_understood"
+LINE_KINDS = (PARSED, NOISE, NOT_UNDERSTOOD)
+
 # A number as C's printf writes it (%f, %.3f, %.0f), plus the nan/inf spellings glibc prints.
 NUM = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)"
 
@@ -103,12 +113,55 @@ def warnings_frame(items: Iterable[tuple[int | None, str]]) -> pl.DataFrame:
     return pl.DataFrame({"line": [r[0] for r in rows], "message": [r[1] for r in rows]}, schema=WARNINGS_SCHEMA)
 
 
-def result(tables: dict[str, pl.DataFrame], warnings: Sequence[tuple[int | None, str]]) -> dict[str, pl.DataFrame]:
-    """The parsers' return value: the tables, plus `_warnings` only when there is something to say."""
+def result(
+    tables: dict[str, pl.DataFrame],
+    warnings: Sequence[tuple[int | None, str]],
+    lines: pl.DataFrame | None = None,
+) -> dict[str, pl.DataFrame]:
+    """The parsers' return value: the tables, plus `_warnings` only when there is something to say,
+    plus `_lines` (the line accounting, LINES_SCHEMA) when the parser classifies every line."""
     out = dict(tables)
     if warnings:
         out[WARNINGS_KEY] = warnings_frame(warnings)
+    if lines is not None:
+        out[LINES_KEY] = lines.select(list(LINES_SCHEMA)).cast(LINES_SCHEMA)  # type: ignore[arg-type]
     return out
+
+
+def classify(frame: pl.DataFrame, parsed: pl.Expr, noise: pl.Expr) -> pl.DataFrame:
+    """The line accounting of `frame` (`line`, `text`, any helper columns): PARSED where `parsed`,
+    else NOISE where `noise`, else NOT_UNDERSTOOD (nulls count as False)."""
+    kind = (
+        pl.when(parsed.fill_null(False))
+        .then(pl.lit(PARSED))
+        .when(noise.fill_null(False))
+        .then(pl.lit(NOISE))
+        .otherwise(pl.lit(NOT_UNDERSTOOD))
+    )
+    return frame.select(pl.col("line").cast(pl.Int64), kind.alias("kind"), pl.col("text").cast(pl.String))
+
+
+def with_torn(kinds: pl.DataFrame, lines: Lines) -> pl.DataFrame:
+    """The accounting plus the torn last line (dropped with a warning: not understood)."""
+    if lines.torn is None:
+        return kinds
+    line_no, text = lines.torn
+    torn = pl.DataFrame({"line": [line_no], "kind": [NOT_UNDERSTOOD], "text": [text]}, schema=LINES_SCHEMA)
+    return pl.concat([kinds.cast(LINES_SCHEMA), torn])  # type: ignore[arg-type]
+
+
+def read_lines(path: Path) -> Lines:
+    """A small text file's lines (UTF-8; ParseError otherwise)."""
+    return split_lines(decode(path, read_bytes(path)))
+
+
+# blank lines, and the prompt line of a pasted terminal session (`user@host:dir$ cmd`, `# cmd`, `~ $ cmd`)
+BLANK = r"^\s*$"
+
+
+def prompt(command: str) -> str:
+    """A regex for the shell prompt line that ran `command` (the line a pasted session starts with)."""
+    return rf"^(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*[$#>]|\S*\s*[$#>%]|\[[^\]]*\][$#])\s*(?:sudo (?:-\S+ )*)?(?:\w+=\S*\s+)*{command}(?:\s|$)"
 
 
 def conform(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:

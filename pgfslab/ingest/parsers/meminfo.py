@@ -5,7 +5,7 @@
     MemTotal:       24684096 kB
     HugePages_Total:       0
 
-One row per (sample, key). `kb` is the value in kB, or the raw count for the keys without a unit
+One row per (sample, key); `sample` numbers the samples from 1 in file order. `kb` is the value in kB, or the raw count for the keys without a unit
 (HugePages_*), whose `unit` is null. A cut-off last sample (the run was killed mid-write) keeps
 its complete lines, with a warning; a torn last line is dropped. Anything else that is not a
 marker or a `Key: value [kB]` line, a sample without lines, or a key repeated inside one sample
@@ -38,6 +38,7 @@ SCHEMA: Schema = {
     "key": pl.String,
     "kb": pl.Int64,
     "unit": pl.String,
+    "sample": pl.Int64,
 }
 TABLES: dict[str, Schema] = {"meminfo": SCHEMA}
 

@@ -9,12 +9,13 @@ With --progress-timestamp the time is a Unix epoch (`progress: 1795371130.620 s,
 that epoch. Older pgbench (before the zero-division guard) prints `lat -nan ms stddev -nan` for an
 interval without transactions: such values become null.
 
-Every other line (`starting vacuum...end.`, `pgbench (15.x)`, errors, `pgbench -i` output) is
-ignored. An empty file gives an empty frame, and so does a file without progress lines as long as
-it looks like pgbench's stderr (some line mentions pgbench, `starting vacuum`, `client N`, or
-`pgbench -i`'s steps); any other file is not pgbench's stderr and raises ParseError. A `progress:`
-line that does not parse (stderr lines of several threads can interleave) is dropped with a
-warning; when most of them do not parse the format is not understood and ParseError is raised.
+9.4 prints `lag` without `skipped`; a form without `stddev` is read too (stddev null).
+
+Read by the same parser as `pgbench-summary` (`_pgbench`): a stderr file gives progress rows (with
+`run_index` when runs were appended), and a file that also holds the report gives its summary too.
+Every line is accounted for; a `progress:` line that does not parse (stderr lines of several
+threads can interleave) is not understood, with a warning; when most do not parse the format is
+not understood and ParseError is raised. A file with nothing pgbench prints raises ParseError.
 """
 
 from __future__ import annotations
@@ -24,52 +25,15 @@ from pathlib import Path
 
 import polars as pl
 
-from pgfslab.ingest.parsers._common import (
-    NUM,
-    ParseError,
-    Schema,
-    conform,
-    decode,
-    empty,
-    excerpt,
-    nan_to_null,
-    read_bytes,
-    result,
-    split_lines,
-    torn_warning,
-)
+from pgfslab.ingest.parsers import _pgbench
+from pgfslab.ingest.parsers._common import Schema
 
 NAME = "pgbench-progress"
 DESCRIPTION = "pgbench stderr with -P progress lines: per-interval tps, latency, lag, failures, retries"
 
-SCHEMA: Schema = {
-    "t_s": pl.Float64,
-    "tps": pl.Float64,
-    "latency_avg_ms": pl.Float64,
-    "latency_stddev_ms": pl.Float64,
-    "lag_ms": pl.Float64,
-    "skipped": pl.Int64,
-    "failed": pl.Int64,
-    "retried": pl.Int64,
-    "retries": pl.Int64,
-}
-TABLES: dict[str, Schema] = {"pgbench_progress": SCHEMA}
-
-PROGRESS = (
-    rf"^progress: (?P<t_s>{NUM}) s, (?P<tps>{NUM}) tps, lat (?P<latency_avg_ms>{NUM}) ms "
-    rf"stddev (?P<latency_stddev_ms>{NUM})"
-    r"(?:, (?P<failed>\d+) failed)?"
-    rf"(?:, lag (?P<lag_ms>{NUM}) ms)?"
-    r"(?:, (?P<skipped>\d+) skipped)?"
-    r"(?:, (?P<retried>\d+) retried, (?P<retries>\d+) retries)?$"
-)
-PROGRESS_START = r"^progress: "
-
-# lines that only pgbench writes to stderr (run and -i modes)
-PGBENCH_STDERR = (
-    r"pgbench|^starting vacuum|^client \d+ |^dropping old tables\.\.\.|^creating tables\.\.\.|"
-    r"^generating data|^\d+ of \d+ tuples \(\d+%\) done|^creating primary keys\.\.\.|^vacuuming\.\.\."
-)
+SCHEMA: Schema = _pgbench.PROGRESS_SCHEMA
+TABLES: dict[str, Schema] = _pgbench.TABLES
+PROGRESS = _pgbench.PROGRESS
 
 _HEAD_PROGRESS = re.compile(r"^progress: [0-9.]+ s, [0-9.]+ tps, lat ", re.M)
 _HEAD_STDERR = re.compile(r"^(?:starting vacuum\.\.\.|dropping old tables\.\.\.|pgbench: )", re.M)
@@ -83,69 +47,6 @@ def sniff(head: str, path: Path) -> bool:
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines = split_lines(decode(path, read_bytes(path)))
-    warnings: list[tuple[int | None, str]] = []
-    if lines.torn is not None:
-        line_no, text = lines.torn
-        if text.startswith("progress:"):
-            warnings.append(torn_warning(line_no, text))
-        else:  # a torn non-progress line carries no data: keep it for the stderr check below
-            lines.frame.vstack(pl.DataFrame({"line": [line_no], "text": [text]}), in_place=True)
-    frame = lines.frame
-    if frame.height == 0:
-        return result({"pgbench_progress": empty(SCHEMA)}, warnings)
-    text = pl.col("text")
-    frame = frame.with_columns(
-        text.str.contains(PROGRESS_START).alias("is_progress"),
-        text.str.contains(PROGRESS).alias("ok"),
-    )
-    prog = frame.filter(pl.col("is_progress"))
-    if prog.height == 0:
-        if not frame.select(text.str.contains(PGBENCH_STDERR).any()).item():
-            first = frame.filter(text.str.strip_chars() != "").head(1)
-            line_no = int(first["line"][0]) if first.height else 1
-            shown = first["text"][0] if first.height else ""
-            raise ParseError(
-                path,
-                line_no,
-                "not pgbench's stderr: no 'progress: ...' line and nothing else pgbench "
-                f"writes there; found {excerpt(shown)}",
-            )
-        return result({"pgbench_progress": empty(SCHEMA)}, warnings)
-    bad = prog.filter(~pl.col("ok"))
-    expected = (
-        "expected 'progress: <t> s, <tps> tps, lat <ms> ms stddev <ms>[, N failed][, lag <ms> ms]"
-        "[, N skipped][, N retried, N retries]'"
-    )
-    if bad.height * 2 > prog.height:
-        raise ParseError(
-            path,
-            int(bad["line"][0]),
-            f"unrecognised progress line ({bad.height} of {prog.height} "
-            f"do not parse), {expected}: {excerpt(bad['text'][0])}",
-        )
-    warnings += [
-        (int(r["line"]), f"progress line not understood, dropped ({expected}): {excerpt(r['text'])}")
-        for r in bad.iter_rows(named=True)
-    ]
-    good = prog.filter(pl.col("ok"))
-    raw = good.select(text.str.extract_groups(PROGRESS).alias("g")).unnest("g")
-    floats = ["t_s", "tps", "latency_avg_ms", "latency_stddev_ms", "lag_ms"]
-    ints = ["failed", "skipped", "retried", "retries"]
-    values = raw.with_columns(
-        [pl.col(c).cast(pl.Float64, strict=False) for c in floats]
-        + [pl.col(c).cast(pl.Int64, strict=False) for c in ints]
-    )
-    # digits that matched the pattern but do not fit in Int64 turn null on cast
-    overflow = raw.select(
-        pl.any_horizontal([pl.col(c).is_not_null() & pl.col(c).cast(pl.Int64, strict=False).is_null() for c in ints])
-    ).to_series()
-    if overflow.any():
-        row = int(overflow.arg_true()[0])
-        raise ParseError(path, int(good["line"][row]), f"count too large: {excerpt(good['text'][row])}")
-    values = values.with_columns(nan_to_null(*floats))
-    infinite = values.select(pl.any_horizontal([pl.col(c).is_infinite() for c in floats])).to_series()
-    if infinite.any():
-        row = int(infinite.arg_true()[0])
-        raise ParseError(path, int(good["line"][row]), f"number too large: {excerpt(good['text'][row])}")
-    return result({"pgbench_progress": conform(values, SCHEMA)}, warnings)
+    if path.stat().st_size == 0:  # the lab's stderr of a run that printed nothing there
+        return {t: pl.DataFrame(schema=s) for t, s in TABLES.items()}
+    return _pgbench.parse(path, "its progress lines on stderr")

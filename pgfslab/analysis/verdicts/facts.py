@@ -1,0 +1,144 @@
+"""What distinguishes a run, in the terms the seeds' claims use: its target's file system and compression,
+the PostgreSQL and OS settings it ran with, its fillfactor, snapshots, the workload kind, client count,
+data-set rung and memory regime, and its headline value.
+
+One row per successful run (from the run records in the study database: a few hundred at most).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pgfslab.analysis import queries
+from pgfslab.host.sysctl import parse_bytes
+
+# settings a claim may name, read from the run's effective PostgreSQL settings
+PG_KEYS = ("synchronous_commit", "fsync", "full_page_writes", "wal_init_zero", "wal_recycle", "commit_delay")
+REGIMES = ("fits_shared_buffers", "fits_ram", "exceeds_ram")
+_COMPRESS = re.compile(r"^compress(?:-force)?(?:=([a-z0-9]+))?")
+
+
+def compression(rec: dict[str, Any]) -> str:
+    """The target's compression: btrfs `compress[-force]=alg[:level]`, a zfs `compression` property,
+    else `none`."""
+    spec = rec.get("target_spec") or {}
+    for opt in spec.get("mount_options") or []:
+        m = _COMPRESS.match(opt)
+        if m:
+            return m.group(1) or "zlib"
+    zprops = spec.get("properties") or spec.get("zfs") or {}
+    value = str(zprops.get("compression", "off")) if isinstance(zprops, dict) else "off"
+    return "none" if value in ("off", "none") else value
+
+
+def regime(dataset_bytes: float | None, shared_buffers: float | None, memory: float | None) -> str | None:
+    """Where the data set sits: below shared_buffers, below the memory available to the page cache
+    (the cgroup limit when one applied, else RAM), or beyond it (seed 000's three regimes)."""
+    if dataset_bytes is None:
+        return None
+    if shared_buffers is not None and dataset_bytes <= shared_buffers:
+        return "fits_shared_buffers"
+    if memory is not None and dataset_bytes <= memory:
+        return "fits_ram"
+    return "exceeds_ram" if memory is not None else None
+
+
+def _bytes(value: Any) -> int | None:
+    try:
+        return parse_bytes(value) if value is not None else None
+    except Exception:
+        return None
+
+
+def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
+    """One row per successful run: run_id, target, target_label, fs, compression, kind (pgbench builtin,
+    sysbench test, or the fsmicro workload's name), tool, op, clients, rung, regime, fillfactor,
+    snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the headline), `cv` (within-run
+    variation of per-second throughput) and `saving` (btrfs compression's, where compsize measured it)."""
+    head = queries.headline(db, study)
+    recs = queries.run_records(db, study)
+    rows = []
+    for r in head.iter_rows(named=True):
+        rec = recs.get(r["run_id"]) or {}
+        wl = rec.get("workload_spec") or {}
+        pg = rec.get("postgres") or rec.get("postgres_before") or {}
+        settings = rec.get("postgres_settings") or {}
+        in_force = pg.get("settings") or {}
+        limit_mb = (rec.get("resources") or {}).get("memory_limit_mb")
+        applied = bool((rec.get("cgroup") or {}).get("applied"))
+        ram = float((rec.get("host") or {}).get("mem_total_kb") or 0) * 1024 or None
+        memory = float(limit_mb) * 2**20 if limit_mb and applied else ram
+        size = (rec.get("target_setup") or {}).get("database_bytes_loaded") or pg.get("database_bytes")
+        tool = rec.get("tool")
+        row = {
+            "run_id": r["run_id"],
+            "target": r["target"],
+            "target_label": r["target_label"],
+            "fs": rec.get("fs"),
+            "compression": compression(rec),
+            "tool": tool,
+            "kind": wl.get("builtin") or wl.get("test") or (r["workload"] if tool == "fsmicro" else r["workload"]),
+            "op": wl.get("op"),
+            "workload": r["workload"],
+            "clients": r["clients"],
+            "rung": rec.get("rung"),
+            "regime": regime(size, queries.setting_bytes(in_force, "shared_buffers"), memory),
+            "fillfactor": queries._fillfactor(rec),
+            "snapshots": bool(rec.get("snapshots")),
+            "dirty_background_bytes": _bytes((rec.get("os") or {}).get("vm_dirty_background_bytes")),
+            "value": r["value"],
+        }
+        for key in PG_KEYS:
+            v = settings.get(key, (in_force.get(key) or {}).get("setting"))
+            row[key] = None if v is None else str(v).lower()
+        rows.append(row)
+    schema: dict[str, Any] = {
+        "run_id": pl.Utf8,
+        "target": pl.Utf8,
+        "target_label": pl.Utf8,
+        "fs": pl.Utf8,
+        "compression": pl.Utf8,
+        "tool": pl.Utf8,
+        "kind": pl.Utf8,
+        "op": pl.Utf8,
+        "workload": pl.Utf8,
+        "clients": pl.Int64,
+        "rung": pl.Int64,
+        "regime": pl.Utf8,
+        "fillfactor": pl.Int64,
+        "snapshots": pl.Boolean,
+        "dirty_background_bytes": pl.Int64,
+        **dict.fromkeys(PG_KEYS, pl.Utf8),
+        "value": pl.Float64,
+    }
+    facts = pl.DataFrame(rows, schema=schema)
+    return facts.join(within_run_cv(db, study, trim_s), on="run_id", how="left").join(
+        compression_saving(db, study), on="run_id", how="left"
+    )
+
+
+def within_run_cv(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
+    """Per run: the coefficient of variation of its per-second throughput after `trim_s` seconds (how
+    steady the run was; seed 000's jitter and dirty_background_bytes claims)."""
+    try:
+        series = queries.throughput(db, study)
+    except queries.MissingData:
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "cv": pl.Float64})
+    return (
+        series.filter(pl.col("t_s") > trim_s)
+        .group_by("run_id")
+        .agg((pl.col("tps").std() / pl.col("tps").mean()).alias("cv"))
+    )
+
+
+def compression_saving(db: str | Path, study: str) -> pl.DataFrame:
+    """Per run on a compressing btrfs target: 1 - on disk / uncompressed (compsize at the end of the run)."""
+    st = queries.storage(db, study)
+    return st.select(
+        "run_id",
+        (1 - pl.col("compsize_disk_bytes") / pl.col("compsize_uncompressed_bytes")).alias("saving"),
+    )

@@ -1,0 +1,350 @@
+"""The ingest on real captures from the world (tests/data/captured/, origins in ORIGINS.md).
+
+Two kinds of test. The walk over every captured file: no line is lost without being counted
+(parsed + noise + not understood = the file's lines, counted here from its bytes) and every line
+not understood is stored and shown with its number and its real text. And per format, values
+checked against what the file itself says (read here with plain string operations, or counted by
+hand and written down), never against what the parser produced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pgfslab.cli import main as cli
+from pgfslab.errors import LabError
+from pgfslab.ingest import load as ingest
+from pgfslab.ingest import parsers
+
+CAPTURED = Path(__file__).parent / "data" / "captured"
+FILES = sorted(p for p in CAPTURED.rglob("*") if p.is_file() and p.name != "ORIGINS.md")
+# captures no format reads yet (issue 15, open): the ingest must refuse them with an error that
+# names the file (never take them silently). A parser for one of them removes it from this list.
+_SB = "sysbench/real/"
+UNSUPPORTED = {
+    "iostat/local/iostat_x_o_JSON_1_2.json": "iostat -o JSON",
+    "sysbench/local/sb10_cpu_threads2_interval.log": "sysbench 1.0 cpu",
+    "sysbench/local/sb10_cpu_time3.log": "sysbench 1.0 cpu",
+    "sysbench/local/sb10_fileio_rndrw_time3.log": "sysbench 1.0 fileio",
+    "sysbench/local/sb10_fileio_seqwr_interval.log": "sysbench 1.0 fileio",
+    "sysbench/local/sb10_memory_time2.log": "sysbench 1.0 memory",
+    _SB + "sb0.4.12_hgxl64_oltp_ro_64thr.res": "sysbench 0.4 OLTP report",
+    _SB + "sb0.4.12_inkrement_cpu_prime20000_with_prompt.txt": "sysbench 0.4 cpu",
+    _SB + "sb0.4.12_inkrement_fileio_prepare_run_with_prompt.txt": "sysbench 0.4 fileio",
+    _SB + "sb0.5_hgxl64_oltp_ro_256thr_interval.res": "sysbench 0.5 interval lines and report",
+    _SB + "sb0.5_hgxl64_oltp_rw_interval2s.res": "sysbench 0.5 interval lines and report",
+    _SB + "sb0.5_issue_sysbench_14_interval_lines_overflow_bug.txt": "sysbench 0.5 interval lines",
+    _SB + "sb0.5early_hgxl64_oltp_ro_reads_per_s_nocomma.res": "sysbench 0.5 interval lines and report",
+    _SB + "sb0.5mid_hgxl64_oltp_rw_16thr_reads_per_s_99pct_deadlocks.res": "sysbench 0.5 interval lines and report",
+    _SB + "sb1.0.16_issue_sysbench_283_fileio_interval_lines_truncated.txt": "sysbench 1.0 fileio",
+    _SB + "sb1.0.20_00sapo_wrapper_echo_headers_fileio_prepare_run.txt": "sysbench 1.0 fileio, wrapper",
+    _SB + "sb1.0pre_issue_sysbench_72_fileio_old_response_time_block.txt": "sysbench 1.0-pre fileio",
+    _SB + "sb1.1.0-4e0e44c_caprice-j_cpu_no_cpu_speed_section.txt": "sysbench 1.1 cpu",
+    _SB + "sb1.1.0-4e0e44c_caprice-j_fileio_rndrw_with_cmdline.txt": "sysbench 1.1 fileio",
+    _SB + "sb1.1.0-d724133_issue_sysbench_169_fileio_async_warmup_interval.txt": "sysbench 1.1 fileio",
+    _SB + "sb1.1.0-faaff4f_issue_sysbench_311_oltp_ro_interval_sqlstats_truncated.txt": "sysbench 1.1, report cut",
+}
+
+
+def lines_of(path: Path) -> list[str]:
+    """The file's lines as `wc -l` sees them (plus a last line without a newline), CR stripped."""
+    data = path.read_bytes().decode("utf-8")
+    parts = data.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+    return [p.removesuffix("\r") for p in parts]
+
+
+def new_db() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    ingest.create_schema(con)
+    return con
+
+
+def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ingest.FileResult]:
+    con = new_db()
+    res = ingest.ingest_file(con, path, run_id="r", **kw)  # type: ignore[arg-type]
+    return con, res
+
+
+def test_every_captured_file_is_listed_in_origins() -> None:
+    origins = (CAPTURED / "ORIGINS.md").read_text()
+    assert len(FILES) == 80
+    assert set(UNSUPPORTED) <= {str(p.relative_to(CAPTURED)) for p in FILES}
+    missing = [str(p.relative_to(CAPTURED)) for p in FILES if str(p.relative_to(CAPTURED)) not in origins]
+    assert missing == []
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(CAPTURED)))
+def test_no_line_is_lost_unseen(path: Path) -> None:
+    if str(path.relative_to(CAPTURED)) in UNSUPPORTED:
+        with pytest.raises((LabError, parsers.ParseError)) as exc:
+            ingest_one(path)
+        assert str(exc.value).startswith(f"{path}:")  # the file named (and the line, when there is one)
+        return
+    con, res = ingest_one(path)
+    real = lines_of(path)
+    lc = res.lines
+    assert lc is not None
+    assert lc.total == len(real)
+    assert lc.parsed + lc.noise + lc.not_understood == len(real)
+    assert lc.parsed + lc.noise > 0
+    stored = con.execute("SELECT line, text FROM unparsed_lines ORDER BY line").fetchall()
+    assert len(stored) == lc.not_understood
+    assert all(text == real[line - 1] for line, text in stored)  # the real line, at its real number
+    files = con.execute("SELECT lines, lines_parsed, lines_noise, lines_not_understood FROM files").fetchall()
+    assert files == [(lc.total, lc.parsed, lc.noise, lc.not_understood)]
+    shown = "\n".join(res.summary())
+    for line, text in stored[:5]:
+        assert f"{path}:{line}: {text[:120]!r}" in shown
+    if lc.not_understood > 5:
+        assert f"and {lc.not_understood - 5} more" in shown
+
+
+def test_strict_refuses_lines_not_understood_and_leaves_the_database(tmp_path: Path) -> None:
+    log = CAPTURED / "pgbench/local/pg15_loop_appended.log"
+    db = tmp_path / "s.duckdb"
+    assert cli.main(["ingest", "--db", str(db), str(CAPTURED / "pgbench/local/pg15_tee.log")]) == 0
+    con = duckdb.connect(str(db))
+    before = con.execute("SELECT file_id, rows FROM files").fetchall()
+    con.close()
+    assert cli.main(["ingest", "--db", str(db), "--strict", str(log)]) != 0
+    con = duckdb.connect(str(db))
+    assert con.execute("SELECT file_id, rows FROM files").fetchall() == before
+    assert con.execute("SELECT count(*) FROM unparsed_lines").fetchall() == [(0,)]
+    con.close()
+    with pytest.raises(LabError, match=rf"{log}: 6 of 60 lines not understood .*{log}:1: '=== run clients=1"):
+        ingest_one(log, strict=True)
+
+
+def test_cli_summary_shows_lines_not_understood(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = CAPTURED / "pgbench/local/pg15_loop_appended.log"
+    assert cli.main(["ingest", "--db", str(tmp_path / "c.duckdb"), str(log)]) == 0
+    out = capsys.readouterr()
+    # 60 lines: 6 wrapper lines (=== ... ===), 3 `starting vacuum...end.`, the rest pgbench's
+    assert "60 lines: 51 parsed, 3 noise, 6 not understood" in out.out
+    assert f"{log}:1: '=== run clients=1 2026-11-23T23:53:32+00:00 ==='" in out.out
+    assert "6 lines not understood" in out.err
+
+
+# ----------------------------------------------------------------------------- pgbench
+
+
+def values_after(path: Path, prefix: str) -> list[str]:
+    return [ln[len(prefix) :].split()[0] for ln in lines_of(path) if ln.startswith(prefix)]
+
+
+def test_combined_capture_gives_summary_progress_and_statements() -> None:
+    path = CAPTURED / "pgbench/local/pg15_run_P1_r.log"  # pgbench -P 1 -T 5 -c 2 -r > run.log 2>&1
+    con, res = ingest_one(path)
+    assert res.format == "pgbench-summary"
+    summary = con.execute("SELECT run_index, tps, latency_avg_ms, clients FROM pgbench_summary").fetchall()
+    assert summary == [(1, 1823.788275, 1.095, 2)]
+    progress = con.execute("SELECT t_s, tps, failed FROM pgbench_progress ORDER BY t_s").fetchall()
+    assert progress == [
+        (1.0, 2152.0, 0),
+        (2.0, 2229.9, 0),
+        (3.0, 2456.0, 0),
+        (4.0, 1659.0, 0),
+        (5.0, 626.0, 0),
+    ]
+    stmts = con.execute("SELECT statement_no, latency_ms, failures, statement FROM pgbench_statement").fetchall()
+    assert len(stmts) == 11
+    assert stmts[-1] == (10, 0.328, 0, "END;")
+    assert res.lines is not None and (res.lines.noise, res.lines.not_understood) == (1, 0)  # starting vacuum
+
+
+def test_appended_runs_stay_apart() -> None:
+    path = CAPTURED / "pgbench/local/pg15_loop_appended.log"
+    con, _ = ingest_one(path)
+    tps = [float(v) for v in values_after(path, "tps = ")]
+    clients = [int(v) for v in values_after(path, "number of clients: ")]
+    assert con.execute("SELECT run_index, clients, tps FROM pgbench_summary ORDER BY run_index").fetchall() == [
+        (i + 1, c, t) for i, (c, t) in enumerate(zip(clients, tps, strict=True))
+    ]
+    per_run = con.execute("SELECT run_index, count(*), max(t_s) FROM pgbench_progress GROUP BY 1 ORDER BY 1")
+    assert per_run.fetchall() == [(1, 3, 3.0), (2, 3, 3.0), (3, 3, 3.0)]
+
+
+def test_wrapper_appended_summaries() -> None:
+    path = CAPTURED / "pgbench/real/pg10-13_supabase_RESULTS_TPCB_LIKE.txt"
+    con, res = ingest_one(path)
+    tps = [float(v) for v in values_after(path, "tps = ")[1::2]]  # the (excluding ...) line of each run
+    rows = con.execute("SELECT tps FROM pgbench_summary ORDER BY run_index").fetchall()
+    assert [r[0] for r in rows] == tps and len(tps) == 45
+    wrapper = [ln for ln in lines_of(path) if ln.startswith(("Instance:", "Run:", "#"))]
+    assert con.execute("SELECT text FROM unparsed_lines ORDER BY line").fetchall() == [(w,) for w in wrapper]
+
+
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        # numbers as printed in each file (by hand)
+        (
+            "pg9.2_unknownrepo_idx25146958741_r_statement_latencies.txt",
+            {"tps": 266.567761, "tps_including_connections": 266.363001, "latency_avg_ms": None, "clients": 100},
+        ),
+        (
+            "pg9.4_issue_node-postgres_861_select_only_latency_colon.txt",
+            {"tps": 42233.261058, "transactions_processed": 50000, "latency_avg_ms": 0.0, "transactions_target": 10000},
+        ),
+        ("pg9.5_issue_cockroach_4091_latency_colon.txt", {"latency_avg_ms": 9.188}),
+        ("pg10-13_secretless_README_218c27e_latency_average_equals.txt", {"latency_avg_ms": 44.167}),
+    ],
+)
+def test_old_pgbench_reports(name: str, expected: dict[str, object]) -> None:
+    con, _ = ingest_one(CAPTURED / "pgbench/real" / name)
+    cols = ", ".join(expected)
+    assert con.execute(f"SELECT {cols} FROM pgbench_summary").fetchall() == [tuple(expected.values())]
+
+
+def test_pg92_statement_table() -> None:
+    path = CAPTURED / "pgbench/real/pg9.2_unknownrepo_idx25146958741_r_statement_latencies.txt"
+    con, _ = ingest_one(path)
+    rows = con.execute("SELECT latency_ms, statement FROM pgbench_statement ORDER BY statement_no").fetchall()
+    assert len(rows) == 14
+    assert rows[3] == (0.001071, "\\setrandom aid 1 :naccounts")
+    assert rows[10] == (337.067165, "UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;")
+
+
+def test_progress_without_report_pg14() -> None:
+    path = CAPTURED / "pgbench/real/pg14client_server15_issue_neon-website_904_progress_zero_tps.txt"
+    con, _ = ingest_one(path)
+    assert con.execute("SELECT count(*) FROM pgbench_summary").fetchall() == [(0,)]
+    got = con.execute("SELECT t_s, tps, latency_avg_ms, failed FROM pgbench_progress ORDER BY t_s").fetchall()
+    assert len(got) == 9 and got[0] == (2.7, 0.0, 0.0, None) and got[-1] == (10.0, 8.0, 7055.317, None)
+
+
+def test_progress_lag_and_timestamp() -> None:
+    con, _ = ingest_one(CAPTURED / "pgbench/local/pg15_rate_lag.log")
+    lags = con.execute("SELECT lag_ms FROM pgbench_progress ORDER BY t_s").fetchall()
+    assert [r[0] for r in lags] == [
+        float(ln.split("lag ")[1].split()[0])
+        for ln in lines_of(CAPTURED / "pgbench/local/pg15_rate_lag.log")
+        if ln.startswith("progress:")
+    ]
+    con, _ = ingest_one(CAPTURED / "pgbench/local/pg15_progress_timestamp.log")
+    assert con.execute("SELECT min(t_s) FROM pgbench_progress").fetchall() == [(1795478432.785,)]
+
+
+# ----------------------------------------------------------------------------- OS statistics
+
+
+def test_meminfo_single_cat() -> None:
+    con, res = ingest_one(CAPTURED / "meminfo/local/meminfo_single.txt")
+    assert res.format == "meminfo-capture"
+    rows = con.execute("SELECT key, kb, unit, sample, ts FROM meminfo ORDER BY key").fetchall()
+    assert len(rows) == 54
+    by_key = {r[0]: r for r in rows}
+    first = lines_of(CAPTURED / "meminfo/local/meminfo_single.txt")[0].split()
+    assert by_key["MemTotal"][1:] == (int(first[1]), "kB", 1, None)
+    assert by_key["HugePages_Total"][2] is None
+
+
+@pytest.mark.parametrize(
+    "name,first_ts",
+    [
+        ("meminfo_loop_date.log", "2026-11-23 23:53:56+00"),  # `Mon Nov 23 23:53:56 UTC 2026`
+        ("meminfo_loop_epoch.log", "2026-11-23 23:53:59+00"),  # 1795478039
+        ("meminfo_loop_iso_prefix.log", "2026-11-23 23:54:02+00"),
+    ],
+)
+def test_meminfo_loops(name: str, first_ts: str) -> None:
+    con, res = ingest_one(CAPTURED / "meminfo/local" / name)
+    per_sample = con.execute(
+        "SELECT sample, count(*), min(ts)::VARCHAR, count(DISTINCT ts) FROM meminfo GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    assert [(s, n, d) for s, n, _, d in per_sample] == [(1, 54, 1), (2, 54, 1), (3, 54, 1)]
+    assert per_sample[0][2] == first_ts
+    assert res.lines is not None and res.lines.not_understood == 0
+
+
+def test_pgbench_tools_meminfo() -> None:
+    path = CAPTURED / "pgbench-tools/real/regress_meminfo_first20s.log"  # 20 snapshots x 48 keys
+    con, res = ingest_one(path)
+    assert con.execute("SELECT count(DISTINCT sample), count(*) FROM meminfo").fetchall() == [(20, 960)]
+    first = lines_of(path)[0].split("\t")  # 2020-08-26 01:52:05.256123 MemTotal 65945364
+    assert con.execute(
+        "SELECT ts::VARCHAR, kb, unit FROM meminfo WHERE sample = 1 AND key = 'MemTotal'"
+    ).fetchall() == [(first[0] + "+00", int(first[2]), "kB")]
+    assert any("without a time zone" in w for w in res.warnings)
+
+
+def test_vmstat_text() -> None:
+    path = CAPTURED / "vmstat/local/vmstat_t_1_5.log"
+    con, res = ingest_one(path)
+    assert res.format == "vmstat-text"
+    rows = con.execute('SELECT sample, ts::VARCHAR, since_boot, r, free, bo, "in", cs, st FROM vmstat_text ORDER BY 1')
+    got = rows.fetchall()
+    data = [ln.split() for ln in lines_of(path)[2:]]
+    assert len(got) == len(data) == 5
+    for row, tok in zip(got, data, strict=True):
+        assert row[1] == f"{tok[17]} {tok[18]}+00"
+        assert row[3:] == (int(tok[0]), int(tok[3]), int(tok[9]), int(tok[10]), int(tok[11]), int(tok[16]))
+    assert [r[2] for r in got] == [True, False, False, False, False]
+
+
+def test_pgbench_tools_vmstat_with_overflowing_columns() -> None:
+    path = CAPTURED / "pgbench-tools/real/regress_480_vmstat_first120.log"
+    con, _ = ingest_one(path)
+    data = [ln.split("\t", 1)[1].split() for ln in lines_of(path)]
+    data = [t for t in data if t and t[0].isdigit()]
+    got = con.execute("SELECT r, b, bi, bo, cs, id FROM vmstat_text ORDER BY sample").fetchall()
+    assert got == [tuple(int(t[i]) for i in (0, 1, 8, 9, 11, 14)) for t in data]
+
+
+@pytest.mark.parametrize(
+    "rel,samples,devices",
+    [
+        ("iostat/local/iostat_x_1_3.log", 3, ["loop0", "vda"]),
+        ("iostat/real/sysstat-old_unknownrepo_idx1486180180_rsec_comma_decimals.txt", 3, ["sda"]),  # grep -c avg-cpu
+        ("pgbench-tools/real/regress_iostat_el6.log", 13, None),  # grep -c avg-cpu
+    ],
+)
+def test_iostat_util_per_device(rel: str, samples: int, devices: list[str] | None) -> None:
+    path = CAPTURED / rel
+    con, res = ingest_one(path)
+    assert res.format == "iostat"
+    assert con.execute("SELECT max(sample) FROM iostat").fetchall() == [(samples,)]
+    # %util is the last column of every device row: read it from the file
+    body = [ln.split("\t", 1)[1] if "\t" in ln and ln[:4].isdigit() else ln for ln in lines_of(path)]
+    util, in_devices = [], False
+    for ln in body:
+        tok = ln.split()
+        if tok and tok[0].startswith("Device"):
+            in_devices = True
+        elif not tok or tok[0].startswith("avg-cpu"):
+            in_devices = False
+        elif in_devices:
+            util.append((tok[0], float(tok[-1].replace(",", "."))))
+    got = con.execute("SELECT device, value FROM iostat WHERE metric = '%util' ORDER BY sample, rowid").fetchall()
+    assert got == util
+    if devices is not None:
+        assert sorted({d for d, _ in got}) == devices
+    cpu = con.execute("SELECT count(*) FROM iostat WHERE device IS NULL AND metric = '%idle'").fetchall()
+    assert cpu == [(samples,)]
+
+
+def test_iostat_times() -> None:
+    con, _ = ingest_one(CAPTURED / "iostat/local/iostat_x_t_S_TIME_FORMAT_ISO_1_2.log")
+    got = con.execute("SELECT DISTINCT sample, ts::VARCHAR FROM iostat ORDER BY 1").fetchall()
+    assert got[0] == (1, "2026-11-23 23:54:09+00")  # `2026-11-23T23:54:09+0000`
+    con, _ = ingest_one(CAPTURED / "iostat/local/iostat_x_t_k_1_3.log")
+    got = con.execute("SELECT DISTINCT sample, ts::VARCHAR FROM iostat ORDER BY 1").fetchall()
+    assert got == [(1, "2026-11-23 23:53:56+00"), (2, "2026-11-23 23:53:57+00"), (3, "2026-11-23 23:53:58+00")]
+
+
+def test_formats_table_in_readme_lists_every_format() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for name in parsers.FORMATS:
+        assert f"| `{name}` |" in readme, name
+
+
+def test_detection_error_is_clear(tmp_path: Path) -> None:
+    p = tmp_path / "notes.txt"
+    p.write_text("hello\nworld\n")
+    with pytest.raises(LabError, match=rf"^{p}: unknown format .*--format"):
+        ingest_one(p)

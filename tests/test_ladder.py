@@ -1,0 +1,101 @@
+"""The data-set ladder (config `ladder`): rungs in the plan and run ids, each rung's data set, refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgfslab.config import study as config
+from pgfslab.errors import LabError
+from pgfslab.runners import pgbench, sysbench
+
+
+def cfg(**ladder) -> dict:
+    return config.validate(
+        {
+            "study": "lad",
+            "targets": {"ext4": {"fs": "ext4"}, "btrfs": {"fs": "btrfs"}},
+            "workloads": {
+                "rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1, 8], "repeats": 2},
+                "micro": {"tool": "fsmicro", "op": "statfs", "clients": [1], "repeats": 1},
+            },
+            "ladder": {"scales": [2, 30, 120], **ladder},
+        }
+    )
+
+
+def test_every_pgbench_cell_runs_at_every_rung_interleaved():
+    plan = config.plan(cfg())
+    ids = [r.run_id for r in plan]
+    assert "ext4.rw.d1.c1.r1" in ids and "btrfs.rw.d3.c8.r2" in ids
+    assert "ext4.micro.c1.r1" in ids  # fsmicro has no data set: no rung
+    assert len([r for r in plan if r.workload == "rw"]) == 2 * 3 * 2 * 2  # targets x rungs x clients x repeats
+    # every rung of repeat 1 before any run of repeat 2
+    first_r2 = min(r.plan_index for r in plan if r.repeat == 2)
+    assert {r.rung for r in plan if r.plan_index < first_r2 and r.workload == "rw"} == {1, 2, 3}
+
+
+def test_a_rungs_data_set_and_database():
+    c = cfg()
+    ds = config.dataset_for(c, "ext4", 2)
+    assert ds["scale"] == 30 and ds["rung"] == 2
+    assert config.dataset_for(c, "ext4")["scale"] == 20  # the study's own without a rung
+    assert config.database_for(2) == "pgfslab_d2" and config.database_for(None) == "postgres"
+    cmd = pgbench.init_command("pgbench", ["-h", "/tmp"], ds, config.database_for(2))
+    assert cmd[-1] == "pgfslab_d2" and cmd[cmd.index("-s") + 1] == "30"
+
+
+def test_rung_fingerprints_differ_and_memory_limit_becomes_the_cgroup_limit():
+    c = cfg(memory_limit_mb=1024)
+    assert c["resources"]["memory_limit_mb"] == 1024
+    plan = config.plan(c)
+    a = next(r for r in plan if r.run_id == "ext4.rw.d1.c1.r1")
+    b = next(r for r in plan if r.run_id == "ext4.rw.d2.c1.r1")
+    assert config.run_fingerprint(c, a) != config.run_fingerprint(c, b)
+
+
+def test_sysbench_rungs_are_table_sizes():
+    c = config.validate(
+        {
+            "study": "sb",
+            "targets": {"x": {"fs": "xfs"}},
+            "workloads": {"ro": {"tool": "sysbench", "test": "oltp_read_only", "clients": [4], "repeats": 1}},
+            "ladder": {"table_sizes": [1000, 50000]},
+        }
+    )
+    ds = config.dataset_for(c, "x", 2)
+    assert ds["sysbench"]["table_size"] == 50000
+    cmd = sysbench.run_command("/tmp", 5432, c["workloads"]["ro"], 4, c["run"], ds, "pgfslab_d2")
+    assert "--pgsql-db=pgfslab_d2" in cmd and "--table-size=50000" in cmd
+
+
+@pytest.mark.parametrize(
+    ("ladder", "words"),
+    [
+        ({"scales": [30, 2]}, "ladder.scales: rungs climb"),
+        ({"scales": None, "table_sizes": [10, 20]}, "the study runs pgbench: give `scales`"),
+        ({"table_sizes": [10]}, "scales \\(3\\) and table_sizes \\(1\\) differ in length"),
+    ],
+)
+def test_bad_ladders_are_refused(ladder, words):
+    lad = {"scales": [2, 30, 120], **ladder}
+    lad = {k: v for k, v in lad.items() if v is not None}
+    raw = {
+        "study": "lad",
+        "targets": {"ext4": {"fs": "ext4"}},
+        "workloads": {"rw": {"tool": "pgbench", "builtin": "tpcb-like"}},
+        "ladder": lad,
+    }
+    with pytest.raises(LabError, match=words):
+        config.validate(raw)
+
+
+def test_ladder_and_resources_must_agree_on_the_memory_limit():
+    raw = {
+        "study": "lad",
+        "targets": {"ext4": {"fs": "ext4"}},
+        "workloads": {"rw": {"tool": "pgbench", "builtin": "tpcb-like"}},
+        "ladder": {"scales": [1, 2], "memory_limit_mb": 512},
+        "resources": {"memory_limit_mb": 256},
+    }
+    with pytest.raises(LabError, match="disagree"):
+        config.validate(raw)
