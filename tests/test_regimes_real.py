@@ -99,7 +99,9 @@ def test_an_optional_round_is_measured_for_every_target_or_for_none(study: Path)
 
 def test_database_and_paper(study: Path) -> None:
     con = duckdb.connect(str(study / "data" / f"{STUDY}.duckdb"), read_only=True)
-    rows = con.execute("SELECT rung, scale, count(*) FROM runs WHERE status = 'ok' AND origin = 'local' GROUP BY ALL ORDER BY 1").fetchall()
+    rows = con.execute(
+        "SELECT rung, scale, count(*) FROM runs WHERE status = 'ok' AND origin = 'local' GROUP BY ALL ORDER BY 1"
+    ).fetchall()
     con.close()
     assert [(k, s) for k, s, _ in rows] == list(enumerate(SCALES, 1))
     assert all(n >= MIN_R * len(CONFIG["targets"]) for *_, n in rows)
