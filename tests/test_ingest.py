@@ -214,17 +214,23 @@ def test_reingest_replaces_rows(loaded: duckdb.DuckDBPyConnection, tmp_path: Pat
     same = set(after) - {"files", "pgbench_txlog_rows"}  # but its ingested_at, and its file_no
     assert {k: after[k] for k in same} == {k: before[k] for k in same}
     assert len(after["files"]) == len(before["files"])
-    # the same content under another name: one copy, under the new name
+    # the same content of the same run under another name: one copy, under the new name
     copy = write(tmp_path, "copy.25763", tx.read_bytes())
-    ingest.ingest_file(loaded, copy, run_id="run-9")
+    ingest.ingest_file(loaded, copy, run_id="run-1")
     got = loaded.execute("SELECT count(*), min(source_file), min(run_id) FROM pgbench_txlog").fetchall()[0]
-    assert got == (n_lines, str(copy), "run-9")
+    assert got == (n_lines, str(copy), "run-1")
+    # the same content from another run is another file (two crashed runs can print identical logs)
+    twin = write(tmp_path, "twin.25763", tx.read_bytes())
+    ingest.ingest_file(loaded, twin, run_id="run-9")
+    got = loaded.execute("SELECT run_id, count(*) FROM pgbench_txlog GROUP BY ALL ORDER BY 1").fetchall()
+    assert got == [("run-1", n_lines), ("run-9", n_lines)]
     # a changed file under the same name: the old rows go, the new ones come
     lines = tx.read_text().splitlines(keepends=True)
     copy.write_text("".join(lines[:10]))
-    ingest.ingest_file(loaded, copy, run_id="run-9")
-    assert loaded.execute("SELECT count(*) FROM pgbench_txlog").fetchall()[0][0] == 10
-    assert loaded.execute("SELECT count(*) FROM files WHERE format = 'pgbench-txlog'").fetchall()[0][0] == 1
+    ingest.ingest_file(loaded, copy, run_id="run-1")
+    got = loaded.execute("SELECT run_id, count(*) FROM pgbench_txlog GROUP BY ALL ORDER BY 1").fetchall()
+    assert got == [("run-1", 10), ("run-9", n_lines)]
+    assert loaded.execute("SELECT count(*) FROM files WHERE format = 'pgbench-txlog'").fetchall()[0][0] == 2
     # and the same for a format stored plainly
     s1 = write(tmp_path, "s.stdout", (PG15 / "rr.stdout").read_bytes())
     ingest.ingest_file(loaded, s1)

@@ -383,28 +383,30 @@ def line_counts(path: Path, accounting: pl.DataFrame | None, warned: Iterable[in
     return lc
 
 
-def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str) -> None:
-    """Delete what an earlier ingest of this content (file_id) or of this source name stored."""
+def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str, run_id: str | None = None) -> None:
+    """Delete what an earlier ingest of this file stored: the same content (file_id) for the same run
+    (re-ingesting a log, under any name), or anything stored under this source name. The same content
+    in another run's folder is another file: two runs whose logs happen to be byte-identical (two
+    crashed runs that printed only pgbench's version line) keep one row each."""
     prev = con.execute(
-        "SELECT file_id, format FROM files WHERE file_id = ? OR source_file = ?", [file_id, source]
+        "SELECT file_no, file_id, format, run_id FROM files "
+        "WHERE (file_id = ? AND run_id IS NOT DISTINCT FROM ?) OR source_file = ?",
+        [file_id, run_id, source],
     ).fetchall()
-    ids: dict[str, set[str]] = {fmt: {file_id}}
-    for fid, f in prev:
-        ids.setdefault(f, set()).add(fid)
-    for f, fids in ids.items():
+    keys = {(file_id, run_id, fmt), *((fid, rid, f) for _, fid, f, rid in prev)}
+    file_nos = sorted(int(n) for n, *_ in prev if n is not None)
+    for fid, rid, f in keys:
         mod = parsers.FORMATS.get(f)
         for table in mod.TABLES if mod is not None else ():
             if table in COMPACT:
-                con.execute(
-                    f'DELETE FROM "{storage_table(table)}" WHERE file_no IN '
-                    "(SELECT file_no FROM files WHERE list_contains(?, file_id))",
-                    [sorted(fids)],
-                )
+                con.execute(f'DELETE FROM "{storage_table(table)}" WHERE list_contains(?, file_no)', [file_nos])
             else:
-                con.execute(f'DELETE FROM "{table}" WHERE list_contains(?, file_id)', [sorted(fids)])
-    gone = sorted({file_id, *(r[0] for r in prev)})
-    con.execute("DELETE FROM unparsed_lines WHERE list_contains(?, file_id)", [gone])
-    con.execute("DELETE FROM files WHERE list_contains(?, file_id)", [gone])
+                con.execute(f'DELETE FROM "{table}" WHERE file_id = ? AND run_id IS NOT DISTINCT FROM ?', [fid, rid])
+        con.execute("DELETE FROM unparsed_lines WHERE file_id = ? AND run_id IS NOT DISTINCT FROM ?", [fid, rid])
+    con.execute(
+        "DELETE FROM files WHERE list_contains(?, file_no) OR (file_id = ? AND run_id IS NOT DISTINCT FROM ?)",
+        [file_nos, file_id, run_id],
+    )
 
 
 def _next_file_no(con: duckdb.DuckDBPyConnection) -> int:
@@ -529,7 +531,7 @@ def ingest_file(
     per_table: dict[str, int] = {}
     con.execute("BEGIN TRANSACTION")
     try:
-        _forget(con, file_id, source, fmt)
+        _forget(con, file_id, source, fmt, run_id)
         if run_record is not None:
             _store_run(con, run_record)
         file_no = _next_file_no(con)
@@ -617,7 +619,7 @@ def _direct(
                 _rollback(con)
                 return None
         # old rows of this content or source go now: the new rows' files row is not there yet
-        _forget(con, check.sha256, source, fmt)
+        _forget(con, check.sha256, source, fmt, run_id)
         if run_record is not None:
             _store_run(con, run_record)
         rows, items = loaded
