@@ -17,12 +17,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -979,33 +980,37 @@ def ingest_study(
     if not study_file.exists():
         raise LabError(f"{study_file}: missing (every study folder carries its resolved config)")
     cfg = yaml.safe_load(study_file.read_text())
+    summary = StudySummary()
+    with new_study_database(db_path, cfg, study_file.read_text(), external, summary) as con:
+        ingest_folder(con, raw, cfg, summary, progress=progress)
+    return summary
+
+
+@contextlib.contextmanager
+def new_study_database(
+    db_path: Path, cfg: dict[str, Any], config_yaml: str, external: Path | None, summary: StudySummary
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A study database built beside `db_path` (`.building`) and put in its place only when the block
+    succeeds: a failed ingest leaves the old database as it was. Inside: the schema, the `study` row and
+    the published reference results of `external` (None leaves them out); the caller adds the runs."""
     tmp = db_path.with_name(db_path.name + ".building")
     tmp.unlink(missing_ok=True)
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    summary = StudySummary()
     con = duckdb.connect(str(tmp))
     try:
         create_schema(con)
-        _insert(
-            con,
-            "study",
-            pl.DataFrame(
-                [
-                    {
-                        "study": cfg["study"],
-                        "title": cfg.get("title"),
-                        "authors": json.dumps(cfg.get("authors", [])),
-                        "config_yaml": study_file.read_text(),
-                    }
-                ],
-                schema=STUDY,
-            ),
-        )
+        row = {
+            "study": cfg["study"],
+            "title": cfg.get("title"),
+            "authors": json.dumps(cfg.get("authors", [])),
+            "config_yaml": config_yaml,
+        }
+        _insert(con, "study", pl.DataFrame([row], schema=STUDY))
         if external is not None:
             ext = ingest_external(con, external)
             summary.published_files = ext.files
             summary.warnings += ext.warnings
-        ingest_folder(con, raw, cfg, summary, progress=progress)
+        yield con
         con.execute("CHECKPOINT")
     except BaseException:
         con.close()
@@ -1013,7 +1018,6 @@ def ingest_study(
         raise
     con.close()
     os.replace(tmp, db_path)
-    return summary
 
 
 def ingest_folder(

@@ -13,7 +13,6 @@ renamed into place only when everything succeeded, like `load.ingest_study`.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -250,35 +249,11 @@ def merge_study(
     """(Re)build one study database from several hosts' raw folders, atomically (see the module's doc)."""
     common = check_one_study(folders)
     study = common["study"]
-    tmp = db_path.with_name(db_path.name + ".building")
-    tmp.unlink(missing_ok=True)
-    db_path.parent.mkdir(parents=True, exist_ok=True)
     summary = load.StudySummary()
-    con = duckdb.connect(str(tmp))
-    try:
-        load.create_schema(con)
+    config_yaml = "# merged from the raw folders of hosts " + ", ".join(f.host for f in folders) + "\n"
+    config_yaml += yaml.safe_dump(common, sort_keys=False)
+    with load.new_study_database(db_path, common, config_yaml, external, summary) as con:
         con.execute(f"CREATE TABLE hosts ({', '.join(f'{c} {load._duck_type(t)}' for c, t in HOSTS.items())})")
-        config_yaml = "# merged from the raw folders of hosts " + ", ".join(f.host for f in folders) + "\n"
-        config_yaml += yaml.safe_dump(common, sort_keys=False)
-        load._insert(
-            con,
-            "study",
-            pl.DataFrame(
-                [
-                    {
-                        "study": study,
-                        "title": common.get("title"),
-                        "authors": json.dumps(common.get("authors", [])),
-                        "config_yaml": config_yaml,
-                    }
-                ],
-                schema=load.STUDY,
-            ),
-        )
-        if external is not None:
-            ext = load.ingest_external(con, external)
-            summary.published_files = ext.files
-            summary.warnings += ext.warnings
         files: dict[str, int] = {}
         for hf in folders:
             before, files_before = summary.runs, summary.files
@@ -290,11 +265,4 @@ def merge_study(
             load._insert(con, "hosts", pl.DataFrame([host_row(hf, summary.runs - before)], schema=HOSTS))
             files[hf.host] = summary.files - files_before
         _check_no_file_twice(con, study, files)
-        con.execute("CHECKPOINT")
-    except BaseException:
-        con.close()
-        tmp.unlink(missing_ok=True)
-        raise
-    con.close()
-    os.replace(tmp, db_path)
     return summary

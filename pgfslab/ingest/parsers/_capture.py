@@ -16,6 +16,10 @@ the parser says so in a warning (`LOCAL_TIME_WARNING`).
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
 import polars as pl
 
 UTC = pl.Datetime("us", "UTC")
@@ -97,3 +101,22 @@ def local_time_warning(frame: pl.DataFrame, ts: str, exact: str) -> list[tuple[i
     """The warning when some time stamp used (`ts` not null) had no zone (`exact` false)."""
     local = frame.select((pl.col(ts).is_not_null() & ~pl.col(exact).fill_null(False)).any()).item()
     return [(None, LOCAL_TIME_WARNING)] if local else []
+
+
+_PREFIX_RE = re.compile(PREFIX)
+
+
+def head_lines(head: str) -> list[str]:
+    """The lines of a file's first KB without the capture prefixes (`sniff` looks at what the tool wrote)."""
+    return [_PREFIX_RE.sub("", ln.rstrip("\r")) for ln in head.split("\n")]
+
+
+def read_captured(path: Path) -> tuple[Any, pl.DataFrame, list[tuple[int | None, str]]]:
+    """A captured log as read (`_common.read_lines`: for the line accounting), its lines with their
+    prefixes split off (`split_prefix`), and the warning about a torn last line when there is one: what
+    every capture parser starts from."""
+    from pgfslab.ingest.parsers._common import read_lines, torn_warning
+
+    lines = read_lines(Path(path))
+    warnings: list[tuple[int | None, str]] = [torn_warning(*lines.torn)] if lines.torn is not None else []
+    return lines, split_prefix(lines.frame), warnings

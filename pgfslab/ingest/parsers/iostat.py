@@ -35,9 +35,7 @@ from pgfslab.ingest.parsers._common import (
     classify,
     conform,
     prompt,
-    read_lines,
     result,
-    torn_warning,
     with_torn,
 )
 
@@ -60,21 +58,16 @@ _DEC = r"(?:\d+(?:[.,]\d+)?)"
 CPU_ROW = rf"^\s+{_DEC}(?:\s+{_DEC})+\s*$"
 DEVICE_ROW = rf"^\S+(?:\s+{_DEC})+\s*$"
 
-_SNIFF_PREFIX = re.compile(_capture.PREFIX)
 _SNIFF = re.compile(rf"{CPU_HEADER}|{DEVICE_HEADER}")
 
 
 def sniff(head: str, path: Path) -> bool:
-    return any(_SNIFF.match(_SNIFF_PREFIX.sub("", ln.rstrip("\r"))) for ln in head.split("\n"))
+    return any(_SNIFF.match(ln) for ln in _capture.head_lines(head))
 
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines = read_lines(path)
-    warnings: list[tuple[int | None, str]] = []
-    if lines.torn is not None:
-        warnings.append(torn_warning(*lines.torn))
-    f = _capture.split_prefix(lines.frame)
+    lines, f, warnings = _capture.read_captured(path)
     body = pl.col("body").str.strip_chars_end()
     time_ts, time_exact = _capture.time_line(body)
     f = f.with_columns(

@@ -31,9 +31,7 @@ from pgfslab.ingest.parsers._common import (
     check_int64,
     classify,
     conform,
-    read_lines,
     result,
-    torn_warning,
     with_torn,
 )
 from pgfslab.ingest.parsers.meminfo import SCHEMA
@@ -49,23 +47,18 @@ ENTRY = r"^([A-Za-z][A-Za-z0-9_()]*):[ \t]+(\d+)(?: (kB))?[ \t]*$"
 TAB_ENTRY = r"^([A-Za-z][A-Za-z0-9_()]*)\t(\d+)$"  # pgbench-tools: `:` and ` kB` stripped
 NO_UNIT = r"^HugePages_"
 
-_SNIFF_PREFIX = re.compile(_capture.PREFIX)
 _SNIFF_ENTRY = re.compile(r"^[A-Za-z][A-Za-z0-9_()]*(?::[ \t]+|\t)\d+(?: kB)?[ \t]*$")
 
 
 def sniff(head: str, path: Path) -> bool:
-    lines = [_SNIFF_PREFIX.sub("", ln.rstrip("\r")) for ln in head.split("\n")]
+    lines = _capture.head_lines(head)
     hits = [ln for ln in lines if _SNIFF_ENTRY.match(ln)]
     return len(hits) >= 3 and any(ln.startswith("MemTotal") for ln in hits)
 
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines = read_lines(path)
-    warnings: list[tuple[int | None, str]] = []
-    if lines.torn is not None:
-        warnings.append(torn_warning(*lines.torn))
-    f = _capture.split_prefix(lines.frame)
+    lines, f, warnings = _capture.read_captured(path)
     body = pl.col("body")
     time_ts, time_exact = _capture.time_line(body)
     key = pl.coalesce(body.str.extract(ENTRY, 1), body.str.extract(TAB_ENTRY, 1))

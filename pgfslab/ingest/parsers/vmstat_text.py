@@ -27,9 +27,7 @@ from pgfslab.ingest.parsers._common import (
     classify,
     conform,
     prompt,
-    read_lines,
     result,
-    torn_warning,
     with_torn,
 )
 
@@ -52,23 +50,18 @@ COLUMN_HEADER = r"^\s*r\s+b\s+swpd\s+"
 ROW = r"^\s*\d+(?:\s+\d+)+(?:\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)?\s*$"
 ROW_TIME = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*$"
 
-_SNIFF_PREFIX = re.compile(_capture.PREFIX)
 _SNIFF_GROUP = re.compile(GROUP_HEADER)
 _SNIFF_COLS = re.compile(COLUMN_HEADER)
 
 
 def sniff(head: str, path: Path) -> bool:
-    lines = [_SNIFF_PREFIX.sub("", ln.rstrip("\r")) for ln in head.split("\n")]
+    lines = _capture.head_lines(head)
     return any(_SNIFF_GROUP.match(ln) for ln in lines) and any(_SNIFF_COLS.match(ln) for ln in lines)
 
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines = read_lines(path)
-    warnings: list[tuple[int | None, str]] = []
-    if lines.torn is not None:
-        warnings.append(torn_warning(*lines.torn))
-    f = _capture.split_prefix(lines.frame)
+    lines, f, warnings = _capture.read_captured(path)
     body = pl.col("body")
     f = f.with_columns(
         body.str.contains(GROUP_HEADER).alias("is_group"),
