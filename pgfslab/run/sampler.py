@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from pgfslab.ingest.parsers import pgstat as pgstat_format
+
 
 class ProcSampler:
     """Copy a /proc file into `out` at `hz` samples per second until stopped."""
@@ -52,24 +54,7 @@ class ProcSampler:
 
 
 # pg_stat_bgwriter and pg_stat_database counters, one CSV row per sample (parsed by the `pgstat` format)
-PGSTAT_COLUMNS = [
-    "ts",
-    "checkpoints_timed",
-    "checkpoints_req",
-    "buffers_checkpoint",
-    "buffers_clean",
-    "buffers_backend",
-    "buffers_alloc",
-    "xact_commit",
-    "xact_rollback",
-    "blks_read",
-    "blks_hit",
-    "tup_inserted",
-    "tup_updated",
-    "tup_deleted",
-    "temp_bytes",
-    "deadlocks",
-]
+PGSTAT_COLUMNS = ["ts", *pgstat_format.COUNTERS]  # the format the ingest reads (one definition)
 PGSTAT_SQL = (
     "SELECT extract(epoch FROM clock_timestamp())::float8, b.checkpoints_timed, b.checkpoints_req, "
     "b.buffers_checkpoint, b.buffers_clean, b.buffers_backend, b.buffers_alloc, d.xact_commit, d.xact_rollback, "
