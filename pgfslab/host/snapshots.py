@@ -110,17 +110,23 @@ class Scheduler:
         self.delete_ms: list[float] = []
 
     # --- the with-block ---
-    def __enter__(self) -> Scheduler:
+    THREAD_NAME = "pgfs-lab-snapshots"
+
+    def _prepare(self) -> None:
+        """What must hold before the first snapshot: a btrfs subvolume, and the folder for them."""
         ok, why = support(self.subvolume)
         if not ok:
             raise LabError(why)
         self.snapdir.mkdir(parents=True, exist_ok=True)
+
+    def __enter__(self) -> Scheduler:
+        self._prepare()
         self._fh = open(self.log_path, "w", newline="")
         self._writer = csv.writer(self._fh)
         self._writer.writerow(CSV_FIELDS)
         self._fh.flush()
         self._delete_stale()
-        self._thread = threading.Thread(target=self._loop, name="pgfs-lab-snapshots", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=self.THREAD_NAME, daemon=True)
         self._thread.start()
         return self
 
@@ -230,15 +236,10 @@ class ZfsScheduler(Scheduler):
         super().__init__(mountpoint, mountpoint / ".zfs" / "snapshot", schedule, log, prefix=prefix)
         self.dataset = dataset
 
-    def __enter__(self) -> ZfsScheduler:
-        self._fh = open(self.log_path, "w", newline="")
-        self._writer = csv.writer(self._fh)
-        self._writer.writerow(CSV_FIELDS)
-        self._fh.flush()
-        self._delete_stale()
-        self._thread = threading.Thread(target=self._loop, name="pgfs-lab-zfs-snapshots", daemon=True)
-        self._thread.start()
-        return self
+    THREAD_NAME = "pgfs-lab-zfs-snapshots"
+
+    def _prepare(self) -> None:
+        """Nothing to check: zfs snapshots need no subvolume, and .zfs/snapshot exists by itself."""
 
     def _create(self, k: int, scheduled_at: float) -> None:
         from pgfslab.host import zfs
