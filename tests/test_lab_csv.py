@@ -32,7 +32,7 @@ def test_pgstat_matches_the_file() -> None:
     out = parsers.parse(PGSTAT)
     df = out["pgstat"]
     lines = PGSTAT.read_text().splitlines()
-    assert lines[0] == sampler.PGSTAT_HEADER and lines[1] == ",".join(sampler.PGSTAT_COLUMNS)
+    assert lines[0] == sampler.PGSTAT_HEADER_V1 and lines[1] == ",".join(sampler.PGSTAT_COLUMNS_V1)
     rows = [ln.split(",") for ln in lines[2:]]
     assert df.height == len(rows)
     assert df["xact_commit"].to_list() == [int(r[7]) for r in rows]
@@ -48,7 +48,7 @@ def test_pgstat_header_only_is_empty_with_a_warning(tmp_path: Path) -> None:
 
 
 def test_pgstat_damage(tmp_path: Path) -> None:
-    head = sampler.PGSTAT_HEADER + "\n" + ",".join(sampler.PGSTAT_COLUMNS) + "\n"
+    head = sampler.PGSTAT_HEADER_V1 + "\n" + ",".join(sampler.PGSTAT_COLUMNS_V1) + "\n"
     good = "1795420845.5,0,3,394,5642,38638,30709,456,0,96627,3712277,1000256,44,64,60235776,0\n"
     p = tmp_path / "pgstat.csv"
     p.write_text(head + good + good.replace("456", "4x6"))
@@ -134,3 +134,44 @@ def test_block_length_and_run_mean_ci_of_very_short_runs() -> None:
         assert 1 <= b <= n
         ci = stats.mean_ci_autocorr(x)
         assert ci.lo < ci.mean < ci.hi and 1 <= ci.n_eff <= n
+
+
+def test_pgstat_v1_files_ingest_with_null_wal_columns() -> None:
+    """A raw folder from before pg_stat_wal was sampled: every WAL column is there, and null."""
+    df = parsers.parse(PGSTAT)["pgstat"]
+    for c in ("wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_write", "wal_sync"):
+        assert df[c].dtype == pl.Int64 and df[c].null_count() == df.height
+    for c in ("wal_write_time", "wal_sync_time"):
+        assert df[c].dtype == pl.Float64 and df[c].null_count() == df.height
+
+
+def test_pgstat_v2_reads_the_wal_columns(tmp_path: Path) -> None:
+    head = sampler.PGSTAT_HEADER + "\n" + ",".join(sampler.PGSTAT_COLUMNS) + "\n"
+    v1 = "1795420845.5,0,3,394,5642,38638,30709,456,0,96627,3712277,1000256,44,64,60235776,0"
+    p = tmp_path / "pgstat.csv"
+    p.write_text(head + v1 + ",104857,3120,9834516,0,1450,1449,12.500,830.125\n")
+    assert parsers.detect_format(p) == "pgstat"
+    row = parsers.parse(p)["pgstat"].row(0, named=True)
+    assert (row["xact_commit"], row["wal_records"], row["wal_fpi"], row["wal_bytes"]) == (456, 104857, 3120, 9834516)
+    assert (row["wal_buffers_full"], row["wal_write"], row["wal_sync"]) == (0, 1450, 1449)
+    assert (row["wal_write_time"], row["wal_sync_time"]) == (12.5, 830.125)
+    p.write_text(head + v1 + "\n")  # a v2 header with v1's fields: refused with the line
+    with pytest.raises(ParseError, match=r"pgstat.csv:3: expected 24 comma-separated fields"):
+        parsers.parse(p, "pgstat")
+    p.write_text(sampler.PGSTAT_HEADER_V1 + "\n" + ",".join(sampler.PGSTAT_COLUMNS) + "\n")  # v1 says v1's columns
+    with pytest.raises(ParseError, match=r":2: expected the header"):
+        parsers.parse(p, "pgstat")
+
+
+def test_pgstat_sampler_writes_what_the_format_reads() -> None:
+    assert sampler.pgstat_layout(150018) == (sampler.PGSTAT_HEADER, sampler.PGSTAT_COLUMNS)
+    assert sampler.pgstat_layout(140000)[1][-2:] == ["wal_write_time", "wal_sync_time"]
+    assert sampler.pgstat_layout(130012) == (sampler.PGSTAT_HEADER_V1, sampler.PGSTAT_COLUMNS_V1)
+    assert "pg_stat_wal" not in sampler.pgstat_sql(sampler.PGSTAT_COLUMNS_V1)
+    assert "w.wal_bytes::bigint" in sampler.PGSTAT_SQL and "w.wal_sync_time" in sampler.PGSTAT_SQL
+    row = (1795420845.5, *range(15), 104857, 3120, 9834516, 0, 1450, 1449, 0.0125, 830.1254)
+    line = sampler.pgstat_line(sampler.PGSTAT_COLUMNS, row)
+    assert (
+        line
+        == "1795420845.500000," + ",".join(str(i) for i in range(15)) + ",104857,3120,9834516,0,1450,1449,0.013,830.125"
+    )

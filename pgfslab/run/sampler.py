@@ -53,15 +53,52 @@ class ProcSampler:
         self._thread.join(timeout=5)
 
 
-# pg_stat_bgwriter and pg_stat_database counters, one CSV row per sample (parsed by the `pgstat` format)
-PGSTAT_COLUMNS = ["ts", *pgstat_format.COUNTERS]  # the format the ingest reads (one definition)
-PGSTAT_SQL = (
-    "SELECT extract(epoch FROM clock_timestamp())::float8, b.checkpoints_timed, b.checkpoints_req, "
-    "b.buffers_checkpoint, b.buffers_clean, b.buffers_backend, b.buffers_alloc, d.xact_commit, d.xact_rollback, "
-    "d.blks_read, d.blks_hit, d.tup_inserted, d.tup_updated, d.tup_deleted, d.temp_bytes, d.deadlocks "
-    "FROM pg_stat_bgwriter b, pg_stat_database d WHERE d.datname = current_database()"
-)
-PGSTAT_HEADER = "# pgfs-lab pgstat v1: pg_stat_bgwriter + pg_stat_database samples"
+# pg_stat_bgwriter, pg_stat_database and pg_stat_wal counters, one CSV row per sample (parsed by the `pgstat`
+# format, whose column lists these are: one definition)
+_BGWRITER = pgstat_format.COUNTERS[:6]  # checkpoints_timed ... buffers_alloc: pg_stat_bgwriter's
+_SQL_OF = {
+    "ts": "extract(epoch FROM clock_timestamp())::float8",
+    **{c: f"b.{c}" for c in _BGWRITER},
+    **{c: f"d.{c}" for c in pgstat_format.COUNTERS if c not in _BGWRITER},
+    **{c: f"w.{c}" for c in pgstat_format.WAL_COLUMNS},
+    "wal_bytes": "w.wal_bytes::bigint",  # numeric in pg_stat_wal
+}
+PGSTAT_COLUMNS_V1 = [c.name for c in pgstat_format.COLUMNS_V1]
+PGSTAT_COLUMNS = [c.name for c in pgstat_format.COLUMNS_V2]
+PGSTAT_HEADER_V1 = pgstat_format.HEADER_V1
+PGSTAT_HEADER = pgstat_format.HEADER_V2
+_FLOATS = set(pgstat_format.WAL_TIMES)
+PG_STAT_WAL_SINCE = 140000  # server_version_num of the first release with pg_stat_wal
+
+
+def pgstat_sql(columns: list[str]) -> str:
+    """The sampler's query for these columns (the format's v1 or v2 list)."""
+    frm = "pg_stat_bgwriter b, pg_stat_database d" + (", pg_stat_wal w" if "wal_sync" in columns else "")
+    return f"SELECT {', '.join(_SQL_OF[c] for c in columns)} FROM {frm} WHERE d.datname = current_database()"
+
+
+PGSTAT_SQL = pgstat_sql(PGSTAT_COLUMNS)
+
+
+def pgstat_layout(server_version_num: int | None) -> tuple[str, list[str]]:
+    """Header line and columns for a server: v2 (with pg_stat_wal) from PostgreSQL 14 on, else v1; a
+    server never reached (None) gets v2's header (the file then has no rows either way)."""
+    if server_version_num is not None and server_version_num < PG_STAT_WAL_SINCE:
+        return PGSTAT_HEADER_V1, PGSTAT_COLUMNS_V1
+    return PGSTAT_HEADER, PGSTAT_COLUMNS
+
+
+def pgstat_line(columns: list[str], row: tuple[object, ...]) -> str:
+    """One CSV row: ts with microseconds, the WAL times with three decimals (ms), counters as integers."""
+    out = []
+    for c, v in zip(columns, row, strict=True):
+        if c == "ts":
+            out.append(f"{float(v):.6f}")  # type: ignore[arg-type]
+        elif c in _FLOATS:
+            out.append(f"{float(v):.3f}")  # type: ignore[arg-type]
+        else:
+            out.append(str(int(v)))  # type: ignore[call-overload]
+    return ",".join(out)
 
 
 class PgStatSampler:
@@ -85,14 +122,17 @@ class PgStatSampler:
         import psycopg
 
         with open(self.out, "w") as fh:
-            fh.write(PGSTAT_HEADER + "\n" + ",".join(PGSTAT_COLUMNS) + "\n")
+            header, columns = pgstat_layout(None)
             try:
                 with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
+                    header, columns = pgstat_layout(conn.info.server_version)
+                    fh.write(header + "\n" + ",".join(columns) + "\n")
+                    sql = pgstat_sql(columns)
                     next_t = time.monotonic()
                     while not self._stop.is_set():
-                        row = conn.execute(PGSTAT_SQL).fetchone()
+                        row = conn.execute(sql).fetchone()
                         conn.execute("SELECT pg_stat_clear_snapshot()")
-                        fh.write(",".join(f"{v:.6f}" if i == 0 else str(v) for i, v in enumerate(row)) + "\n")
+                        fh.write(pgstat_line(columns, row) + "\n")
                         self.samples += 1
                         next_t += self.period
                         delay = next_t - time.monotonic()
@@ -101,6 +141,8 @@ class PgStatSampler:
                         self._stop.wait(delay)
             except Exception as exc:  # the server stopped or crashed under us: keep what we have
                 self.error = f"{type(exc).__name__}: {exc}".strip()
+            if fh.tell() == 0:  # never connected: the header alone (a valid file without samples)
+                fh.write(header + "\n" + ",".join(columns) + "\n")
 
     def __enter__(self) -> PgStatSampler:
         self._thread.start()
