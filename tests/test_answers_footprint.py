@@ -30,6 +30,28 @@ def storage() -> pl.DataFrame:
     )
 
 
+def zfs_storage() -> pl.DataFrame:
+    """zfs-fuse (no logicalused: the estimate used x compressratio, as run.json records it) and OpenZFS."""
+    return pl.DataFrame(
+        {
+            "target": ["zfs-fuse", "openzfs"],
+            "fs": ["zfs", "zfs"],
+            "plan_index": [6, 7],
+            "run_id": ["zf1", "zo1"],
+            "dataset": ["s10"] * 2,
+            "fillfactor": [100, 100],
+            "database_bytes": [20 * MiB, 20 * MiB],
+            "fs_used_bytes": [40 * MiB, 30 * MiB],
+            "compsize_uncompressed_bytes": [None, None],
+            "compsize_disk_bytes": [None, None],
+            "zfs_used_bytes": [40 * MiB, 30 * MiB],
+            "zfs_logicalused_bytes": [None, 90 * MiB],
+            "zfs_logicalused_est_bytes": [100 * MiB, None],
+            "zfs_compressratio": [2.5, 3.0],
+        }
+    )
+
+
 def targets() -> pl.DataFrame:
     return pl.DataFrame(
         {"target": ["btrfs", "ext4"], "database_bytes": [16 * MiB, 15 * MiB], "fs_used_bytes": [40 * MiB, 150 * MiB]}
@@ -47,6 +69,23 @@ def test_after_last_run() -> None:
     assert out["load_database_bytes"].to_list() == [16 * MiB, 15 * MiB, None, None]
     assert out["ratio"][0] == 3.0 and out["space_savings"][0] == pytest.approx(2 / 3)
     assert out["ratio"][1] is None
+    assert out["accounting"].to_list() == [footprint.ACCOUNTING_COMPSIZE, None, None, None]
+    assert out["logical_bytes"][0] == 300 * MiB and out["physical_bytes"][0] == 100 * MiB
+
+
+def test_zfs_accounting_beside_compsize() -> None:
+    st = pl.concat([storage(), zfs_storage()], how="diagonal_relaxed")
+    out = footprint.after_last_run(st, targets(), ["btrfs", "zfs-fuse", "openzfs"])
+    z, o = out.row(1, named=True), out.row(2, named=True)
+    # zfs-fuse: logical 100 MiB (estimate) against used 40 MiB: ratio 2.5, savings 1 - 40/100
+    assert (z["target"], z["logical_bytes"], z["physical_bytes"]) == ("zfs-fuse", 100 * MiB, 40 * MiB)
+    assert z["ratio"] == pytest.approx(2.5) and z["space_savings"] == pytest.approx(0.6)
+    assert z["accounting"] == footprint.ACCOUNTING_ZFS_EST
+    # OpenZFS: logicalused 90 MiB against used 30 MiB: ratio 3, savings 2/3
+    assert (o["logical_bytes"], o["physical_bytes"], o["accounting"]) == (90 * MiB, 30 * MiB, footprint.ACCOUNTING_ZFS)
+    assert o["ratio"] == pytest.approx(3.0) and o["space_savings"] == pytest.approx(2 / 3)
+    long = footprint.sizes_long(out.filter(pl.col("target") == "zfs-fuse"))
+    assert long["MiB"].to_list() == [20.0, 40.0, 100.0, 40.0]
 
 
 def test_with_reference() -> None:
@@ -72,7 +111,8 @@ def test_sizes_long_in_mib_without_unknowns() -> None:
 def test_footprint_table() -> None:
     table = footprint.footprint_table(footprint.with_reference(last(), "ext4"))
     row = table.row(0, named=True)
-    assert row["target"] == "btrfs" and row["fs used"] == "50.0 MiB" and row["on disk"] == "100.0 MiB"
+    assert row["target"] == "btrfs" and row["fs used"] == "50.0 MiB" and row["physical"] == "100.0 MiB"
     assert row["database after load"] == "16.0 MiB" and row["ratio"] == 3.0
     assert row["savings %"] == pytest.approx(200 / 3) and row["fs used vs ref. %"] == pytest.approx(75.0)
-    assert table["on disk"][1] is None  # shown as – in the Markdown table
+    assert table["physical"][1] is None  # shown as – in the Markdown table
+    assert row["logical (uncompr.)"] == "300.0 MiB" and row["accounted by"] == "btrfs compsize"

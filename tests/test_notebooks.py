@@ -403,10 +403,16 @@ def test_compression_table(st: dict[str, recorded.Study]) -> None:
             assert row["fs_used_bytes"] == rec["fs_used_bytes"]
             assert row["database_bytes"] == (rec.get("postgres") or {}).get("database_bytes")
             comp = rec.get("compsize") or {}
+            zfp = rec.get("zfs_footprint") or {}
             if "disk_bytes" in comp:
                 assert row["compsize_disk_bytes"] == comp["disk_bytes"]
                 assert row["ratio"] == pytest.approx(comp["uncompressed_bytes"] / comp["disk_bytes"])
                 assert row["space_savings"] == pytest.approx(1 - comp["disk_bytes"] / comp["uncompressed_bytes"])
+            elif zfp.get("used"):  # ZFS's own accounting: logicalused, or used x compressratio on zfs-fuse
+                logical = zfp.get("logicalused") or zfp["logicalused_est"]
+                assert (row["physical_bytes"], row["logical_bytes"]) == (zfp["used"], logical)
+                assert row["ratio"] == pytest.approx(logical / zfp["used"])
+                assert row["ratio"] == pytest.approx(zfp["compressratio"], abs=0.01)
             else:
                 assert row["ratio"] is None
 

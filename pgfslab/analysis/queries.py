@@ -572,9 +572,12 @@ def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
     """Per successful run, its footprint at the end of the run, from run.json: PostgreSQL's sizes
     (`database_bytes` = pg_database_size of the benchmark database, `all_databases_bytes`,
     `relations_bytes` = sum of the listed relations' total size), the file system's
-    (`fs_used_bytes`, statvfs of the target), btrfs `compsize` (`compsize_disk_bytes` on disk after
-    compression, `compsize_uncompressed_bytes` the files' logical size, `compsize_referenced_bytes`),
-    with the cell columns, `fillfactor` and `dataset`."""
+    (`fs_used_bytes`, statvfs of the target; ZFS's `used` on zfs), btrfs `compsize` (`compsize_disk_bytes` on
+    disk after compression, `compsize_uncompressed_bytes` the files' logical size, `compsize_referenced_bytes`),
+    ZFS's own accounting of the target's dataset (`zfs get`, run.json `zfs_footprint`: `zfs_used_bytes`,
+    `zfs_logicalused_bytes` where the pool has the property, else null, `zfs_logicalused_est_bytes` = used x
+    compressratio where it has not (zfs-fuse), `zfs_compressratio`, `zfs_implementation`), with the cell
+    columns, `fillfactor` and `dataset`."""
     rows = []
     info = runs(db, study, only_ok=True, targets=targets)
     recs = run_records(db, study, targets=targets)
@@ -582,6 +585,7 @@ def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
         rec = recs.get(r["run_id"]) or {}
         pg = rec.get("postgres") or {}
         comp = rec.get("compsize") or {}
+        zfp = rec.get("zfs_footprint") or {}
         rels = pg.get("relations") or []
         rows.append(
             {
@@ -604,6 +608,11 @@ def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
                 "compsize_disk_bytes": comp.get("disk_bytes"),
                 "compsize_uncompressed_bytes": comp.get("uncompressed_bytes"),
                 "compsize_referenced_bytes": comp.get("referenced_bytes"),
+                "zfs_used_bytes": zfp.get("used"),
+                "zfs_logicalused_bytes": zfp.get("logicalused"),
+                "zfs_logicalused_est_bytes": zfp.get("logicalused_est"),
+                "zfs_compressratio": zfp.get("compressratio"),
+                "zfs_implementation": zfp.get("implementation"),
             }
         )
     schema = {
@@ -626,6 +635,11 @@ def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
         "compsize_disk_bytes": pl.Int64,
         "compsize_uncompressed_bytes": pl.Int64,
         "compsize_referenced_bytes": pl.Int64,
+        "zfs_used_bytes": pl.Int64,
+        "zfs_logicalused_bytes": pl.Int64,
+        "zfs_logicalused_est_bytes": pl.Int64,
+        "zfs_compressratio": pl.Float64,
+        "zfs_implementation": pl.Utf8,
     }
     return pl.DataFrame(rows, schema=schema)
 

@@ -2,8 +2,15 @@
 compression_footprint)?
 
 Logical size: PostgreSQL's `pg_database_size` and the sum of its relations (run.json). Physical: the
-target file system's used space (statvfs, WAL and metadata included) and, on btrfs, compsize's on-disk
-bytes against the files' uncompressed bytes, which give the compression ratio and space savings.
+target file system's used space (statvfs, WAL and metadata included; ZFS's `used` on zfs). Compression, as
+each file system accounts for it (`logical_bytes` before and `physical_bytes` after compression, with
+`accounting` naming the source), which give the compression ratio and space savings:
+
+* btrfs: compsize's uncompressed against its on-disk bytes of every file of the target;
+* zfs: the dataset's `logicalused` against its `used` (`zfs get -Hp`, run.json `zfs_footprint`). Pools
+  without `logicalused` (zfs-fuse's pool version 23) give `logicalused_est` = used x compressratio instead
+  (compressratio has two decimals: about 0.5 % of rounding), and the accounting says so. Both are the whole
+  dataset, snapshots included (its `usedbysnapshots` is in run.json).
 """
 
 from __future__ import annotations
@@ -27,6 +34,13 @@ SAVED_COLUMNS = [
     "fs_used_bytes",
     "compsize_uncompressed_bytes",
     "compsize_disk_bytes",
+    "zfs_used_bytes",
+    "zfs_logicalused_bytes",
+    "zfs_logicalused_est_bytes",
+    "zfs_compressratio",
+    "logical_bytes",
+    "physical_bytes",
+    "accounting",
     "ratio",
     "space_savings",
     "load_database_bytes",
@@ -38,28 +52,72 @@ SAVED_COLUMNS = [
 MEASURES = {
     "PostgreSQL database": "database_bytes",
     "file system used": "fs_used_bytes",
-    "files, uncompressed (compsize)": "compsize_uncompressed_bytes",
-    "on disk (compsize)": "compsize_disk_bytes",
+    "logical, before compression (compsize / zfs)": "logical_bytes",
+    "physical, after compression (compsize / zfs)": "physical_bytes",
 }
+ACCOUNTING_COMPSIZE = "btrfs compsize"
+ACCOUNTING_ZFS = "zfs logicalused / used"
+ACCOUNTING_ZFS_EST = "zfs used x compressratio / used (no logicalused at this pool version)"
+
+
+ZFS_COLUMNS = {
+    "zfs_used_bytes": pl.Int64,
+    "zfs_logicalused_bytes": pl.Int64,
+    "zfs_logicalused_est_bytes": pl.Int64,
+    "zfs_compressratio": pl.Float64,
+}
+
+
+def compression_columns(storage: pl.DataFrame) -> list[pl.Expr]:
+    """`logical_bytes`, `physical_bytes` and `accounting` of each row of `queries.storage`: compsize where it
+    measured (btrfs), else ZFS's logicalused (or its estimate) against used (zfs), else null."""
+    has_comp = pl.col("compsize_disk_bytes").is_not_null() & pl.col("compsize_uncompressed_bytes").is_not_null()
+    has_zfs = pl.col("zfs_used_bytes").is_not_null()
+    zfs_logical = pl.coalesce("zfs_logicalused_bytes", "zfs_logicalused_est_bytes")
+    return [
+        pl.when(has_comp)
+        .then(pl.col("compsize_uncompressed_bytes"))
+        .when(has_zfs)
+        .then(zfs_logical)
+        .cast(pl.Int64)
+        .alias("logical_bytes"),
+        pl.when(has_comp)
+        .then(pl.col("compsize_disk_bytes"))
+        .when(has_zfs & zfs_logical.is_not_null())
+        .then(pl.col("zfs_used_bytes"))
+        .cast(pl.Int64)
+        .alias("physical_bytes"),
+        pl.when(has_comp)
+        .then(pl.lit(ACCOUNTING_COMPSIZE))
+        .when(has_zfs & pl.col("zfs_logicalused_bytes").is_not_null())
+        .then(pl.lit(ACCOUNTING_ZFS))
+        .when(has_zfs & pl.col("zfs_logicalused_est_bytes").is_not_null())
+        .then(pl.lit(ACCOUNTING_ZFS_EST))
+        .alias("accounting"),
+    ]
 
 
 def after_last_run(storage: pl.DataFrame, targets: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
     """What does each target hold after its last run? `storage` (`queries.storage`: one row per run) cut
     to each target's last run (by `plan_index`), with the sizes right after the bulk load from `targets`
-    (`queries.targets`: `load_database_bytes`, `load_fs_used_bytes`), compsize's `ratio` and
-    `space_savings` (`stats.compression_exprs`); targets in `order` (the config's), unknown ones last."""
+    (`queries.targets`: `load_database_bytes`, `load_fs_used_bytes`), the file system's own compression
+    accounting (`compression_columns`) and its `ratio` and `space_savings` (`stats.compression_exprs`);
+    targets in `order` (the config's), unknown ones last."""
     loaded = targets.select(
         "target",
         pl.col("database_bytes").alias("load_database_bytes"),
         pl.col("fs_used_bytes").alias("load_fs_used_bytes"),
     )
     rank = {t: i for i, t in enumerate(order)}
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in ZFS_COLUMNS.items() if c not in storage.columns]
+    storage = storage.with_columns(missing)  # facts from before zfs targets: no zfs accounting
     return (
         storage.sort("plan_index")
         .group_by("target", maintain_order=True)
         .last()
         .join(loaded, on="target", how="left")
-        .with_columns(*stats.compression_exprs("compsize_uncompressed_bytes", "compsize_disk_bytes"))
+        .with_columns(*compression_columns(storage))
+        .with_columns(*stats.compression_exprs("logical_bytes", "physical_bytes"))
         .sort(pl.col("target").replace_strict(rank, default=len(rank), return_dtype=pl.Int64))
     )
 
@@ -110,9 +168,10 @@ def footprint_table(last: pl.DataFrame) -> pl.DataFrame:
         size("load_database_bytes").alias("database after load"),
         size("database_bytes").alias("database"),
         size("fs_used_bytes").alias("fs used"),
-        size("compsize_uncompressed_bytes").alias("files (uncompr.)"),
-        size("compsize_disk_bytes").alias("on disk"),
+        size("logical_bytes").alias("logical (uncompr.)"),
+        size("physical_bytes").alias("physical"),
         pl.col("ratio").alias("ratio"),
+        pl.col("accounting").fill_null("–").alias("accounted by"),
         (100 * pl.col("space_savings")).alias("savings %"),
         (100 * pl.col("used_vs_reference")).alias("fs used vs ref. %"),
     )
