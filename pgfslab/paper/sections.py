@@ -22,6 +22,7 @@ from IPython.display import Markdown, display
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import report, stats
 from pgfslab.paper import hosts as paper_hosts
+from pgfslab.paper import wal as paper_wal
 from pgfslab.paper.build import write_meta
 from pgfslab.paths import in_lab
 
@@ -710,6 +711,7 @@ def results(ctx: Context) -> None:
     if not shown:
         show("No analysis notebook has produced results for this study yet.")
     device_results(ctx)
+    paper_wal.wal_results(ctx)  # commits per WAL flush (pg_stat_wal), the WAL device apart (wal_on)
     paper_hosts.across_hosts(ctx)  # a study from several hosts: comparisons with the host as block
     failed = ctx.runs.filter(~pl.col("status").is_in(["ok", "skipped"]))  # skipped: a precision round not needed
     if failed.height:
@@ -774,8 +776,8 @@ def device_results(ctx: Context) -> None:
         "waits for at least one WAL flush (an fdatasync), so 1 / (median fdatasync latency) of the target, "
         "measured by fio without PostgreSQL, is a ceiling for its single-client commit rate; the share of "
         "that ceiling PostgreSQL reaches tells a slow file system or device from time spent elsewhere "
-        "(CPU, locks, the client). Commits per WAL flush are not computed: the lab does not sample "
-        "pg_stat_wal yet."
+        "(CPU, locks, the client). A share above 1 means commits shared flushes (group commit) or did not "
+        "wait for one: where pg_stat_wal was sampled, the next subsection counts commits per WAL flush."
     )
     show(
         report.markdown_table(
