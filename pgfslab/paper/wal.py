@@ -22,12 +22,20 @@ if TYPE_CHECKING:
 
 
 def interval(center: str, low: str, high: str, digits: int) -> pl.Expr:
-    """'1.23 [1.10, 1.40]': a median with its interval, as text (null when the median is)."""
+    """'1.23 [1.10, 1.40]': a median with its interval, as text (null when the median is; '[too few runs]'
+    when benchstat's interval is infinite: too few runs to reach its confidence)."""
 
     def f(c: str) -> pl.Expr:
         return pl.col(c).round(digits).cast(pl.Utf8)
 
-    return pl.when(pl.col(center).is_not_null()).then(pl.format("{} [{}, {}]", f(center), f(low), f(high)))
+    wide = pl.col(low).is_infinite() | pl.col(high).is_infinite()  # benchstat: too few runs for the confidence
+    return (
+        pl.when(pl.col(center).is_null())
+        .then(None)
+        .when(wide)
+        .then(pl.format("{} [too few runs]", f(center)))
+        .otherwise(pl.format("{} [{}, {}]", f(center), f(low), f(high)))
+    )
 
 
 def _labels(ctx: Context) -> dict[str, str]:
@@ -86,7 +94,7 @@ def comparison_table(per_run: pl.DataFrame, baseline: str, labels: dict[str, str
         pl.col("benchmark").alias("cell"),
         pl.col("candidate").replace_strict(labels, default=pl.col("candidate")).alias("target"),
         interval("center_baseline", "lo_baseline", "hi_baseline", 2).alias(f"{labels.get(baseline, baseline)}"),
-        interval("center_candidate", "lo_candidate", "hi_candidate", 2).alias("target's"),
+        interval("center_candidate", "lo_candidate", "hi_candidate", 2).alias("this target"),
         pl.col("delta"),
         pl.col("p_adjusted").map_elements(report.pvalue, return_dtype=pl.Utf8).alias("p (Holm)"),
         pl.format("{}+{}", "n_baseline", "n_candidate").alias("runs"),
