@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import yaml
 from conftest import DATA
 
@@ -68,3 +69,23 @@ def test_target_label():
     assert device.target_label("zfs", "zfs (zfs-fuse, userspace)") == "zfs (zfs-fuse, userspace)"
     assert device.target_label("data", "xfs") == "data (xfs)"
     assert device.target_label("ext4", "ext4") == "ext4"
+
+
+def test_a_target_with_wal_on_another_takes_that_targets_ceiling() -> None:
+    """A commit waits for the WAL's fdatasync: zfs-walext4 (tables on zfs, WAL on ext4) gets ext4's ceiling."""
+    dev = pl.DataFrame(
+        {
+            "target": ["ext4", "zfs", "zfs-walext4", "btrfs-walx"],
+            "fs_label": ["ext4", "zfs (zfs-fuse, userspace)", "zfs (zfs-fuse, userspace)", "btrfs"],
+            "ceiling_commits_s": [10000.0, 4000.0, 4200.0, 1300.0],
+            "wal_fdatasync_ops": [6000.0, 2700.0, 2800.0, 900.0],
+        }
+    )
+    out = device.with_wal_ceiling(dev, {"zfs-walext4": "ext4", "btrfs-walx": "gone"})
+    rows = {r["target"]: r for r in out.iter_rows(named=True)}
+    assert (rows["zfs-walext4"]["ceiling_commits_s"], rows["zfs-walext4"]["ceiling_of"]) == (10000.0, "ext4")
+    assert rows["zfs-walext4"]["wal_fdatasync_ops"] == 6000.0 and rows["zfs-walext4"]["fs_label"].startswith("zfs")
+    assert (rows["zfs"]["ceiling_commits_s"], rows["zfs"]["ceiling_of"]) == (4000.0, "zfs")
+    # the WAL target was not measured: no ceiling rather than the wrong one
+    assert (rows["btrfs-walx"]["ceiling_commits_s"], rows["btrfs-walx"]["ceiling_of"]) == (None, None)
+    assert device.wal_targets({"targets": {"a": {"fs": "ext4"}, "b": {"fs": "zfs", "wal_on": "a"}}}) == {"b": "a"}

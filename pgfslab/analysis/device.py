@@ -81,7 +81,8 @@ def _writes(rec: dict[str, Any]) -> bool:
 
 def ceilings(db: str, study: str) -> pl.DataFrame:
     """Per target: the median tps of its single-client runs of a writing workload (pgbench/sysbench) against
-    its device ceiling (1 / median fdatasync latency) and their ratio. With synchronous_commit on, each
+    its device ceiling (1 / median fdatasync latency; for a target with `wal_on`, the WAL target's, named in
+    `ceiling_of`) and their ratio. With synchronous_commit on, each
     such commit waits for at least one WAL flush, so tps / ceiling above 1 means commits shared flushes or
     did not wait for one (synchronous_commit=off, fsync=off)."""
     dev = device_table(db, study)
@@ -108,9 +109,29 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
         rows, schema={"target": pl.Utf8, "workloads": pl.Utf8, "runs": pl.Int64, "tps_1_client": pl.Float64}
     )
     return (
-        dev.select("target", "fs_label", "ceiling_commits_s", "wal_fdatasync_ops")
+        with_wal_ceiling(dev, wal_targets(data.study_config(db)))
         .join(tps, on="target", how="left")
         .with_columns((pl.col("tps_1_client") / pl.col("ceiling_commits_s")).alias("share_of_ceiling"))
+    )
+
+
+def wal_targets(cfg: dict[str, Any]) -> dict[str, str]:
+    """target -> the target its WAL lives on (`wal_on`), for the targets that have one."""
+    return {t: str(s["wal_on"]) for t, s in (cfg.get("targets") or {}).items() if (s or {}).get("wal_on")}
+
+
+def with_wal_ceiling(dev: pl.DataFrame, wal_on: dict[str, str]) -> pl.DataFrame:
+    """`device_table`'s target, fs_label, `ceiling_commits_s` and `wal_fdatasync_ops`, where a target that keeps
+    its WAL on another target (`wal_on`) takes that target's: a commit waits for the WAL's fdatasync, on the
+    WAL's device. `ceiling_of` names whose measurement it is (null where that target was not measured)."""
+    own = dev.select("target", "ceiling_commits_s", "wal_fdatasync_ops")
+    of = dev.select("target", "fs_label").with_columns(
+        pl.col("target").replace_strict(wal_on, default=pl.col("target"), return_dtype=pl.Utf8).alias("ceiling_of")
+    )
+    return (
+        of.join(own.rename({"target": "ceiling_of"}), on="ceiling_of", how="left")
+        .select("target", "fs_label", "ceiling_commits_s", "wal_fdatasync_ops", "ceiling_of")
+        .with_columns(pl.when(pl.col("ceiling_commits_s").is_not_null()).then(pl.col("ceiling_of")).alias("ceiling_of"))
     )
 
 
@@ -146,6 +167,11 @@ def section_tables(db: str, study: str) -> tuple[pl.DataFrame, pl.DataFrame]:
         .map_elements(lambda r: target_label(r["target"], r["fs_label"]), return_dtype=pl.Utf8)
         .alias("target"),
         pl.col("ceiling_commits_s").alias("ceiling 1/p50 fdatasync /s"),
+        pl.when(pl.col("ceiling_of") != pl.col("target"))
+        .then(pl.format("{} (WAL there)", "ceiling_of"))
+        .otherwise(pl.col("ceiling_of"))
+        .fill_null("–")
+        .alias("fdatasync measured on"),
         pl.col("tps_1_client").alias("PostgreSQL tps, 1 client (median)"),
         pl.col("share_of_ceiling").alias("share of ceiling"),
         pl.col("runs"),

@@ -783,7 +783,8 @@ def device_results(ctx: Context) -> None:
         report.markdown_table(
             ctable,
             digits={"ceiling 1/p50 fdatasync /s": 0, "PostgreSQL tps, 1 client (median)": 0, "share of ceiling": 2},
-            caption="Device ceiling (1 / median fdatasync latency) and PostgreSQL's median tps of the "
+            caption="Device ceiling (1 / median fdatasync latency; a target with its WAL on another target takes "
+            "that target's, where the WAL's fdatasync happens) and PostgreSQL's median tps of the "
             "single-client runs of writing workloads.",
         )
     )
