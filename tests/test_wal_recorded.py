@@ -82,3 +82,118 @@ def test_v1_pgstat_gives_no_wal_rows(dirty: str) -> None:
     ps = data.pgstat(dirty, "dirty-bytes")
     assert ps.height > 0 and ps["wal_sync"].null_count() == ps.height
     assert wal.run_deltas(ps).height == 0
+
+
+# ------------------------------------------------------------------------------------------ wal-zfs
+
+WALZFS = STUDIES / "wal-zfs"
+
+
+@pytest.fixture(scope="module")
+def walzfs(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _db(tmp_path_factory.mktemp("walzfs"), "wal-zfs")
+
+
+def _runs(study: Path) -> list[tuple[Path, dict]]:
+    return [
+        (p, json.loads((p / "run.json").read_text())) for p in sorted(study.iterdir()) if (p / "run.json").is_file()
+    ]
+
+
+def _pgstat_rows(rundir: Path) -> list[dict[str, str]]:
+    with open(rundir / "pgstat.csv", newline="") as fh:
+        lines = [ln for ln in fh if not ln.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def _per_run(db: str) -> pl.DataFrame:
+    runs = data.runs(db, "wal-zfs", only_ok=True)
+    return wal.per_run(data.pgstat(db, "wal-zfs"), runs, data.run_records(db, "wal-zfs"))
+
+
+def test_commits_per_flush_read_from_the_files(walzfs: str) -> None:
+    got = {r["run_id"]: r for r in _per_run(walzfs).iter_rows(named=True)}
+    runs = _runs(WALZFS)
+    assert len(got) == len(runs) == 40
+    for rundir, rec in runs:
+        settings = rec["postgres"]["settings"]
+        assert "wal_sync_method" not in settings and settings["track_wal_io_timing"]["setting"] == "on"
+        rows = _pgstat_rows(rundir)
+        first, last = rows[0], rows[-1]
+        commits = int(last["xact_commit"]) - int(first["xact_commit"]) - 2 * (len(rows) - 1)
+        syncs = int(last["wal_sync"]) - int(first["wal_sync"])  # fdatasync, Linux's default: wal_sync counts
+        g = got[rec["run_id"]]
+        assert (g["commits"], g["flushes"], g["samples"]) == (commits, syncs, len(rows))
+        assert g["commits_per_flush"] == pytest.approx(commits / syncs)
+        wal_bytes = int(last["wal_bytes"]) - int(first["wal_bytes"])
+        assert g["wal_bytes_per_commit"] == pytest.approx(wal_bytes / commits)
+        sync_ms = float(last["wal_sync_time"]) - float(first["wal_sync_time"])
+        assert g["sync_ms_per_flush"] == pytest.approx(sync_ms / syncs)
+
+
+def test_one_client_flushes_once_per_commit(walzfs: str) -> None:
+    """What PostgreSQL must do: a lone client's commit waits for its own flush (no one to share it with), so
+    its runs sit at one commit per flush whatever the file system; with four clients flushes are shared."""
+    pr = _per_run(walzfs)
+    one = pr.filter(pl.col("clients") == 1)["commits_per_flush"]
+    assert one.len() == 20 and one.min() > 0.99 and one.max() < 1.01
+    four = pr.filter(pl.col("clients") == 4)["commits_per_flush"]
+    assert four.len() == 20 and four.min() > 1.05
+
+
+def test_the_wal_device_apart_from_the_data_device(walzfs: str) -> None:
+    io = wal_device.per_run(walzfs, "wal-zfs")
+    assert wal_device.has_wal_device(io)
+    seen = 0
+    for rundir, rec in _runs(WALZFS):
+        rows = io.filter(pl.col("run_id") == rec["run_id"])
+        if rec.get("wal"):
+            assert rec["wal"]["target"] == "ext4" and rec["target"] == "zfs-gzip-walext4"
+            roles = {"data": rec["mount"]["device"], "WAL": rec["wal"]["device"]}
+        else:
+            roles = {"data+WAL": rec["mount"]["device"]}
+        assert sorted(rows["role"].to_list()) == sorted(roles)
+        for role, dev in roles.items():
+            row = rows.filter(pl.col("role") == role).row(0, named=True)
+            assert row["device"] == dev.removeprefix("/dev/")
+            for k, v in expected_io(rundir, row["device"]).items():
+                if v is None:  # no write completed in the run (the zfs data device between txg syncs)
+                    assert row[k] is None, (rec["run_id"], role, k)
+                else:
+                    assert row[k] == pytest.approx(v, rel=1e-6), (rec["run_id"], role, k)
+            seen += 1
+    assert seen == 50  # 40 runs, 10 of them with two devices
+
+
+def test_zfs_footprint_beside_btrfs_compsize(walzfs: str) -> None:
+    from pgfslab.analysis.answers import footprint
+
+    last = footprint.after_last_run(
+        data.storage(walzfs, "wal-zfs"), data.targets(walzfs, "wal-zfs"), data.target_names(walzfs, "wal-zfs")
+    )
+    final: dict[str, dict] = {}
+    for _, rec in sorted(_runs(WALZFS), key=lambda x: x[1]["plan_index"]):
+        final[rec["target"]] = rec
+    for t, rec in final.items():
+        row = last.filter(pl.col("target") == t).row(0, named=True)
+        if rec.get("zfs_footprint"):
+            z = rec["zfs_footprint"]
+            assert z["implementation"] == "zfs-fuse" and z["logicalused"] is None
+            assert (row["physical_bytes"], row["logical_bytes"]) == (z["used"], z["logicalused_est"])
+            assert row["ratio"] == pytest.approx(z["compressratio"], abs=0.005) and row["ratio"] > 2  # gzip
+            assert row["accounting"] == footprint.ACCOUNTING_ZFS_EST
+        elif rec.get("compsize"):
+            c = rec["compsize"]
+            assert (row["physical_bytes"], row["logical_bytes"]) == (c["disk_bytes"], c["uncompressed_bytes"])
+            assert row["accounting"] == footprint.ACCOUNTING_COMPSIZE
+        else:
+            assert row["ratio"] is None
+
+
+def test_ceiling_of_the_wal_target(walzfs: str) -> None:
+    from pgfslab.analysis import device
+
+    c = {r["target"]: r for r in device.ceilings(walzfs, "wal-zfs").iter_rows(named=True)}
+    assert c["zfs-gzip-walext4"]["ceiling_of"] == "ext4"
+    assert c["zfs-gzip-walext4"]["ceiling_commits_s"] == c["ext4"]["ceiling_commits_s"]
+    assert c["zfs-gzip"]["ceiling_of"] == "zfs-gzip"
