@@ -73,7 +73,7 @@ def flush_table(per_run: pl.DataFrame, labels: dict[str, str]) -> pl.DataFrame:
         "clients",
         "runs",
         pl.col("commits_s").alias("commits/s"),
-        interval("commits_per_flush", "commits_per_flush_low", "commits_per_flush_high", 2).alias(
+        interval("commits_per_flush", "commits_per_flush_low", "commits_per_flush_high", 3).alias(
             "commits per WAL flush"
         ),
         interval("wal_bytes_per_commit", "wal_bytes_per_commit_low", "wal_bytes_per_commit_high", 0).alias(
@@ -85,20 +85,41 @@ def flush_table(per_run: pl.DataFrame, labels: dict[str, str]) -> pl.DataFrame:
 
 
 def comparison_table(per_run: pl.DataFrame, baseline: str, labels: dict[str, str], alpha: float) -> pl.DataFrame:
-    """Commits per flush of each target against the baseline, per cell (benchstat: medians with their
-    intervals, Mann-Whitney, Holm over the grid)."""
+    """Commits per WAL flush of each target against the baseline, per cell: both medians with the same
+    order-statistic intervals as the cell table (`wal.cells`), benchstat's change and its exact Mann-Whitney p,
+    Holm-adjusted over the grid (`wal.compare`)."""
     g = wal.compare(per_run, "commits_per_flush", baseline, alpha)
     if g.height == 0:
         return g
-    return g.select(
-        pl.col("benchmark").alias("cell"),
-        pl.col("candidate").replace_strict(labels, default=pl.col("candidate")).alias("target"),
-        interval("center_baseline", "lo_baseline", "hi_baseline", 2).alias(f"{labels.get(baseline, baseline)}"),
-        interval("center_candidate", "lo_candidate", "hi_candidate", 2).alias("this target"),
-        pl.col("delta"),
-        pl.col("p_adjusted").map_elements(report.pvalue, return_dtype=pl.Utf8).alias("p (Holm)"),
-        pl.format("{}+{}", "n_baseline", "n_candidate").alias("runs"),
+    c = wal.cells(per_run).select(
+        pl.format("{} c={}", "workload", "clients").alias("benchmark"),
+        "target",
+        interval("commits_per_flush", "commits_per_flush_low", "commits_per_flush_high", 3).alias("ci"),
     )
+    base = c.filter(pl.col("target") == baseline).select("benchmark", pl.col("ci").alias("ci_base"))
+    return (
+        g.join(base, on="benchmark", how="left")
+        .join(c.rename({"target": "candidate"}), on=["benchmark", "candidate"], how="left")
+        .select(
+            pl.col("benchmark").alias("cell"),
+            pl.col("candidate").replace_strict(labels, default=pl.col("candidate")).alias("target"),
+            pl.col("ci_base").alias(labels.get(baseline, baseline)),
+            pl.col("ci").alias("this target"),
+            pl.col("delta"),
+            pl.col("p_adjusted").map_elements(report.pvalue, return_dtype=pl.Utf8).alias("p (Holm)"),
+            pl.format("{}+{}", "n_baseline", "n_candidate").alias("runs"),
+        )
+    )
+
+
+def coverage_sentence(per_run: pl.DataFrame) -> str:
+    """What the brackets cover: the exact coverage of the order-statistic interval at these run counts."""
+    cov = wal.cells(per_run)["commits_per_flush_coverage"].drop_nulls()
+    if cov.len() == 0:
+        return ""
+    lo, hi = 100 * float(cov.min()), 100 * float(cov.max())  # type: ignore[arg-type]
+    what = f"{lo:.2f} %" if abs(hi - lo) < 1e-9 else f"{lo:.2f}–{hi:.2f} %"
+    return f" The brackets are the distribution-free interval of the median from order statistics (coverage {what})."
 
 
 def flush_chart(per_run: pl.DataFrame, labels: dict[str, str]) -> Any:
@@ -191,8 +212,9 @@ def wal_results(ctx: Context) -> None:
             "sampler's own two per sample) / WAL flushes "
             f"({'wal_sync' if set(methods) <= wal.SYNC_METHODS_COUNTED else 'wal_sync, or wal_write where wal_sync_method is open_sync/open_datasync'}"
             f", wal_sync_method {', '.join(methods)}), over each run from its first to its last sample; WAL bytes "
-            "per commit likewise. Read-only workloads are left out. A cell is the median of its runs, with the "
-            "distribution-free interval of the median in brackets. "
+            "per commit likewise. Read-only workloads are left out. A cell is the median of its runs."
+            + coverage_sentence(per_run)
+            + " "
             + (
                 "The time per WAL sync is pg_stat_wal's wal_sync_time / wal_sync (track_wal_io_timing on)."
                 if timing
