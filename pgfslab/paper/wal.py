@@ -5,7 +5,8 @@ its own (pgfslab.analysis.wal_device, from /proc/diskstats).
 
 Every number is computed from the study database; the per-run values behind each table and figure are
 written beside it (`<tables_dir>/wal_flushes.parquet`, `wal_device.parquet`: one row per run, with its
-run id), so any number can be traced to its runs.
+run id; `wal_flushes_per_second.parquet`: each sample interval, lumpy because PostgreSQL publishes a
+backend's counters about once a second), so any number can be traced to its runs.
 """
 
 from __future__ import annotations
@@ -202,7 +203,12 @@ def wal_results(ctx: Context) -> None:
     show("### WAL flushes and the WAL device")
     alpha = float((ctx.cfg.get("analysis") or {}).get("alpha", 0.05))
     if per_run.height:
+        ctx.tables_dir.mkdir(parents=True, exist_ok=True)
         per_run.write_parquet(ctx.tables_dir / "wal_flushes.parquet")
+        seconds = wal.per_second(data.pgstat(ctx.db, ctx.study), ctx.records)
+        seconds.filter(pl.col("run_id").is_in(per_run["run_id"].to_list())).write_parquet(
+            ctx.tables_dir / "wal_flushes_per_second.parquet"
+        )
         methods = sorted(set(per_run["wal_sync_method"].drop_nulls().to_list()))
         timing = bool(per_run["io_timing"].any())
         show(
@@ -247,6 +253,7 @@ def wal_results(ctx: Context) -> None:
             "tooltips) and each cell's median (tick), per client count.",
         )
     if apart:
+        ctx.tables_dir.mkdir(parents=True, exist_ok=True)
         io.write_parquet(ctx.tables_dir / "wal_device.parquet")
         show(
             "Where a target keeps its WAL on another target (`wal_on`), the WAL device and the data device are two "
