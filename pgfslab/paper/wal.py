@@ -136,7 +136,7 @@ def flush_chart(per_run: pl.DataFrame, labels: dict[str, str]) -> Any:
         "commits_per_flush",
     ).drop_nulls("commits_per_flush")
     base = alt.Chart(df).encode(
-        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-20)),
+        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-45, labelAlign="right", labelLimit=260)),
         color=alt.Color("target:N", legend=None),
     )
     dots = base.mark_circle(size=40, opacity=0.7).encode(
