@@ -42,6 +42,15 @@ def study_with(st: dict[str, recorded.Study], tool: str) -> recorded.Study:
 # ------------------------------------------------------------------ plain readers of the raw files
 
 
+def label(rec: dict) -> str:
+    """A target as tables name it (`target_label`): the target, and for ZFS which implementation ran, from
+    run.json's fs_label ('zfs (zfs-fuse, userspace)' -> 'zfs-gzip (zfs-fuse, userspace)')."""
+    fs_label = rec.get("fs_label") or ""
+    if fs_label.startswith("zfs (") and fs_label.endswith(")"):
+        return f"{rec['target']} {fs_label[4:]}"
+    return rec["target"]
+
+
 def raw_runs(s: recorded.Study) -> dict[str, dict]:
     """run folder name -> its run.json (plain json), for the runs that measured something (an optional
     precision round recorded as `skipped` has no logs). A ladder's rung is part of the cell: its workload
@@ -270,8 +279,8 @@ def test_variance_table(st: dict[str, recorded.Study]) -> None:
         compared = table["compared"][0]
         cells: dict[tuple, list[list[float]]] = defaultdict(list)
         for run_dir_name, rec in raw_runs(s).items():
-            level = rec["target"] if compared == "target_label" else rec["workload"]
-            first = rec["workload"] if compared == "target_label" else rec["target"]
+            level = label(rec) if compared == "target_label" else rec["workload"]
+            first = rec["workload"] if compared == "target_label" else label(rec)
             cells[(first, rec["clients"], level)].append([x for t, x in per_second(s.raw / run_dir_name) if t > trim])
         assert table.height == len(cells)
         first_col = "workload" if compared == "target_label" else "target_label"
@@ -291,8 +300,8 @@ def test_variance_table(st: dict[str, recorded.Study]) -> None:
                     [
                         summary_tps(s.raw / d)
                         for d, rec in raw_runs(s).items()
-                        if (rec["target"] if compared == "target_label" else rec["workload"]) == level
-                        and (rec["workload"] if compared == "target_label" else rec["target"]) == first
+                        if (label(rec) if compared == "target_label" else rec["workload"]) == level
+                        and (rec["workload"] if compared == "target_label" else label(rec)) == first
                         and rec["clients"] == clients
                     ]
                 ),
@@ -312,7 +321,7 @@ def test_latency_table(st: dict[str, recorded.Study]) -> None:
             by_cell: dict[tuple, list[Path]] = defaultdict(list)
             for d, rec in raw_runs(s).items():
                 if rec["workload"] == wl:
-                    by_cell[(rec["target"], rec["clients"])].append(s.raw / d)
+                    by_cell[(label(rec), rec["clients"])].append(s.raw / d)
             for (target, clients), dirs in by_cell.items():
                 rows = {
                     r["stat"]: r
@@ -428,7 +437,7 @@ def test_scaling_table(st: dict[str, recorded.Study]) -> None:
         for d, rec in raw_runs(s).items():
             base = rec["workload"].split(".d")[0]
             scale = int(rec["dataset"].get("scale") or 0)
-            cells[(rec["target"], f"{base}/c={rec['clients']}")][scale].append(summary_tps(s.raw / d))
+            cells[(label(rec), f"{base}/c={rec['clients']}")][scale].append(summary_tps(s.raw / d))
         for (target, cell), by_scale in cells.items():
             rows = table.filter((pl.col("target_label") == target) & (pl.col("cell") == cell)).sort("size_mib")
             assert rows.height == len(by_scale), (target, cell)
@@ -487,7 +496,7 @@ def test_published_comparison_table(st: dict[str, recorded.Study]) -> None:
                     v = [
                         summary_tps(s.raw / d)
                         for d, rec in raw_runs(s).items()
-                        if rec["target"] == target and f"c={rec['clients']}" == c
+                        if label(rec) == target and f"c={rec['clients']}" == c
                     ]
                     assert row["value"] == pytest.approx(statistics.median(v), rel=1e-9)
                     checked += 1

@@ -24,6 +24,9 @@ pytestmark = [
 ]
 
 
+PAPER_FIGURES = ("device_ceiling", "wal_commits_per_flush", "wal_device")
+
+
 def flat(text: str) -> str:
     """PDF text as one line: hyphenation at line ends undone, whitespace collapsed."""
     text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
@@ -89,7 +92,9 @@ def test_every_figure_and_table_with_its_caption(papers: dict[str, tuple[recorde
         tables = [b for pub in publications(st) for b in pub["blocks"] if b["kind"] == "table"]
         assert figures and tables
         n_fig = len(set(re.findall(r"Figure (\d+):", f)))
-        assert n_fig == len(figures), f"{st.name}: {n_fig} numbered figures, {len(figures)} published"
+        # the paper's own figures (device ceiling, WAL flushes, WAL device), drawn from the database by its sections
+        own = [n for n in PAPER_FIGURES if (st.figures / f"{n}.svg").exists()]
+        assert n_fig == len(figures) + len(own), f"{st.name}: {n_fig} numbered figures, {len(figures)} published, {own}"
         for b in figures + tables:
             head = words(re.sub(r"[`*_]", "", b["caption"]))[:70]
             assert head in w, f"{st.name}: caption not found: {b['caption'][:90]!r}"
