@@ -176,3 +176,20 @@ def test_compression_of_a_target():
     assert facts.compression({"target_spec": {"mount_options": ["noatime", "compress=zstd:3"]}}) == "zstd"
     assert facts.compression({"target_spec": {"mount_options": ["compress-force=lzo"]}}) == "lzo"
     assert facts.compression({"target_spec": {"mount_options": []}}) == "none"
+
+
+def test_a_setting_a_run_left_at_its_default_is_that_default(tmp_path) -> None:
+    """Runs record only PostgreSQL's non-default settings (pg_settings' source): the recorded dirty-bytes
+    study's runs list shared_buffers and max_wal_size but not synchronous_commit or full_page_writes, so a
+    claim's side `synchronous_commit: on` must still find them (PostgreSQL's documented defaults)."""
+    from tests.recorded import STUDIES, ingest
+
+    db = tmp_path / "dirty-bytes.duckdb"
+    ingest(STUDIES / "dirty-bytes", db)
+    f = facts.run_facts(db, "dirty-bytes")
+    assert f.height == 4
+    assert f["synchronous_commit"].to_list() == ["on"] * 4
+    assert f["full_page_writes"].to_list() == ["on"] * 4
+    assert f["commit_delay"].to_list() == ["0"] * 4
+    on = f.filter(evaluate.side_filter({"synchronous_commit": True}))
+    assert on.height == 4
