@@ -38,9 +38,10 @@ pgbench-txlog       pgbench_txlog         ``--log`` per-transaction files ``pref
 meminfo             meminfo               the lab's /proc/meminfo sampler (``pgfslab.run.sampler``)
 diskstats           diskstats             the lab's /proc/diskstats sampler (per device, 11/15/17 counters)
 vmstat              vmstat                the lab's /proc/vmstat sampler (long: ts, key, value)
-sysbench            sysbench_interval,    sysbench 1.0/1.1 stdout of ``run``: ``--report-interval`` lines,
-                    sysbench_summary,     the end-of-run report, the ``--histogram``
-                    sysbench_histogram
+sysbench            sysbench_interval,    sysbench 0.4-1.1 stdout of ``run`` (OLTP, cpu, fileio, memory):
+                    sysbench_summary,     ``--report-interval`` lines, the end-of-run report, the
+                    sysbench_histogram,   ``--histogram``, the set-up lines; runs appended in one
+                    sysbench_options      file (``run_index``)
 fs-ops              fs_ops,               file-system micro-benchmark result tables in cockroach
                     fs_ops_interval       ``workload``'s layout (totals, and per-second progress)
 published-table     published_*           curated CSV of published results (``data/external/``)

@@ -189,6 +189,27 @@ def first_true(mask: pl.Series) -> int | None:
     return None if idx.len() == 0 else int(idx[0])
 
 
+def cast_checked(path: Path, frame: pl.DataFrame, raw: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+    """Cast the string columns of `raw` (one row per line of `frame`, which has `line` and `text`) to
+    `schema` (NaN becomes null); a number that does not fit raises ParseError at its line."""
+    casts = [pl.col(c).cast(t, strict=False) for c, t in schema.items() if c in raw.columns and t != pl.String]
+    values = raw.with_columns(casts)
+    over = values.select(
+        pl.any_horizontal(
+            [
+                raw[c].is_not_null() & (pl.col(c).is_null() | (pl.col(c).is_infinite() if t == pl.Float64 else False))
+                for c, t in schema.items()
+                if c in raw.columns and t != pl.String
+            ]
+            or [pl.lit(False)]
+        )
+    ).to_series()
+    row = first_true(over)
+    if row is not None:
+        raise ParseError(path, int(frame["line"][row]), f"number out of range: {excerpt(frame['text'][row])}")
+    return values.with_columns(nan_to_null(*[c for c, t in schema.items() if t == pl.Float64 and c in raw.columns]))
+
+
 # ----------------------------------------------------------------------------- big space-separated logs
 
 Validator = Callable[[bytes], str | None]  # returns None when fine, else what is wrong
