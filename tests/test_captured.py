@@ -9,6 +9,7 @@ hand and written down), never against what the parser produced.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -26,7 +27,6 @@ FILES = sorted(p for p in CAPTURED.rglob("*") if p.is_file() and p.name != "ORIG
 # removes it from this list.
 _SB = "sysbench/real/"
 UNSUPPORTED = {
-    "iostat/local/iostat_x_o_JSON_1_2.json": "iostat -o JSON",
     _SB + "sb1.0pre_issue_sysbench_72_fileio_old_response_time_block.txt": "report cut after 'Threads fairness:'",
     _SB
     + "sb1.1.0-faaff4f_issue_sysbench_311_oltp_ro_interval_sqlstats_truncated.txt": "report cut after 'ignored errors'",
@@ -56,7 +56,7 @@ def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ing
 
 def test_every_captured_file_is_listed_in_origins() -> None:
     origins = (CAPTURED / "ORIGINS.md").read_text()
-    assert len(FILES) == 81
+    assert len(FILES) == 84
     assert set(UNSUPPORTED) <= {str(p.relative_to(CAPTURED)) for p in FILES}
     missing = [str(p.relative_to(CAPTURED)) for p in FILES if str(p.relative_to(CAPTURED)) not in origins]
     assert missing == []
@@ -540,6 +540,46 @@ def test_iostat_times() -> None:
     con, _ = ingest_one(CAPTURED / "iostat/local/iostat_x_t_k_1_3.log")
     got = con.execute("SELECT DISTINCT sample, ts::VARCHAR FROM iostat ORDER BY 1").fetchall()
     assert got == [(1, "2026-11-23 23:53:56+00"), (2, "2026-11-23 23:53:57+00"), (3, "2026-11-23 23:53:58+00")]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "iostat/local/iostat_x_o_JSON_1_2.json",
+        "iostat/local/iostat_x_t_m_o_JSON_1_2.json",
+        "iostat/local/iostat_d_t_ISO_o_JSON_1_2.json",
+        "iostat/real/sysstat12_balabanovds_iostat_o_JSON_nonextended_gotest.json",
+    ],
+)
+def test_iostat_json_gives_the_text_forms_rows(rel: str) -> None:
+    path = CAPTURED / rel
+    con, res = ingest_one(path)
+    assert res.format == "iostat-json"
+    doc = json.loads(path.read_text())
+    expected = []
+    for i, stat in enumerate(doc["sysstat"]["hosts"][0]["statistics"], 1):
+        expected += [(i, None, "%" + k, float(v)) for k, v in (stat.get("avg-cpu") or {}).items()]
+        for d in stat["disk"]:
+            dev = d.pop("disk_device")
+            expected += [
+                (i, dev, "%" + k if k in ("util", "rrqm", "wrqm", "drqm") else k, float(v)) for k, v in d.items()
+            ]
+    got = con.execute("SELECT sample, device, metric, value FROM iostat ORDER BY rowid").fetchall()
+    assert got == expected
+    # the metrics are named as the text form's header names them (sysstat 12.6.1, recorded here)
+    text = lines_of(CAPTURED / "iostat/local/iostat_x_1_3.log")
+    header = set(text[2].split()[1:]) | set(text[5].split()[1:])  # avg-cpu:, Device
+    if "x_o_JSON" in rel:
+        assert {m for _, _, m, _ in got} == header
+    stamps = [s.get("timestamp") for s in doc["sysstat"]["hosts"][0]["statistics"]]
+    ts = con.execute("SELECT DISTINCT sample, ts::VARCHAR FROM iostat ORDER BY 1").fetchall()
+    if stamps[0] is None:
+        assert all(t is None for _, t in ts)
+    else:  # `11/24/26 04:39:02` (local, no zone) or `2026-11-24T04:39:03+0000`
+        assert [t[:19] for _, t in ts] == [
+            s.replace("T", " ")[:19] if s[:4].isdigit() else f"20{s[6:8]}-{s[0:2]}-{s[3:5]} {s[9:]}" for s in stamps
+        ]
+    assert res.lines is not None and res.lines.not_understood == 0
 
 
 def test_formats_table_in_readme_lists_every_format() -> None:

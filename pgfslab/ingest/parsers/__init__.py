@@ -42,6 +42,7 @@ sysbench            sysbench_interval,    sysbench 0.4-1.1 stdout of ``run`` (OL
                     sysbench_summary,     ``--report-interval`` lines, the end-of-run report, the
                     sysbench_histogram,   ``--histogram``, the set-up lines; runs appended in one
                     sysbench_options      file (``run_index``)
+iostat-json         iostat                sysstat ``iostat -o JSON`` (the same long table as the text form)
 fs-ops              fs_ops,               file-system micro-benchmark result tables in cockroach
                     fs_ops_interval       ``workload``'s layout (totals, and per-second progress)
 published-table     published_*           curated CSV of published results (``data/external/``)
@@ -67,6 +68,7 @@ from pgfslab.ingest.parsers import (
     durability,
     fs_ops,
     iostat,
+    iostat_json,
     meminfo,
     meminfo_capture,
     pgbench_aggregate,
@@ -132,6 +134,7 @@ FORMATS: dict[str, ParserModule] = {
         meminfo_capture,
         vmstat_text,
         iostat,
+        iostat_json,
         fs_ops,
         published_table,
         durability,
