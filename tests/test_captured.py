@@ -56,7 +56,7 @@ def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ing
 
 def test_every_captured_file_is_listed_in_origins() -> None:
     origins = (CAPTURED / "ORIGINS.md").read_text()
-    assert len(FILES) == 84
+    assert len(FILES) == 85
     assert set(UNSUPPORTED) <= {str(p.relative_to(CAPTURED)) for p in FILES}
     missing = [str(p.relative_to(CAPTURED)) for p in FILES if str(p.relative_to(CAPTURED)) not in origins]
     assert missing == []
@@ -183,6 +183,51 @@ def test_old_pgbench_reports(name: str, expected: dict[str, object]) -> None:
     con, _ = ingest_one(CAPTURED / "pgbench/real" / name)
     cols = ", ".join(expected)
     assert con.execute(f"SELECT {cols} FROM pgbench_summary").fetchall() == [tuple(expected.values())]
+
+
+def test_pg93_terminal_paste_of_five_runs() -> None:
+    """pgbench 9.3 (April 2014): five runs pasted with their prompts, each with `Scale option ignored`,
+    the 9.x report (no latency line) and its -r table."""
+    path = CAPTURED / "pgbench/real/pg9.3_koding_benchmark_5runs_prompt_r.txt"
+    con, res = ingest_one(path)
+    text = lines_of(path)
+    runs = list(
+        zip(
+            [int(v) for v in values_after(path, "number of clients: ")],
+            [ln.split(": ", 1)[1] for ln in text if ln.startswith("transaction type: ")],
+            [int(v) for v in values_after(path, "number of transactions actually processed: ")],
+            [float(ln.split()[2]) for ln in text if ln.endswith("(including connections establishing)")],
+            [float(ln.split()[2]) for ln in text if ln.endswith("(excluding connections establishing)")],
+            strict=True,
+        )
+    )
+    got = con.execute(
+        "SELECT clients, transaction_type, transactions_processed, tps_including_connections, tps, latency_avg_ms "
+        "FROM pgbench_summary ORDER BY run_index"
+    ).fetchall()
+    assert got == [(*r, None) for r in runs] and len(got) == 5
+    # the -r tables: the indented lines after each header, up to the first line that is not one
+    tables: list[list[tuple[float, str]]] = []
+    in_table = False
+    for ln in text:
+        if ln == "statement latencies in milliseconds:":
+            tables.append([])
+            in_table = True
+        elif in_table and ln.startswith("    "):
+            value, stmt = ln.split(None, 1)
+            tables[-1].append((float(value), stmt))
+        else:
+            in_table = False
+    stmts = con.execute(
+        "SELECT run_index, latency_ms, statement FROM pgbench_statement ORDER BY run_index, statement_no"
+    ).fetchall()
+    assert [(lat, st) for _, lat, st in stmts] == [row for t in tables for row in t]
+    assert [len(t) for t in tables] == [14, 14, 14, 3, 3]
+    assert [r for r, _, _ in stmts] == [i + 1 for i, t in enumerate(tables) for _ in t]
+    assert res.lines is not None and res.lines.not_understood == 0  # prompts and `Scale option ignored`: noise
+    assert res.lines.noise == sum(
+        1 for ln in text if "$ pgbench" in ln or ln.startswith(("Scale option", "starting vac")) or not ln
+    )
 
 
 def test_pg92_statement_table() -> None:

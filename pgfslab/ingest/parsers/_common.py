@@ -155,13 +155,14 @@ def read_lines(path: Path) -> Lines:
     return split_lines(decode(path, read_bytes(path)))
 
 
-# blank lines, and the prompt line of a pasted terminal session (`user@host:dir$ cmd`, `# cmd`, `~ $ cmd`)
+# blank lines, and the prompt line of a pasted terminal session (`user@host:dir$ cmd`, `user@host: ~$ cmd`,
+# `# cmd`, `~ $ cmd`)
 BLANK = r"^\s*$"
 
 
 def prompt(command: str) -> str:
     """A regex for the shell prompt line that ran `command` (the line a pasted session starts with)."""
-    return rf"^(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*[$#>]|\S*\s*[$#>%]|\[[^\]]*\][$#])\s*(?:sudo (?:-\S+ )*)?(?:\w+=\S*\s+)*{command}(?:\s|$)"
+    return rf"^(?:[\w.-]+@[\w.-]+(?::\s*[^\s$#]*)?\s*[$#>]|\S*\s*[$#>%]|\[[^\]]*\][$#])\s*(?:sudo (?:-\S+ )*)?(?:\w+=\S*\s+)*{command}(?:\s|$)"
 
 
 def conform(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:

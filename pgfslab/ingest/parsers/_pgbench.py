@@ -195,7 +195,9 @@ INIT = (
     r"vacuuming\.\.\.|creating primary keys\.\.\.|creating foreign keys\.\.\.|done\.?$|done in |set primary key|"
     r"(?:NOTICE|WARNING|DETAIL|HINT):  )"
 )
-MESSAGE = r"^pgbench: |^client \d+ |^Password(?: for user \S+)?: ?$"
+# pgbench's own messages; 9.x and older: `Scale option ignored, using pgbench_branches table count = 32` (a
+# run given -s: the scale is the report's `scaling factor`)
+MESSAGE = r"^pgbench: |^client \d+ |^Password(?: for user \S+)?: ?$|^Scale option ignored, using pgbench_branches table count = \d+$"
 # pgbench <= 8.2 printed its connection parameters first: `pghost:  pgport:  nclients: 10 nxacts: 100 dbName: x`
 OLD_BANNER = r"^pghost: .* nclients: \d+ nxacts: \d+ dbName: "
 # the per-script details of a report with several scripts (9.6+), and the `-r` block's title
