@@ -12,6 +12,11 @@ from typing import Any, TypeAlias
 
 import polars as pl
 
+from pgfslab.ingest.parsers._scan import FileScan, first_line, scan_file
+
+# re-exported: the parsers and the ingest import them from here
+__all__ = ["FileScan", "first_line", "scan_file"]
+
 # A polars dtype as written in TABLES: a class (pl.Int64) or an instance (pl.Datetime("us", "UTC")).
 DType: TypeAlias = Any
 Schema: TypeAlias = dict[str, DType]
@@ -278,13 +283,6 @@ def _line_at(path: Path, number: int) -> bytes:
     return b""
 
 
-def first_line(path: Path, limit: int = 1 << 16) -> bytes:
-    with open(path, "rb") as fh:
-        head = fh.read(limit)
-    pos = head.find(b"\n")
-    return (head if pos < 0 else head[:pos]).rstrip(b"\r")
-
-
 def field_problem(tokens: list[bytes], fields: Sequence[Field]) -> str | None:
     names = " ".join(f.doc for f in fields)
     if len(tokens) != len(fields):
@@ -519,53 +517,3 @@ def check_finite(path: Path, frame: pl.DataFrame, columns: Sequence[str]) -> Non
     row = first_true(frame.select(pl.any_horizontal([pl.col(c).is_infinite() for c in columns])).to_series())
     if row is not None:
         raise ParseError(path, int(frame["line"][row]), f"number too large: {excerpt(frame['text'][row])}")
-
-
-# ----------------------------------------------------------------------------- one pass over a big file
-
-
-@dataclass(frozen=True)
-class FileScan:
-    """What one read of a file found: its SHA-256 (the ingest's file_id), size, number of newlines,
-    whether it holds a byte outside `alphabet`, whether it ends with a newline, and how often each
-    byte of `count` occurs."""
-
-    sha256: str
-    size: int
-    newlines: int
-    foreign: bool
-    ends_with_newline: bool
-    counts: dict[int, int]
-
-
-def scan_file(path: Path, alphabet: bytes, count: bytes = b"") -> FileScan:
-    """Hash a file and check its bytes in one read, 16 MiB at a time: hashlib (in a worker thread:
-    it releases the GIL) next to bytes.translate (the alphabet) and numpy (the byte counts: 4x
-    faster than bytes.count here). Used to decide whether a big log may take the DuckDB fast path."""
-    import hashlib
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numpy as np
-
-    h = hashlib.sha256()
-    size = newlines = 0
-    foreign = False
-    counts = dict.fromkeys(count, 0)
-    last = b""
-    with open(path, "rb") as fh, ThreadPoolExecutor(max_workers=1) as pool:
-        pending = None
-        for chunk in iter(lambda: fh.read(1 << 24), b""):
-            if pending is not None:
-                pending.result()  # keep the hash's updates in file order
-            pending = pool.submit(h.update, chunk)
-            size += len(chunk)
-            view = np.frombuffer(chunk, dtype=np.uint8)
-            newlines += int(np.count_nonzero(view == 10))
-            if not foreign and chunk.translate(None, alphabet):
-                foreign = True
-            for b in counts:
-                counts[b] += int(np.count_nonzero(view == b))
-            last = chunk[-1:]
-        if pending is not None:
-            pending.result()
-    return FileScan(h.hexdigest(), size, newlines, foreign, last == b"\n", counts)
