@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 
 import polars as pl
 
-from pgfslab.ingest.parsers._scan import FileScan, first_line, scan_file
+from pgfslab.ingest.scan import FileScan, first_line, scan_file
 
 # re-exported: the parsers and the ingest import them from here
 __all__ = ["FileScan", "first_line", "scan_file"]

@@ -40,7 +40,7 @@ from pgfslab.ingest.parsers._common import (
 )
 
 # the DuckDB fast path (load_direct and what the ingest checks before it) lives without polars
-from pgfslab.ingest.parsers._txlog_direct import (
+from pgfslab.ingest.txlog_direct import (
     _SNIFF,
     DIRECT_ALPHABET,
     DIRECT_COUNT,

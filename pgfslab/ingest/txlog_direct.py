@@ -1,7 +1,7 @@
 """The DuckDB fast path of the `pgbench-txlog` format (a per-transaction log read by DuckDB's CSV
 reader straight into its table), and the facts it shares with the exact parser: the status words,
 the first line's shape, the 7th column's meaning. No polars here: the ingest command takes this path
-for a plain log before polars is imported (pgfslab.ingest.fast)."""
+for a plain log before polars is imported (pgfslab.ingest.fast; outside the parsers package, whose import loads every parser)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pgfslab.ingest.parsers._scan import FileScan, first_line
+from pgfslab.ingest.scan import FileScan, first_line
 
 # words pgbench writes instead of a latency (getResultString in pgbench.c)
 STATUS_WORDS = ("skipped", "failed", "serialization", "deadlock")

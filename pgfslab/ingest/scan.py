@@ -1,6 +1,6 @@
 """One read of a big log: its hash, size, newlines, alphabet and byte counts, and its first line.
 Without polars (and numpy only when bytes are counted): the ingest command's fast path for a plain
-per-transaction log starts from here (pgfslab.ingest.fast)."""
+per-transaction log starts from here (pgfslab.ingest.fast; outside the parsers package, whose import loads every parser)."""
 
 from __future__ import annotations
 
