@@ -1,6 +1,7 @@
 """One read of a big log: its hash, size, newlines, alphabet and byte counts, and its first line.
 Without polars (and numpy only when bytes are counted): the ingest command's fast path for a plain
-per-transaction log starts from here (pgfslab.ingest.fast; outside the parsers package, whose import loads every parser)."""
+per-transaction log starts from here (pgfslab.ingest.fast). Outside the parsers package, whose
+import loads every parser (and polars)."""
 
 from __future__ import annotations
 

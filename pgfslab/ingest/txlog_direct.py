@@ -1,7 +1,8 @@
 """The DuckDB fast path of the `pgbench-txlog` format (a per-transaction log read by DuckDB's CSV
 reader straight into its table), and the facts it shares with the exact parser: the status words,
 the first line's shape, the 7th column's meaning. No polars here: the ingest command takes this path
-for a plain log before polars is imported (pgfslab.ingest.fast; outside the parsers package, whose import loads every parser)."""
+for a plain log before polars is imported (pgfslab.ingest.fast). Outside the parsers package, whose
+import loads every parser (and polars)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Every format module has:
 A module may also offer a fast path for the ingest of big files: ``load_direct(con, path, scan,
 link, table)`` inserts the rows straight from DuckDB's CSV reader and returns ``(rows, warnings)``,
 or None when the file is not plainly well-formed (``DIRECT_ALPHABET``/``DIRECT_COUNT``/
-``NUMERIC_ALPHABET`` tell ``_common.scan_file`` what to check); the ingest then uses ``parse()``,
+``NUMERIC_ALPHABET`` tell ``pgfslab.ingest.scan.scan_file`` what to check); the ingest then uses ``parse()``,
 which stays the reference: both must give the same rows (pgbench-txlog has one).
 
 Errors: a file that is empty, truncated, garbage or another tool's raises :class:`ParseError`,
