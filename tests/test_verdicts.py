@@ -26,9 +26,16 @@ def test_ratio_interval_is_the_order_statistics_of_pairwise_ratios():
     assert ci.confidence == pytest.approx(1 - 2 * 4 / 252)
 
 
-def test_too_few_runs_give_no_interval():
+def test_too_few_runs_give_the_widest_interval_with_its_coverage_and_no_verdict():
+    # 3 vs 3: no 95 % interval exists; the widest runs from the smallest pairwise ratio 1.9 / 1.1 to the
+    # largest 2.1 / 0.9, and covers 1 - 2 / C(6, 3) = 0.9. It lies above 1.5, yet resolves nothing at 95 %.
     ci = ratio_ci([1.0, 1.1, 0.9], [2.0, 2.1, 1.9], 0.05)
-    assert ci.lo == 0.0 and math.isinf(ci.hi) and verdict(ci, "greater", 1.5) == "not resolved"
+    assert (ci.lo, ci.hi) == pytest.approx((1.9 / 1.1, 2.1 / 0.9))
+    assert ci.confidence == pytest.approx(0.9)
+    assert verdict(ci, "greater", 1.5) == "not resolved"
+    assert verdict(ci, "greater", 1.5, level=0.9) == "holds"
+    one = ratio_ci([1.0], [2.0], 0.05)  # a single pair: no interval at all
+    assert one.lo == 0.0 and math.isinf(one.hi)
 
 
 @pytest.mark.parametrize(
@@ -193,3 +200,17 @@ def test_a_setting_a_run_left_at_its_default_is_that_default(tmp_path) -> None:
     assert f["commit_delay"].to_list() == ["0"] * 4
     on = f.filter(evaluate.side_filter({"synchronous_commit": True}))
     assert on.height == 4
+
+
+def test_the_verdict_table_says_the_coverage_of_an_interval_below_95_percent() -> None:
+    from pgfslab.analysis.verdicts import table
+
+    row = dict.fromkeys(evaluate.RESULT_SCHEMA)
+    row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "cell": "tpcb-like, c=4", "a": "ext4", "b": "xfs"}
+    row |= {"n_a": 3, "n_b": 3, "test": "Hodges-Lehmann ratio, exact rank interval", "verdict": "not resolved"}
+    few = row | {"estimate": 1.05, "lo": 0.9, "hi": 1.2, "coverage": 0.9}
+    many = row | {"n_a": 6, "n_b": 6, "estimate": 1.05, "lo": 0.99, "hi": 1.1, "coverage": 0.9589}
+    res = pl.DataFrame([few, many], schema=evaluate.RESULT_SCHEMA)
+    t = table.verdict_table(res, list(claims.claims()))
+    assert t["here [interval]"].to_list() == ["1.05 [0.90, 1.20] (90 % interval)", "1.05 [0.99, 1.10]"]
+    assert t["runs"].to_list() == ["3+3", "6+6"]

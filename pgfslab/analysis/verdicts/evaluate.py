@@ -141,7 +141,7 @@ def _row(
     else:
         ci = ratio_ci(a, b, alpha)
         est, lo, hi, coverage = ci.ratio, ci.lo, ci.hi, ci.confidence
-        v = verdict(ci, claim.direction, threshold)  # type: ignore[arg-type]
+        v = verdict(ci, claim.direction, threshold, 1 - alpha)  # type: ignore[arg-type]
         test = "Hodges-Lehmann ratio, exact rank interval"
         if claim.quantity == "variance_ratio":
             test += " (per-run CV)"
