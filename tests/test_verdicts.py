@@ -214,3 +214,9 @@ def test_the_verdict_table_says_the_coverage_of_an_interval_below_95_percent() -
     t = table.verdict_table(res, list(claims.claims()))
     assert t["here [interval]"].to_list() == ["1.05 [0.90, 1.20] (90 % interval)", "1.05 [0.99, 1.10]"]
     assert t["runs"].to_list() == ["3+3", "6+6"]
+
+
+def test_a_cell_is_labelled_by_the_settings_it_does_not_leave_at_their_default() -> None:
+    group = {"kind": "tpcb-like", "clients": 8, "rung": None, "regime": "fits_ram"}
+    group |= {"synchronous_commit": "on", "full_page_writes": "on", "commit_delay": "1000", "fsync": None}
+    assert evaluate._cell_label(group) == "tpcb-like, c=8, fits ram, commit_delay=1000"

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from pgfslab.analysis.verdicts.claims import Claim
-from pgfslab.analysis.verdicts.facts import PG_KEYS
+from pgfslab.analysis.verdicts.facts import PG_DEFAULTS, PG_KEYS
 from pgfslab.analysis.verdicts.ratio import ratio_ci, verdict
 
 # what a target is (set per target in a study) and what a run is (set per workload, or per target)
@@ -77,7 +77,8 @@ def _cell_label(group: dict[str, Any]) -> str:
         parts.append(f"d{group['rung']}")
     if group.get("regime"):
         parts.append(str(group["regime"]).replace("_", " "))
-    parts += [f"{k}={v}" for k, v in group.items() if k in RUN_KEYS and v is not None]
+    # the settings the cell shares that are not PostgreSQL's defaults (a default says nothing of the cell)
+    parts += [f"{k}={v}" for k, v in group.items() if k in RUN_KEYS and v is not None and v != PG_DEFAULTS.get(k)]
     return ", ".join(parts)
 
 
