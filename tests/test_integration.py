@@ -137,6 +137,23 @@ def test_every_run_has_raw_logs_and_provenance(study: Path) -> None:
         assert setup["load"]["scale"] == 1 and setup["load"]["wall_s"] > 0
 
 
+def test_every_run_says_where_its_wall_time_went(study: Path) -> None:
+    """run.json `phases_s`: the measured interval is the configured duration, with pgbench's own start and
+    end beside it its wall time, and the phases add up to the run's wall time (plus what comes before and
+    after it in the process)."""
+    raw = study / "data" / "raw" / STUDY
+    for run_id in run_ids():
+        rec = json.loads((raw / run_id / "run.json").read_text())
+        ph = rec["phases_s"]
+        assert ph["measured"] == pytest.approx(DURATION_S, abs=0.01)
+        assert ph["measured"] + ph["tool_overhead"] == pytest.approx(rec["pgbench"]["wall_s"], abs=0.1)
+        for phase in ("process_start", "mount", "drop_caches", "server_start", "server_stop", "unmount"):
+            assert ph[phase] > 0, phase
+        inside = sum(v for k, v in ph.items() if k != "process_start")
+        # wall_s starts after the provenance phase and ends before the finishing lap
+        assert inside - ph["provenance"] - ph["finish"] == pytest.approx(rec["wall_s"], abs=0.05)
+
+
 def test_database_holds_what_the_logs_say(study: Path) -> None:
     raw = study / "data" / "raw" / STUDY
     with duckdb.connect(str(study / "data" / f"{STUDY}.duckdb"), read_only=True) as con:
