@@ -212,6 +212,35 @@ def test_second_run_does_nothing(study: Path) -> None:
     assert "Finished job" not in res.stdout + res.stderr
 
 
+def make_run(study: Path) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(
+        ["make", "-f", str(REPO / "Makefile"), "run", "CONFIG=study.yaml"],
+        cwd=study,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res
+
+
+def test_make_run_skips_snakemake_only_in_the_state_it_certified(study: Path) -> None:
+    """`make run` with nothing to do: Snakemake certifies the state once (pgfslab.noop), the next `make run`
+    answers from the stamp without starting Snakemake; a changed config runs Snakemake again."""
+    stamp = study / ".snakemake" / "pgfslab-uptodate.json"
+    stamp.unlink(missing_ok=True)
+    first = make_run(study)
+    assert "pgfslab.noop" not in first.stdout and stamp.exists()
+    second = make_run(study)
+    assert "Nothing to be done (the state Snakemake last found up to date; pgfslab.noop)" in second.stdout
+    assert "runs planned" in second.stdout  # the status summary still printed
+    cfg = study / "study.yaml"
+    os.utime(cfg, ns=(cfg.stat().st_atime_ns, cfg.stat().st_mtime_ns + 1_000_000_000))
+    third = make_run(study)
+    assert "pgfslab.noop" not in third.stdout  # Snakemake itself looked (and found nothing to do)
+    assert "Finished job" not in third.stdout + third.stderr
+
+
 def test_changed_notebook_reruns_only_notebook_and_paper(study: Path) -> None:
     """An edited notebook (content, not just mtime: Snakemake compares checksums) re-runs itself and the paper."""
     original = NOTEBOOK.read_bytes()
