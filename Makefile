@@ -21,7 +21,11 @@ SNAKE_ARGS ?=
 # relative to the current directory (`make -f /path/to/pgfs-lab/Makefile run` works from elsewhere).
 LAB := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 PY := $(LAB)/.venv/bin/python
-SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
+# Snakemake's cores: the analysis jobs (notebooks, which do not depend on each other) run side by side; a
+# target's preparation and every run take all of them (workflow/rules/run.smk: threads), so nothing runs
+# beside a measurement.
+CORES ?= all
+SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores $(CORES) --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
 ifeq ($(EXECUTOR),slurm)
 RUN_SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --profile $(LAB)/workflow/profiles/slurm --quiet rules
