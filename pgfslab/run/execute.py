@@ -19,7 +19,7 @@ import psycopg
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets, zfs
-from pgfslab.run import precision, provenance
+from pgfslab.run import provenance
 from pgfslab.run.common import (
     PG_TOOLS,
     SCHEMA_VERSION,
@@ -460,6 +460,10 @@ def _setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
 def _precision_gate(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, total: int) -> Path | None:
     """An optional round (study key `precision`) runs only while its cell is not yet precise and the
     budget lasts; otherwise its run.json says `skipped` and why, and nothing is measured."""
+    # imported here: its statistics (polars, numpy) cost a second or more at every run's start, and only
+    # an optional round needs them
+    from pgfslab.run import precision
+
     decision = precision.decide(cfg, spec)
     label = f"run {spec.plan_index + 1}/{total} {spec.run_id}"
     say(label, precision.progress_line(cfg, decision))
