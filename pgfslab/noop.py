@@ -37,7 +37,10 @@ BEFORE = "pgfslab-before.json"
 # machine's images and mounts: data/work, the default workdir); Snakemake's own logs and locks, and this
 # module's files
 SKIP_DIRS = {".git", "__pycache__", ".ruff_cache", ".pytest_cache", ".mypy_cache", ".ipynb_checkpoints"}
-SKIP_PATHS = {"data/work", ".venv", f"{STATE_DIR}/log", f"{STATE_DIR}/locks", f"{STATE_DIR}/{STAMP}"}
+# (.snakemake/iocache: Snakemake rewrites its file-listing cache at every start, and reads it only when told
+# --trust-io-cache, which the lab never passes)
+SKIP_PATHS = {"data/work", ".venv", f"{STATE_DIR}/log", f"{STATE_DIR}/locks", f"{STATE_DIR}/iocache"}
+SKIP_PATHS |= {f"{STATE_DIR}/{STAMP}"}
 SKIP_PATHS |= {f"{STATE_DIR}/{n}" for n in (BEFORE, STAMP + ".tmp", BEFORE + ".tmp")}
 # the venv's identity: its lock's hash (scripts/setup.sh) and its Python
 VENV_FILES = (".venv/.lock-sha256", ".venv/pyvenv.cfg")

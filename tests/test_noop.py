@@ -130,4 +130,7 @@ def test_mounted_or_work_trees_and_caches_are_not_part_of_the_state(lab: Path) -
     (lab / "data" / "work" / "image.img").write_text("x")
     (lab / "workflow" / "__pycache__").mkdir()
     (lab / "workflow" / "__pycache__" / "x.pyc").write_text("x")
+    # Snakemake's file-listing cache, rewritten at each of its starts (a no-op one included)
+    (lab / ".snakemake" / "iocache").mkdir(parents=True)
+    (lab / ".snakemake" / "iocache" / "latest.pkl").write_text("x")
     assert run("check") == 0
