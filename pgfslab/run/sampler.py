@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from pgfslab.ingest.parsers import pgstat as pgstat_format
-
 
 class ProcSampler:
     """Copy a /proc file into `out` at `hz` samples per second until stopped."""
@@ -54,7 +52,23 @@ class ProcSampler:
 
 
 # pg_stat_bgwriter and pg_stat_database counters, one CSV row per sample (parsed by the `pgstat` format)
-PGSTAT_COLUMNS = ["ts", *pgstat_format.COUNTERS]  # the format the ingest reads (one definition)
+
+
+def pgstat_columns() -> list[str]:
+    """The columns of the format the ingest reads (pgfslab.ingest.parsers.pgstat: one definition). Imported
+    when a pgstat sampler is made, before its run: the parsers bring polars, a second or more at the start of
+    every run that samples no pgstat otherwise."""
+    from pgfslab.ingest.parsers import pgstat as pgstat_format
+
+    return ["ts", *pgstat_format.COUNTERS]
+
+
+def __getattr__(name: str) -> object:  # sampler.PGSTAT_COLUMNS, read lazily
+    if name == "PGSTAT_COLUMNS":
+        return pgstat_columns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 PGSTAT_SQL = (
     "SELECT extract(epoch FROM clock_timestamp())::float8, b.checkpoints_timed, b.checkpoints_req, "
     "b.buffers_checkpoint, b.buffers_clean, b.buffers_backend, b.buffers_alloc, d.xact_commit, d.xact_rollback, "
@@ -78,6 +92,7 @@ class PgStatSampler:
         self.period = 1.0 / hz
         self.samples = 0
         self.error: str | None = None
+        self.columns = pgstat_columns()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sampler:pgstat", daemon=True)
 
@@ -85,7 +100,7 @@ class PgStatSampler:
         import psycopg
 
         with open(self.out, "w") as fh:
-            fh.write(PGSTAT_HEADER + "\n" + ",".join(PGSTAT_COLUMNS) + "\n")
+            fh.write(PGSTAT_HEADER + "\n" + ",".join(self.columns) + "\n")
             try:
                 with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
                     next_t = time.monotonic()
