@@ -220,3 +220,24 @@ def test_a_cell_is_labelled_by_the_settings_it_does_not_leave_at_their_default()
     group = {"kind": "tpcb-like", "clients": 8, "rung": None, "regime": "fits_ram"}
     group |= {"synchronous_commit": "on", "full_page_writes": "on", "commit_delay": "1000", "fsync": None}
     assert evaluate._cell_label(group) == "tpcb-like, c=8, fits ram, commit_delay=1000"
+
+
+def test_a_setting_a_target_keeps_for_all_its_runs_is_part_of_the_target() -> None:
+    """zfs runs with full_page_writes off for all its runs (the target's setting, the talk's advice), ext4
+    at the default: the targets are compared as they run. Where the study varies the setting within a
+    target (ext4 on and off), targets are compared only at the same value."""
+
+    def runs(t: str, fpw: str, v: float) -> list[dict]:
+        return [
+            {"target": t, "target_label": t, "fs": t, "full_page_writes": fpw, "value": v + i, "run_id": f"{t}{fpw}{i}"}
+            for i in range(6)
+        ]
+
+    c = claim(a={"fs": "ext4"}, b={"fs": "zfs"}, direction="less", threshold=1.0)
+    out = evaluate.evaluate(facts_frame(runs("ext4", "on", 100.0) + runs("zfs", "off", 50.0)), c)
+    assert out.height == 1 and out["a"][0] == "ext4" and out["b"][0] == "zfs"
+    assert out["verdict"][0] == "holds"  # 50..55 against 100..105: the whole interval is below 1
+    varied = runs("ext4", "on", 100.0) + runs("ext4", "off", 80.0) + runs("zfs", "off", 50.0)
+    out = evaluate.evaluate(facts_frame(varied), c)
+    assert out.height == 1 and "full_page_writes=off" in out["cell"][0]
+    assert out["estimate"][0] == pytest.approx(50 / 80, rel=0.05)
