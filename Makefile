@@ -21,7 +21,11 @@ SNAKE_ARGS ?=
 # relative to the current directory (`make -f /path/to/pgfs-lab/Makefile run` works from elsewhere).
 LAB := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 PY := $(LAB)/.venv/bin/python
-SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores 1 --scheduler greedy --rerun-incomplete \
+# Snakemake's cores: the analysis jobs (notebooks, which do not depend on each other) run side by side; a
+# target's preparation and every run take all of them (workflow/rules/run.smk: threads), so nothing runs
+# beside a measurement.
+CORES ?= all
+SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores $(CORES) --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
 ifeq ($(EXECUTOR),slurm)
 RUN_SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --profile $(LAB)/workflow/profiles/slurm --quiet rules
@@ -30,6 +34,9 @@ RUN_SNAKE := $(SNAKE)
 else
 $(error EXECUTOR=$(EXECUTOR): local or slurm)
 endif
+# A no-op `make run`/`make analyse` without Snakemake's start-up: the state Snakemake last found up to date,
+# stamped (pgfslab/noop.py says when that is provably the same answer); any change runs Snakemake.
+NOOP := $(PY) -m pgfslab.noop
 HOST_CONFIG := $(if $(HOSTS),hosts=$(HOSTS) pin_hosts=$(PIN_HOSTS)) $(if $(HOST),host=$(HOST))
 
 .PHONY: setup setup-slurm run analyse test test-fast lint format bench release lock clean-build
@@ -49,14 +56,18 @@ setup-slurm:
 run: setup
 	@if [ "$(EXECUTOR)" = slurm ] && [ -z "$(HOSTS)" ]; then \
 	  echo "EXECUTOR=slurm needs HOSTS=key1,key2,... (one Slurm job per host key; PIN_HOSTS=1: keys are node names)"; exit 2; fi
-	@trap 'echo' INT TERM; $(RUN_SNAKE) $(SNAKE_ARGS) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); rc=$$?; \
+	@trap 'echo' INT TERM; set -- $(RUN_SNAKE) $(SNAKE_ARGS) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); \
+	$(NOOP) check -- "$$@"; rc=$$?; \
+	if [ $$rc -ne 0 ]; then $(NOOP) snapshot -- "$$@"; "$$@"; rc=$$?; \
+	  if [ $$rc -eq 0 ]; then $(NOOP) certify -- "$$@"; fi; fi; \
 	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 
 # Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs).
 analyse: setup
 	@test -n "$(STUDY)" || { echo "usage: make analyse STUDY=<name of a folder in data/raw/>"; exit 2; }
-	@$(SNAKE) --config study=$(STUDY) raw_only=1
+	@set -- $(SNAKE) --config study=$(STUDY) raw_only=1; $(NOOP) check -- "$$@" && exit 0; \
+	$(NOOP) snapshot -- "$$@"; "$$@" || exit $$?; $(NOOP) certify -- "$$@"
 
 # Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
 # notebooks, the paper).

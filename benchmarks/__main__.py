@@ -9,7 +9,9 @@ the lab's ingest, DuckDB's bare read_csv and a Python split loop; time, ratios, 
 against a process doing only DuckDB's read_csv, start-up included; the ratio of the same run),
 `sampler` (benchmarks.sampler: the samplers' CPU cost at 1 and 10 Hz; with --pg the tps of
 pgbench with and without them, interleaved), `noop` (benchmarks.noop: a no-op `make run` against
-Snakemake's start-up).
+Snakemake's start-up and its own no-op), `measuring` (benchmarks.measuring: a tiny real study's measuring
+share with its per-phase breakdown; root, takes the machine lock), `analyse` (benchmarks.analyse: `make
+analyse` of a recorded raw folder with one core and with all, a notebook edit's rebuild, the no-op).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from benchmarks import analyse as bench_analyse
 from benchmarks import ingest as bench_ingest
 from benchmarks import ingest_command as bench_ingest_command
+from benchmarks import measuring as bench_measuring
 from benchmarks import noop as bench_noop
 from benchmarks import sampler as bench_sampler
 
@@ -41,11 +45,21 @@ def _noop(args: argparse.Namespace) -> int:
     return bench_noop.main(["--config", args.config])
 
 
+def _measuring(args: argparse.Namespace) -> int:
+    return bench_measuring.main([])
+
+
+def _analyse(args: argparse.Namespace) -> int:
+    return bench_analyse.main([])
+
+
 BENCHMARKS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ingest": _ingest,
     "ingest-command": _ingest_command,
     "sampler": _sampler,
     "noop": _noop,
+    "measuring": _measuring,
+    "analyse": _analyse,
 }
 
 

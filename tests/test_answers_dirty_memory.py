@@ -146,3 +146,40 @@ def test_per_cell_and_table() -> None:
     assert cell["time_share"] == pytest.approx(0.15) and cell["delta_pct"] == -20.0
     table = dirty_memory.cell_table(dirty_memory.per_cell(runs))
     assert table["time in ckpt %"][0] == pytest.approx(15.0) and table["tps var in ckpt %"][0] == pytest.approx(40.0)
+
+
+def test_throughput_figure_data_puts_cells_side_by_side_with_snapshot_marks() -> None:
+    """Two cells (seed 000's dirty_background_bytes settings) become two panels; only the shown runs'
+    snapshot creations are marks, at their epoch minus the run's clock origin (deletions are not)."""
+    tps = pl.DataFrame(
+        {
+            "run_id": ["a", "a", "b", "b", "c"],
+            "target_label": ["ext4"] * 5,
+            "workload": ["dirty-1gb", "dirty-1gb", "dirty-32mb", "dirty-32mb", "dirty-32mb"],
+            "clients": [4] * 5,
+            "t_s": [1.0, 2.0, 1.0, 2.0, 1.0],
+            "tps": [10.0, 12.0, 11.0, 11.0, 9.0],
+        }
+    )
+    windows = pl.DataFrame(
+        {"run_id": ["b", "c"], "start_s": [1.5, 0.5], "end_s": [None, 0.9], "from": ["server log"] * 2},
+        schema=dirty_memory.WINDOW_SCHEMA,
+    )
+    snaps = pl.DataFrame(
+        {
+            "run_id": ["a", "a", "b", "c"],
+            "epoch_s": [1000.5, 1001.0, 2003.25, 3000.0],
+            "action": ["create", "delete", "create", "create"],
+            "duration_ms": [40.0, 5.0, 41.0, 39.0],
+        }
+    )
+    shown, wins, marks = dirty_memory.throughput_figure_data(
+        tps, pl.Series(["a", "b"]), windows, snaps, {"a": 1000.0, "b": 2000.0, "c": 3000.0}
+    )
+    assert sorted(set(shown["panel"].to_list())) == ["ext4 · dirty-1gb", "ext4 · dirty-32mb"]
+    assert shown.height == 4
+    assert wins.select("run_id", "start_s", "end_s", "panel").rows() == [("b", 1.5, 1.5, "ext4 · dirty-32mb")]
+    assert sorted(marks.select("run_id", "at_s", "panel").rows()) == [
+        ("a", 0.5, "ext4 · dirty-1gb"),
+        ("b", 3.25, "ext4 · dirty-32mb"),
+    ]

@@ -7,17 +7,22 @@ import pytest
 
 from pgfslab.analysis.answers import published
 
-WORKLOADS = {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like"}, "rw": {"tool": "sysbench", "test": "oltp_read_write"}}
+WORKLOADS = {
+    "tpcb": {"tool": "pgbench", "builtin": "tpcb-like"},
+    "tpcb-off": {"tool": "pgbench", "builtin": "tpcb-like", "postgres_settings": {"synchronous_commit": "off"}},
+    "rw": {"tool": "sysbench", "test": "oltp_read_write"},
+}
 
 
 def test_pgbench_items() -> None:
+    """Two workloads of one built-in script (sync on, sync off) stay two rows: never one pooled median."""
     runs = pl.DataFrame(
         {
-            "tool": ["pgbench"] * 3 + ["sysbench"],
-            "workload": ["tpcb"] * 3 + ["rw"],
-            "target_label": ["ext4"] * 4,
-            "clients": [4] * 4,
-            "value": [100.0, 300.0, 200.0, 5.0],
+            "tool": ["pgbench"] * 5 + ["sysbench"],
+            "workload": ["tpcb"] * 3 + ["tpcb-off"] * 2 + ["rw"],
+            "target_label": ["ext4"] * 6,
+            "clients": [4] * 6,
+            "value": [100.0, 300.0, 200.0, 900.0, 1100.0, 5.0],
         }
     )
     pub = pl.DataFrame(
@@ -34,7 +39,22 @@ def test_pgbench_items() -> None:
     )
     items = published.pgbench_items(runs, pub, WORKLOADS, 10)
     assert items.rows() == [
-        ("pgbench tps (seed 001)", "tpcb-like · ext4 · c=4", "this lab", 200.0, "tps", "median of 3 runs, scale 10"),
+        (
+            "pgbench tps (seed 001)",
+            "tpcb-like · ext4 · c=4 · tpcb",
+            "this lab",
+            200.0,
+            "tps",
+            "median of 3 runs, scale 10",
+        ),
+        (
+            "pgbench tps (seed 001)",
+            "tpcb-like · ext4 · c=4 · tpcb-off",
+            "this lab",
+            1000.0,
+            "tps",
+            "median of 2 runs, scale 10",
+        ),
         (
             "pgbench tps (seed 001)",
             "tpcb-like · nvme · c=8 · sync off",

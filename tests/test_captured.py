@@ -9,6 +9,7 @@ hand and written down), never against what the parser produced.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -21,31 +22,14 @@ from pgfslab.ingest import parsers
 
 CAPTURED = Path(__file__).parent / "data" / "captured"
 FILES = sorted(p for p in CAPTURED.rglob("*") if p.is_file() and p.name != "ORIGINS.md")
-# captures no format reads yet (issue 15, open): the ingest must refuse them with an error that
-# names the file (never take them silently). A parser for one of them removes it from this list.
+# captures the ingest must refuse, with an error naming the file and the line (never take them
+# silently): reports cut off where their GitHub issue's excerpt ends. A parser that reads one of them
+# removes it from this list.
 _SB = "sysbench/real/"
 UNSUPPORTED = {
-    "iostat/local/iostat_x_o_JSON_1_2.json": "iostat -o JSON",
-    "sysbench/local/sb10_cpu_threads2_interval.log": "sysbench 1.0 cpu",
-    "sysbench/local/sb10_cpu_time3.log": "sysbench 1.0 cpu",
-    "sysbench/local/sb10_fileio_rndrw_time3.log": "sysbench 1.0 fileio",
-    "sysbench/local/sb10_fileio_seqwr_interval.log": "sysbench 1.0 fileio",
-    "sysbench/local/sb10_memory_time2.log": "sysbench 1.0 memory",
-    _SB + "sb0.4.12_hgxl64_oltp_ro_64thr.res": "sysbench 0.4 OLTP report",
-    _SB + "sb0.4.12_inkrement_cpu_prime20000_with_prompt.txt": "sysbench 0.4 cpu",
-    _SB + "sb0.4.12_inkrement_fileio_prepare_run_with_prompt.txt": "sysbench 0.4 fileio",
-    _SB + "sb0.5_hgxl64_oltp_ro_256thr_interval.res": "sysbench 0.5 interval lines and report",
-    _SB + "sb0.5_hgxl64_oltp_rw_interval2s.res": "sysbench 0.5 interval lines and report",
-    _SB + "sb0.5_issue_sysbench_14_interval_lines_overflow_bug.txt": "sysbench 0.5 interval lines",
-    _SB + "sb0.5early_hgxl64_oltp_ro_reads_per_s_nocomma.res": "sysbench 0.5 interval lines and report",
-    _SB + "sb0.5mid_hgxl64_oltp_rw_16thr_reads_per_s_99pct_deadlocks.res": "sysbench 0.5 interval lines and report",
-    _SB + "sb1.0.16_issue_sysbench_283_fileio_interval_lines_truncated.txt": "sysbench 1.0 fileio",
-    _SB + "sb1.0.20_00sapo_wrapper_echo_headers_fileio_prepare_run.txt": "sysbench 1.0 fileio, wrapper",
-    _SB + "sb1.0pre_issue_sysbench_72_fileio_old_response_time_block.txt": "sysbench 1.0-pre fileio",
-    _SB + "sb1.1.0-4e0e44c_caprice-j_cpu_no_cpu_speed_section.txt": "sysbench 1.1 cpu",
-    _SB + "sb1.1.0-4e0e44c_caprice-j_fileio_rndrw_with_cmdline.txt": "sysbench 1.1 fileio",
-    _SB + "sb1.1.0-d724133_issue_sysbench_169_fileio_async_warmup_interval.txt": "sysbench 1.1 fileio",
-    _SB + "sb1.1.0-faaff4f_issue_sysbench_311_oltp_ro_interval_sqlstats_truncated.txt": "sysbench 1.1, report cut",
+    _SB + "sb1.0pre_issue_sysbench_72_fileio_old_response_time_block.txt": "report cut after 'Threads fairness:'",
+    _SB
+    + "sb1.1.0-faaff4f_issue_sysbench_311_oltp_ro_interval_sqlstats_truncated.txt": "report cut after 'ignored errors'",
 }
 
 
@@ -72,7 +56,7 @@ def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ing
 
 def test_every_captured_file_is_listed_in_origins() -> None:
     origins = (CAPTURED / "ORIGINS.md").read_text()
-    assert len(FILES) == 80
+    assert len(FILES) == 85
     assert set(UNSUPPORTED) <= {str(p.relative_to(CAPTURED)) for p in FILES}
     missing = [str(p.relative_to(CAPTURED)) for p in FILES if str(p.relative_to(CAPTURED)) not in origins]
     assert missing == []
@@ -201,6 +185,51 @@ def test_old_pgbench_reports(name: str, expected: dict[str, object]) -> None:
     assert con.execute(f"SELECT {cols} FROM pgbench_summary").fetchall() == [tuple(expected.values())]
 
 
+def test_pg93_terminal_paste_of_five_runs() -> None:
+    """pgbench 9.3 (April 2014): five runs pasted with their prompts, each with `Scale option ignored`,
+    the 9.x report (no latency line) and its -r table."""
+    path = CAPTURED / "pgbench/real/pg9.3_koding_benchmark_5runs_prompt_r.txt"
+    con, res = ingest_one(path)
+    text = lines_of(path)
+    runs = list(
+        zip(
+            [int(v) for v in values_after(path, "number of clients: ")],
+            [ln.split(": ", 1)[1] for ln in text if ln.startswith("transaction type: ")],
+            [int(v) for v in values_after(path, "number of transactions actually processed: ")],
+            [float(ln.split()[2]) for ln in text if ln.endswith("(including connections establishing)")],
+            [float(ln.split()[2]) for ln in text if ln.endswith("(excluding connections establishing)")],
+            strict=True,
+        )
+    )
+    got = con.execute(
+        "SELECT clients, transaction_type, transactions_processed, tps_including_connections, tps, latency_avg_ms "
+        "FROM pgbench_summary ORDER BY run_index"
+    ).fetchall()
+    assert got == [(*r, None) for r in runs] and len(got) == 5
+    # the -r tables: the indented lines after each header, up to the first line that is not one
+    tables: list[list[tuple[float, str]]] = []
+    in_table = False
+    for ln in text:
+        if ln == "statement latencies in milliseconds:":
+            tables.append([])
+            in_table = True
+        elif in_table and ln.startswith("    "):
+            value, stmt = ln.split(None, 1)
+            tables[-1].append((float(value), stmt))
+        else:
+            in_table = False
+    stmts = con.execute(
+        "SELECT run_index, latency_ms, statement FROM pgbench_statement ORDER BY run_index, statement_no"
+    ).fetchall()
+    assert [(lat, st) for _, lat, st in stmts] == [row for t in tables for row in t]
+    assert [len(t) for t in tables] == [14, 14, 14, 3, 3]
+    assert [r for r, _, _ in stmts] == [i + 1 for i, t in enumerate(tables) for _ in t]
+    assert res.lines is not None and res.lines.not_understood == 0  # prompts and `Scale option ignored`: noise
+    assert res.lines.noise == sum(
+        1 for ln in text if "$ pgbench" in ln or ln.startswith(("Scale option", "starting vac")) or not ln
+    )
+
+
 def test_pg92_statement_table() -> None:
     path = CAPTURED / "pgbench/real/pg9.2_unknownrepo_idx25146958741_r_statement_latencies.txt"
     con, _ = ingest_one(path)
@@ -228,6 +257,227 @@ def test_progress_lag_and_timestamp() -> None:
     ]
     con, _ = ingest_one(CAPTURED / "pgbench/local/pg15_progress_timestamp.log")
     assert con.execute("SELECT min(t_s) FROM pgbench_progress").fetchall() == [(1795478432.785,)]
+
+
+# ----------------------------------------------------------------------------- sysbench
+
+SB = CAPTURED / "sysbench"
+
+
+def after(line: str, label: str) -> str:
+    """The first token after `label` in `line` (units stuck to it, like `3.94ms`, kept)."""
+    return line.split(label, 1)[1].split()[0]
+
+
+def report(path: Path, label: str) -> list[str]:
+    """The first token after `label` on every line whose stripped text starts with it."""
+    return [after(ln, label) for ln in lines_of(path) if ln.strip().startswith(label)]
+
+
+def summary_rows(con: duckdb.DuckDBPyConnection, cols: str) -> list[tuple[object, ...]]:
+    return con.execute(f"SELECT {cols} FROM sysbench_summary ORDER BY run_index").fetchall()
+
+
+def test_sysbench_04_oltp_report() -> None:
+    path = SB / "real/sb0.4.12_hgxl64_oltp_ro_64thr.res"
+    con, res = ingest_one(path)
+    assert res.format == "sysbench"
+    got = summary_rows(
+        con,
+        "sysbench_version, test, threads, transactions, tps, deadlocks, rw_requests, rw_requests_per_s, "
+        "other_operations, total_time_s, latency_min_ms, latency_avg_ms, latency_max_ms, latency_pct, "
+        "latency_pct_ms, latency_sum_ms, events_per_thread_avg",
+    )
+    tx = report(path, "transactions:")[0]
+    rw = [ln.split()[2:4] for ln in lines_of(path) if "read/write requests:" in ln][0]
+    ms = [float(report(path, k)[0].removesuffix("ms")) for k in ("min:", "avg:", "max:")]
+    pct = [ln for ln in lines_of(path) if "percentile:" in ln][0].split()  # approx.  95 percentile: 3.94ms
+    assert got == [
+        (
+            lines_of(path)[0].split()[1].rstrip(":"),  # sysbench 0.4.12:  multi-threaded ...
+            "oltp",
+            int(report(path, "Number of threads:")[0]),
+            int(tx),
+            float(after(lines_of(path)[23], "(")),
+            int(report(path, "deadlocks:")[0]),
+            int(rw[0]),
+            float(rw[1].lstrip("(")),
+            int(report(path, "other operations:")[0]),
+            float(report(path, "total time:")[0].rstrip("s")),
+            *ms,
+            int(pct[1]),
+            float(pct[3].removesuffix("ms")),
+            pytest.approx(float(report(path, "total time taken by event execution:")[0]) * 1000),
+            float(report(path, "events (avg/stddev):")[0].split("/")[0]),
+        )
+    ]
+    assert lines_of(path)[23].strip().startswith("transactions:")
+    opts = [r[0] for r in con.execute("SELECT text FROM sysbench_options ORDER BY line").fetchall()]
+    assert "Doing read-only test" in opts and "Using Uniform distribution" in opts
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sb0.5early_hgxl64_oltp_ro_reads_per_s_nocomma.res",  # reads/s: ..., writes/s: X response time
+        "sb0.5mid_hgxl64_oltp_rw_16thr_reads_per_s_99pct_deadlocks.res",  # reads/s, 99%
+        "sb0.5_hgxl64_oltp_rw_interval2s.res",  # reads: ..., errors: ..., reconnects:
+        "sb0.5_hgxl64_oltp_ro_256thr_interval.res",
+        "sb0.5_issue_sysbench_14_interval_lines_overflow_bug.txt",  # a garbage tps as printed
+    ],
+)
+def test_sysbench_05_interval_lines(name: str) -> None:
+    path = SB / "real" / name
+    con, res = ingest_one(path)
+    expected = []
+    for ln in lines_of(path):
+        if not ln.startswith("["):
+            continue
+        t, rest = ln[1:].split("s]", 1)
+        fields = dict(
+            kv.split(": ", 1)
+            for kv in rest.replace(", response", " response").replace(" response", ", response").split(", ")
+        )
+        reads = fields.get("reads", fields.get("reads/s"))
+        writes = fields.get("writes", fields.get("writes/s"))
+        lat, pct = fields["response time"].split("ms (")
+        errors = fields.get("errors")
+        expected.append(
+            (
+                float(t),
+                int(fields[" threads"]),
+                float(fields["tps"]),
+                float(reads),
+                float(writes),
+                float(lat),
+                int(pct.rstrip("%)")),
+                None if errors is None else float(errors),
+            )
+        )
+    got = con.execute(
+        "SELECT t_s, threads, tps, qps_read, qps_write, latency_ms, latency_pct, errors_per_s "
+        "FROM sysbench_interval ORDER BY t_s"
+    ).fetchall()
+    assert got == expected and len(got) >= 2
+    assert res.lines is not None and res.lines.not_understood == 0
+    reports = [ln for ln in lines_of(path) if ln == "OLTP test statistics:"]
+    assert con.execute("SELECT count(*) FROM sysbench_summary").fetchall() == [(len(reports),)]
+    if reports:
+        assert summary_rows(con, "transactions, total_events") == [
+            (int(report(path, "transactions:")[0]), int(report(path, "total number of events:")[0]))
+        ]
+
+
+def test_sysbench_04_fileio_totals_in_mib() -> None:
+    path = SB / "real/sb0.4.12_inkrement_fileio_prepare_run_with_prompt.txt"
+    con, res = ingest_one(path)
+    ops = next(ln for ln in lines_of(path) if ln.startswith("Operations performed:")).split()
+    moved = next(ln for ln in lines_of(path) if ln.startswith("Read ")).split()  # Read 179.06Mb  Written ...
+    assert ops[3:8:2] + ops[10:] == ["Read,", "Write,", "Other", "Total"] and moved[0] == "Read"
+    got = summary_rows(
+        con,
+        "test, file_reads, file_writes, file_other_ops, file_total_ops, file_read_mib, file_written_mib, "
+        "file_transferred_mib, file_transferred_mib_per_s, events_per_s, total_events",
+    )
+    assert got == [
+        (
+            "fileio",
+            int(ops[2]),
+            int(ops[4]),
+            int(ops[6]),
+            int(ops[9]),
+            float(moved[1].removesuffix("Mb")),
+            float(moved[3].removesuffix("Mb")),
+            float(moved[6].removesuffix("Mb")),
+            float(moved[7].strip("()").removesuffix("Kb/sec")) / 1024,  # Kb: KiB
+            float(next(ln for ln in lines_of(path) if "Requests/sec executed" in ln).split()[0]),
+            int(report(path, "total number of events:")[0]),
+        )
+    ]
+    opts = [r[0] for r in con.execute("SELECT text FROM sysbench_options ORDER BY line").fetchall()]
+    assert {"Block size 16Kb", "Doing random r/w test", "128 files, 204800Kb each, 25600Mb total"} <= set(opts)
+    assert res.lines is not None and res.lines.not_understood == 0  # the prompt lines are noise
+
+
+@pytest.mark.parametrize(
+    "rel,test",
+    [
+        ("local/sb10_cpu_time3.log", "cpu"),
+        ("local/sb10_cpu_threads2_interval.log", "cpu"),
+        ("real/sb0.4.12_inkrement_cpu_prime20000_with_prompt.txt", "cpu"),
+        ("real/sb1.1.0-4e0e44c_caprice-j_cpu_no_cpu_speed_section.txt", "cpu"),
+        ("local/sb10_fileio_rndrw_time3.log", "fileio"),
+        ("local/sb10_fileio_seqwr_interval.log", "fileio"),
+        ("real/sb1.1.0-4e0e44c_caprice-j_fileio_rndrw_with_cmdline.txt", "fileio"),
+        ("local/sb10_memory_time2.log", "memory"),
+    ],
+)
+def test_sysbench_non_oltp_reports(rel: str, test: str) -> None:
+    path = SB / rel
+    con, res = ingest_one(path)
+    got = summary_rows(con, "test, total_time_s, total_events, latency_max_ms, latency_pct_ms, events_per_thread_avg")
+    pct = [ln for ln in lines_of(path) if "percentile:" in ln][0].split()[-1].removesuffix("ms")
+    assert got == [
+        (
+            test,
+            float(report(path, "total time:")[0].rstrip("s")),
+            int(report(path, "total number of events:")[0]),
+            float(report(path, "max:")[0].removesuffix("ms")),
+            float(pct),
+            float(report(path, "events (avg/stddev):")[0].split("/")[0]),
+        )
+    ]
+    eps = report(path, "events per second:")
+    assert summary_rows(con, "events_per_s") == [(float(eps[0]) if eps else None,)]
+    if test == "fileio":
+        labels = ("reads/s:", "writes/s:", "fsyncs/s:", "read, MiB/s:", "written, MiB/s:")
+        cols = "file_reads_per_s, file_writes_per_s, file_fsyncs_per_s, file_read_mib_per_s, file_written_mib_per_s"
+        assert summary_rows(con, cols) == [tuple(float(report(path, k)[0]) for k in labels)]
+    # interval lines: `[ 1s ] thds: 2 eps: 1664.48 lat (ms,95%): 4.57` / `[ 1s ] reads: 0.00 MiB/s writes: ...`
+    iv = [ln.split() for ln in lines_of(path) if ln.startswith("[ ")]
+    cols = "events_per_s, read_mib_per_s, written_mib_per_s, fsyncs_per_s, latency_ms"
+    want = [
+        (float(t[6]), None, None, None, float(t[-1]))
+        if "eps:" in t
+        else (None, float(t[4]), float(t[7]), float(t[10].removesuffix("/s")), float(t[-1]))
+        for t in iv
+    ]
+    assert con.execute(f"SELECT {cols} FROM sysbench_interval ORDER BY t_s").fetchall() == want
+    assert res.lines is not None and res.lines.not_understood == 0
+
+
+def test_sysbench_memory_runs_appended() -> None:
+    path = SB / "real/sb1.1.0-4e0e44c_caprice-j_memory_3runs_appended.txt"
+    con, res = ingest_one(path)
+    totals = [ln.split() for ln in lines_of(path) if ln.startswith("Total operations:")]
+    moved = [ln.split() for ln in lines_of(path) if "MiB transferred" in ln]
+    got = summary_rows(con, "run_index, test, memory_ops, memory_ops_per_s, memory_mib, memory_mib_per_s, total_time_s")
+    assert got == [
+        (i + 1, "memory", int(t[2]), float(t[-3]), float(m[0]), float(m[3].lstrip("(")), float(tt.rstrip("s")))
+        for i, (t, m, tt) in enumerate(zip(totals, moved, report(path, "total time:"), strict=True))
+    ]
+    assert len(got) == 3
+    # the command line pasted without a prompt is the one line not understood
+    assert con.execute("SELECT line, text FROM unparsed_lines").fetchall() == [(1, lines_of(path)[0])]
+
+
+def test_sysbench_wrapper_runs_and_banners() -> None:
+    path = SB / "real/sb1.0.20_00sapo_wrapper_echo_headers_fileio_prepare_run.txt"
+    con, res = ingest_one(path)
+    reads = [float(v) for v in report(path, "reads/s:")]
+    assert summary_rows(con, "test, file_reads_per_s") == [("fileio", r) for r in reads] and len(reads) == 2
+    runs = [r[0] for r in summary_rows(con, "run_index")]
+    assert runs[0] < runs[1]
+    banners = [(i + 1, ln) for i, ln in enumerate(lines_of(path)) if ln.isupper() or set(ln) == {"-"}]
+    assert con.execute("SELECT line, text FROM unparsed_lines ORDER BY line").fetchall() == banners
+
+
+def test_sysbench_cut_reports_are_refused_at_their_end() -> None:
+    for rel in (k for k in UNSUPPORTED if k.startswith("sysbench/")):
+        path = CAPTURED / rel
+        with pytest.raises(parsers.ParseError, match="truncated sysbench report") as exc:
+            ingest_one(path)
+        assert exc.value.line == len(lines_of(path))
 
 
 # ----------------------------------------------------------------------------- OS statistics
@@ -335,6 +585,46 @@ def test_iostat_times() -> None:
     con, _ = ingest_one(CAPTURED / "iostat/local/iostat_x_t_k_1_3.log")
     got = con.execute("SELECT DISTINCT sample, ts::VARCHAR FROM iostat ORDER BY 1").fetchall()
     assert got == [(1, "2026-11-23 23:53:56+00"), (2, "2026-11-23 23:53:57+00"), (3, "2026-11-23 23:53:58+00")]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "iostat/local/iostat_x_o_JSON_1_2.json",
+        "iostat/local/iostat_x_t_m_o_JSON_1_2.json",
+        "iostat/local/iostat_d_t_ISO_o_JSON_1_2.json",
+        "iostat/real/sysstat12_balabanovds_iostat_o_JSON_nonextended_gotest.json",
+    ],
+)
+def test_iostat_json_gives_the_text_forms_rows(rel: str) -> None:
+    path = CAPTURED / rel
+    con, res = ingest_one(path)
+    assert res.format == "iostat-json"
+    doc = json.loads(path.read_text())
+    expected = []
+    for i, stat in enumerate(doc["sysstat"]["hosts"][0]["statistics"], 1):
+        expected += [(i, None, "%" + k, float(v)) for k, v in (stat.get("avg-cpu") or {}).items()]
+        for d in stat["disk"]:
+            dev = d.pop("disk_device")
+            expected += [
+                (i, dev, "%" + k if k in ("util", "rrqm", "wrqm", "drqm") else k, float(v)) for k, v in d.items()
+            ]
+    got = con.execute("SELECT sample, device, metric, value FROM iostat ORDER BY rowid").fetchall()
+    assert got == expected
+    # the metrics are named as the text form's header names them (sysstat 12.6.1, recorded here)
+    text = lines_of(CAPTURED / "iostat/local/iostat_x_1_3.log")
+    header = set(text[2].split()[1:]) | set(text[5].split()[1:])  # avg-cpu:, Device
+    if "x_o_JSON" in rel:
+        assert {m for _, _, m, _ in got} == header
+    stamps = [s.get("timestamp") for s in doc["sysstat"]["hosts"][0]["statistics"]]
+    ts = con.execute("SELECT DISTINCT sample, ts::VARCHAR FROM iostat ORDER BY 1").fetchall()
+    if stamps[0] is None:
+        assert all(t is None for _, t in ts)
+    else:  # `11/24/26 04:39:02` (local, no zone) or `2026-11-24T04:39:03+0000`
+        assert [t[:19] for _, t in ts] == [
+            s.replace("T", " ")[:19] if s[:4].isdigit() else f"20{s[6:8]}-{s[0:2]}-{s[3:5]} {s[9:]}" for s in stamps
+        ]
+    assert res.lines is not None and res.lines.not_understood == 0
 
 
 def test_formats_table_in_readme_lists_every_format() -> None:

@@ -452,7 +452,7 @@ def test_fuzz_fast_path_agrees_with_the_exact_parser(
                 stored = con.execute(f"SELECT {shown} FROM pgbench_txlog_rows WHERE file_no = -1").fetchall()
                 assert sorted(stored, key=repr) == sorted(exact["pgbench_txlog"].select(cols).rows(), key=repr)
         finally:
-            ingest._rollback(con)
+            ingest.rollback(con)
         return
     fast, slow = both_paths(path, two_dbs)
     assert fast == slow

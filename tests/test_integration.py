@@ -137,6 +137,23 @@ def test_every_run_has_raw_logs_and_provenance(study: Path) -> None:
         assert setup["load"]["scale"] == 1 and setup["load"]["wall_s"] > 0
 
 
+def test_every_run_says_where_its_wall_time_went(study: Path) -> None:
+    """run.json `phases_s`: the measured interval is the configured duration, with pgbench's own start and
+    end beside it its wall time, and the phases add up to the run's wall time (plus what comes before and
+    after it in the process)."""
+    raw = study / "data" / "raw" / STUDY
+    for run_id in run_ids():
+        rec = json.loads((raw / run_id / "run.json").read_text())
+        ph = rec["phases_s"]
+        assert ph["measured"] == pytest.approx(DURATION_S, abs=0.01)
+        assert ph["measured"] + ph["tool_overhead"] == pytest.approx(rec["pgbench"]["wall_s"], abs=0.1)
+        for phase in ("process_start", "mount", "drop_caches", "server_start", "server_stop", "unmount"):
+            assert ph[phase] > 0, phase
+        inside = sum(v for k, v in ph.items() if k != "process_start")
+        # wall_s starts after the provenance phase and ends before the finishing lap
+        assert inside - ph["provenance"] - ph["finish"] == pytest.approx(rec["wall_s"], abs=0.05)
+
+
 def test_database_holds_what_the_logs_say(study: Path) -> None:
     raw = study / "data" / "raw" / STUDY
     with duckdb.connect(str(study / "data" / f"{STUDY}.duckdb"), read_only=True) as con:
@@ -193,6 +210,35 @@ def test_second_run_does_nothing(study: Path) -> None:
     res = snakemake(study, "config=study.yaml")
     assert "Nothing to be done" in res.stdout + res.stderr
     assert "Finished job" not in res.stdout + res.stderr
+
+
+def make_run(study: Path) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(
+        ["make", "-f", str(REPO / "Makefile"), "run", "CONFIG=study.yaml"],
+        cwd=study,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res
+
+
+def test_make_run_skips_snakemake_only_in_the_state_it_certified(study: Path) -> None:
+    """`make run` with nothing to do: Snakemake certifies the state once (pgfslab.noop), the next `make run`
+    answers from the stamp without starting Snakemake; a changed config runs Snakemake again."""
+    stamp = study / ".snakemake" / "pgfslab-uptodate.json"
+    stamp.unlink(missing_ok=True)
+    first = make_run(study)
+    assert "pgfslab.noop" not in first.stdout and stamp.exists()
+    second = make_run(study)
+    assert "Nothing to be done (the state Snakemake last found up to date; pgfslab.noop)" in second.stdout
+    assert "runs planned" in second.stdout  # the status summary still printed
+    cfg = study / "study.yaml"
+    os.utime(cfg, ns=(cfg.stat().st_atime_ns, cfg.stat().st_mtime_ns + 1_000_000_000))
+    third = make_run(study)
+    assert "pgfslab.noop" not in third.stdout  # Snakemake itself looked (and found nothing to do)
+    assert "Finished job" not in third.stdout + third.stderr
 
 
 def test_changed_notebook_reruns_only_notebook_and_paper(study: Path) -> None:

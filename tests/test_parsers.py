@@ -127,7 +127,7 @@ def expected_format(path: Path) -> str | None:
 
 def test_formats_registry() -> None:
     # (the lab's own CSV logs, registered after these, are tested with their runners)
-    assert list(parsers.FORMATS)[:13] == [
+    assert list(parsers.FORMATS)[:14] == [
         "meminfo",
         "pgbench-summary",
         "pgbench-progress",
@@ -139,6 +139,7 @@ def test_formats_registry() -> None:
         "meminfo-capture",
         "vmstat-text",
         "iostat",
+        "iostat-json",
         "fs-ops",
         "published-table",
     ]

@@ -26,9 +26,16 @@ def test_ratio_interval_is_the_order_statistics_of_pairwise_ratios():
     assert ci.confidence == pytest.approx(1 - 2 * 4 / 252)
 
 
-def test_too_few_runs_give_no_interval():
+def test_too_few_runs_give_the_widest_interval_with_its_coverage_and_no_verdict():
+    # 3 vs 3: no 95 % interval exists; the widest runs from the smallest pairwise ratio 1.9 / 1.1 to the
+    # largest 2.1 / 0.9, and covers 1 - 2 / C(6, 3) = 0.9. It lies above 1.5, yet resolves nothing at 95 %.
     ci = ratio_ci([1.0, 1.1, 0.9], [2.0, 2.1, 1.9], 0.05)
-    assert ci.lo == 0.0 and math.isinf(ci.hi) and verdict(ci, "greater", 1.5) == "not resolved"
+    assert (ci.lo, ci.hi) == pytest.approx((1.9 / 1.1, 2.1 / 0.9))
+    assert ci.confidence == pytest.approx(0.9)
+    assert verdict(ci, "greater", 1.5) == "not resolved"
+    assert verdict(ci, "greater", 1.5, level=0.9) == "holds"
+    one = ratio_ci([1.0], [2.0], 0.05)  # a single pair: no interval at all
+    assert one.lo == 0.0 and math.isinf(one.hi)
 
 
 @pytest.mark.parametrize(
@@ -176,3 +183,61 @@ def test_compression_of_a_target():
     assert facts.compression({"target_spec": {"mount_options": ["noatime", "compress=zstd:3"]}}) == "zstd"
     assert facts.compression({"target_spec": {"mount_options": ["compress-force=lzo"]}}) == "lzo"
     assert facts.compression({"target_spec": {"mount_options": []}}) == "none"
+
+
+def test_a_setting_a_run_left_at_its_default_is_that_default(tmp_path) -> None:
+    """Runs record only PostgreSQL's non-default settings (pg_settings' source): the recorded dirty-bytes
+    study's runs list shared_buffers and max_wal_size but not synchronous_commit or full_page_writes, so a
+    claim's side `synchronous_commit: on` must still find them (PostgreSQL's documented defaults)."""
+    from tests.recorded import STUDIES, ingest
+
+    db = tmp_path / "dirty-bytes.duckdb"
+    ingest(STUDIES / "dirty-bytes", db)
+    f = facts.run_facts(db, "dirty-bytes")
+    assert f.height == 4
+    assert f["synchronous_commit"].to_list() == ["on"] * 4
+    assert f["full_page_writes"].to_list() == ["on"] * 4
+    assert f["commit_delay"].to_list() == ["0"] * 4
+    on = f.filter(evaluate.side_filter({"synchronous_commit": True}))
+    assert on.height == 4
+
+
+def test_the_verdict_table_says_the_coverage_of_an_interval_below_95_percent() -> None:
+    from pgfslab.analysis.verdicts import table
+
+    row = dict.fromkeys(evaluate.RESULT_SCHEMA)
+    row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "cell": "tpcb-like, c=4", "a": "ext4", "b": "xfs"}
+    row |= {"n_a": 3, "n_b": 3, "test": "Hodges-Lehmann ratio, exact rank interval", "verdict": "not resolved"}
+    few = row | {"estimate": 1.05, "lo": 0.9, "hi": 1.2, "coverage": 0.9}
+    many = row | {"n_a": 6, "n_b": 6, "estimate": 1.05, "lo": 0.99, "hi": 1.1, "coverage": 0.9589}
+    res = pl.DataFrame([few, many], schema=evaluate.RESULT_SCHEMA)
+    t = table.verdict_table(res, list(claims.claims()))
+    assert t["here [interval]"].to_list() == ["1.05 [0.90, 1.20] (90 % interval)", "1.05 [0.99, 1.10]"]
+    assert t["runs"].to_list() == ["3+3", "6+6"]
+
+
+def test_a_cell_is_labelled_by_the_settings_it_does_not_leave_at_their_default() -> None:
+    group = {"kind": "tpcb-like", "clients": 8, "rung": None, "regime": "fits_ram"}
+    group |= {"synchronous_commit": "on", "full_page_writes": "on", "commit_delay": "1000", "fsync": None}
+    assert evaluate._cell_label(group) == "tpcb-like, c=8, fits ram, commit_delay=1000"
+
+
+def test_a_setting_a_target_keeps_for_all_its_runs_is_part_of_the_target() -> None:
+    """zfs runs with full_page_writes off for all its runs (the target's setting, the talk's advice), ext4
+    at the default: the targets are compared as they run. Where the study varies the setting within a
+    target (ext4 on and off), targets are compared only at the same value."""
+
+    def runs(t: str, fpw: str, v: float) -> list[dict]:
+        return [
+            {"target": t, "target_label": t, "fs": t, "full_page_writes": fpw, "value": v + i, "run_id": f"{t}{fpw}{i}"}
+            for i in range(6)
+        ]
+
+    c = claim(a={"fs": "ext4"}, b={"fs": "zfs"}, direction="less", threshold=1.0)
+    out = evaluate.evaluate(facts_frame(runs("ext4", "on", 100.0) + runs("zfs", "off", 50.0)), c)
+    assert out.height == 1 and out["a"][0] == "ext4" and out["b"][0] == "zfs"
+    assert out["verdict"][0] == "holds"  # 50..55 against 100..105: the whole interval is below 1
+    varied = runs("ext4", "on", 100.0) + runs("ext4", "off", 80.0) + runs("zfs", "off", 50.0)
+    out = evaluate.evaluate(facts_frame(varied), c)
+    assert out.height == 1 and "full_page_writes=off" in out["cell"][0]
+    assert out["estimate"][0] == pytest.approx(50 / 80, rel=0.05)

@@ -616,12 +616,15 @@ def timeline_with_windows(
     panel_height: int = 90,
     max_points_per_line: int = 1200,
     window_label: str = "checkpoint",
+    marks: pl.DataFrame | None = None,
+    mark_label: str = "snapshot",
 ) -> alt.FacetChart:
     """Lines of `value` over `time`, one per `series` value (e.g. meminfo's Dirty and Writeback;
     `detail` splits lines further, e.g. per repeat), one panel per `facet` value, all panels on one
     y scale; `windows` (columns `facet`, start_s, end_s) are shaded behind the lines (e.g.
     checkpoints: from the server log's `checkpoint starting` to `complete`), and a window with
-    end_s == start_s is drawn as a dashed rule (an event known only to the second)."""
+    end_s == start_s is drawn as a dashed rule (an event known only to the second). `marks` (columns
+    `facet`, at_s) are instants drawn as thin red rules (e.g. the snapshot schedule's creations)."""
     keys = list(dict.fromkeys(c for c in (facet, series, detail) if c))
     lines = downsample_time(df.select(*keys, time, value), time, [value], max_points_per_line, by=keys)
     lines = lines.with_columns(
@@ -635,6 +638,10 @@ def timeline_with_windows(
             pl.col("end_s").cast(pl.Float64).alias("_x1"),
         )
         parts.append(w.with_columns(pl.lit("window").alias("_kind")))
+    has_marks = marks is not None and marks.height > 0
+    if has_marks:
+        m = marks.select(pl.col(facet), pl.col("at_s").cast(pl.Float64).alias("_x0"))
+        parts.append(m.with_columns(pl.lit("mark").alias("_kind")))
     data = pl.concat(parts, how="diagonal_relaxed")
     scale = series_scale or alt.Scale(
         domain=sorted(df[series].unique().to_list()), range=PALETTE[: df[series].n_unique()]
@@ -657,6 +664,13 @@ def timeline_with_windows(
             .encode(x=alt.X("_x0:Q", title=TIME_TITLE))
             .transform_filter("datum._kind == 'window' && datum._x1 <= datum._x0")
         )
+    if has_marks:
+        layers.append(
+            alt.Chart()
+            .mark_rule(color="#d62728", strokeWidth=0.8, opacity=0.7)
+            .encode(x=alt.X("_x0:Q", title=TIME_TITLE))
+            .transform_filter("datum._kind == 'mark'")
+        )
     layers.append(
         alt.Chart()
         .mark_line(strokeWidth=1.3)
@@ -665,11 +679,9 @@ def timeline_with_windows(
     )
     panel_w = (width - 12 * (columns - 1)) // columns
     layered = alt.layer(*layers, data=data).properties(width=panel_w, height=panel_height)
-    sub = (
-        subtitle
-        if subtitle is not None
-        else (f"grey: {window_label} windows" if windows is not None and windows.height else None)
-    )
+    said = [f"grey: {window_label} windows"] if windows is not None and windows.height else []
+    said += [f"red: {mark_label}s"] if has_marks else []
+    sub = subtitle if subtitle is not None else ("; ".join(said) or None)
     return _titled(
         layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns).resolve_scale(
             x="shared", y="shared"

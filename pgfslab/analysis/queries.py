@@ -436,6 +436,25 @@ def run_clock_origin(db: str | Path, study: str) -> dict[str, float]:
     return dict(df.iter_rows())
 
 
+def snapshot_events(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """The snapshot scheduler's events of every successful run (snapshots.csv): `epoch_s` when the
+    action started, `action` (create, delete, ...), `duration_ms`. Empty without snapshots."""
+    if not _has(db, "snapshots"):
+        return pl.DataFrame(
+            schema={"run_id": pl.Utf8, "epoch_s": pl.Float64, "action": pl.Utf8, "duration_ms": pl.Float64}
+        )
+    tc, tp = _tcond(targets)
+    return _frame(
+        db,
+        f"""
+        SELECT {RUN_COLS}, epoch(s.ts) AS epoch_s, s.action, s.duration_ms
+        FROM snapshots s JOIN runs r USING (run_id)
+        WHERE r.study = ? AND r.status = 'ok' {tc}
+        ORDER BY r.plan_index, s.ts""",
+        [study, *tp],
+    )
+
+
 def pgstat(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
     """The pg_stat sampler's rows (pgstat.csv) with `epoch_s`, and per-sample differences:
     `commits_per_s` (xact_commit increase / elapsed), `checkpoints` (checkpoints_timed + _req

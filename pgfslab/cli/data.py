@@ -95,11 +95,6 @@ def _report_ingest(db: Path, s: Any) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    import duckdb
-
-    from pgfslab.ingest import load as ingest
-    from pgfslab.ingest import parsers
-
     files: list[Path] = []
     for p in args.paths:
         if p.is_dir():
@@ -108,6 +103,26 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             files.append(p)
         else:
             raise LabError(f"{p}: no such file or directory")
+    # plain per-transaction logs first, by DuckDB alone (no polars import): pgfslab.ingest.fast
+    from pgfslab.ingest import fast
+
+    done = fast.ingest(args.db, files, fmt=args.format, run_id=args.run, study=args.study, origin=args.origin)
+    for res in done:
+        for line in res.summary():
+            print(line)
+        for w in res.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    rest = files[len(done) :]
+    return _ingest_full(args, rest, len(files)) if rest else 0
+
+
+def _ingest_full(args: argparse.Namespace, files: list[Path], n_files: int) -> int:
+    """The files of `pgfslab ingest` that the fast start did not take, with every format's parser."""
+    import duckdb
+
+    from pgfslab.ingest import load as ingest
+    from pgfslab.ingest import parsers
+
     failures: list[str] = []
     unparsed = 0
     con = duckdb.connect(str(args.db))
@@ -137,7 +152,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if failures:
-        print(f"{len(failures)} of {len(files)} files failed (the database holds the others):", file=sys.stderr)
+        print(f"{len(failures)} of {n_files} files failed (the database holds the others):", file=sys.stderr)
         for f in failures:
             print(f"  {f}", file=sys.stderr)
         return 1
@@ -184,6 +199,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     if args.markdown:
         print(ingest.schema_markdown())
+        return 0
+    if args.sql:
+        print(ingest.schema_sql(), end="")
         return 0
     for table, cols in ingest.all_tables().items():
         print(f"{table}")
@@ -286,6 +304,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
 
     p = sub.add_parser("schema", help="print the database schema (tables, columns, types)")
     p.add_argument("--markdown", action="store_true", help="as Markdown, for the README")
+    p.add_argument("--sql", action="store_true", help="as the SQL that creates it (pgfslab/ingest/schema.sql)")
     p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("paper", help="execute the paper notebook and export PDF and HTML")

@@ -36,6 +36,23 @@ from pgfslab import paths
 from pgfslab.errors import LabError
 from pgfslab.ingest import parsers
 from pgfslab.ingest.parsers._common import FileScan, scan_file
+from pgfslab.ingest.store import (
+    COMPACT,
+    COMPACT_OK,
+    COMPACT_TYPES,
+    FileResult,
+    LineCounts,
+    Target,
+    direct,
+    files_row,
+    forget,
+    next_file_no,
+    numeric_head,
+    rollback,
+    storage_table,
+    warning_texts,
+)
+from pgfslab.ingest.store import insert_row as _insert_row
 
 # Tables the lab itself defines (parsers define theirs in their module's TABLES).
 RUNS: dict[str, Any] = {
@@ -172,18 +189,6 @@ TABLE_DOCS: dict[str, str] = {
     "unparsed_lines": "one row per line of an ingested file that its parser did not understand (wrapper headers, "
     "a torn last line, an unknown line inside a report): `line` (1-based) and `text`, never silently dropped",
 }
-# Tables whose rows can number in the tens of millions are stored compactly: `<table>_rows` holds
-# `file_no` (BIGINT) and the format's columns, and `<table>` is a view that adds file_id,
-# source_file and run_id from `files`. Repeating the 64-character file_id and the source name on
-# every row cost a third of the time of ingesting a 10-million-line log (benchmarks/ingest.py).
-COMPACT: set[str] = {"pgbench_txlog"}
-# How the compact tables store their rows, narrower than they show them (their views give back the
-# documented types): 32-bit integers where the writer's own values are C ints, and a column's
-# commonest value stored as null (`status` 'ok': every row but the failed and skipped ones)
-COMPACT_TYPES: dict[str, dict[str, str]] = {
-    "pgbench_txlog": {"file_no": "INTEGER", "client_id": "INTEGER", "script_no": "INTEGER"}
-}
-COMPACT_OK: dict[str, tuple[str, str]] = {"pgbench_txlog": ("status", "ok")}
 EXTERNAL_DIR = paths.EXTERNAL
 PUBLISHED = "published"
 
@@ -216,11 +221,6 @@ def all_tables() -> dict[str, dict[str, Any]]:
         for name, cols in mod.TABLES.items():
             tables[name] = {**LINK_COLUMNS, **cols}
     return tables
-
-
-def storage_table(table: str) -> str:
-    """Where a table's rows are stored: itself, or `<table>_rows` for the compact tables."""
-    return f"{table}_rows" if table in COMPACT else table
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -302,44 +302,6 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> 
         con.unregister("_frame")
 
 
-@dataclass
-class FileResult:
-    path: Path
-    format: str | None
-    rows: int = 0
-    error: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    direct: bool = False  # loaded by DuckDB's CSV reader (the fast path), not the polars parser
-    lines: LineCounts | None = None
-    tables: dict[str, int] = field(default_factory=dict)  # rows per table
-
-    def summary(self, shown: int = 5) -> list[str]:
-        """The ingest's report of this file: rows per table, the line accounting, and the first
-        `shown` lines not understood (path:line: text)."""
-        per_table = ", ".join(f"{t} {n}" for t, n in self.tables.items() if n) or "no rows"
-        out = [f"{self.path}: {self.format}, {self.rows} rows ({per_table})"]
-        if self.lines is not None:
-            lc = self.lines
-            out[0] += f"; {lc.total} lines: {lc.parsed} parsed, {lc.noise} noise, {lc.not_understood} not understood"
-            for line, text in lc.first_unparsed[:shown]:
-                out.append(f"  not understood: {self.path}:{line}: {text[:120]!r}")
-            if lc.not_understood > shown:
-                out.append(f"  ... and {lc.not_understood - shown} more (table unparsed_lines)")
-        return out
-
-
-@dataclass
-class LineCounts:
-    """What became of a file's lines: total = parsed + noise + not_understood."""
-
-    total: int
-    parsed: int
-    noise: int
-    not_understood: int
-    unparsed: pl.DataFrame  # line, text of the lines not understood
-    first_unparsed: list[tuple[int, str]] = field(default_factory=list)
-
-
 def _count_lines(path: Path) -> int:
     """Lines of a file as `wc -l` counts them, plus a last line without a newline."""
     n = 0
@@ -384,34 +346,14 @@ def line_counts(path: Path, accounting: pl.DataFrame | None, warned: Iterable[in
     return lc
 
 
+def _tables_of(fmt: str) -> Iterable[str]:
+    mod = parsers.FORMATS.get(fmt)
+    return mod.TABLES if mod is not None else ()
+
+
 def _forget(con: duckdb.DuckDBPyConnection, file_id: str, source: str, fmt: str, run_id: str | None = None) -> None:
-    """Delete what an earlier ingest of this file stored: the same content (file_id) for the same run
-    (re-ingesting a log, under any name), or anything stored under this source name. The same content
-    in another run's folder is another file: two runs whose logs happen to be byte-identical (two
-    crashed runs that printed only pgbench's version line) keep one row each."""
-    prev = con.execute(
-        "SELECT file_no, file_id, format, run_id FROM files "
-        "WHERE (file_id = ? AND run_id IS NOT DISTINCT FROM ?) OR source_file = ?",
-        [file_id, run_id, source],
-    ).fetchall()
-    keys = {(file_id, run_id, fmt), *((fid, rid, f) for _, fid, f, rid in prev)}
-    file_nos = sorted(int(n) for n, *_ in prev if n is not None)
-    for fid, rid, f in keys:
-        mod = parsers.FORMATS.get(f)
-        for table in mod.TABLES if mod is not None else ():
-            if table in COMPACT:
-                con.execute(f'DELETE FROM "{storage_table(table)}" WHERE list_contains(?, file_no)', [file_nos])
-            else:
-                con.execute(f'DELETE FROM "{table}" WHERE file_id = ? AND run_id IS NOT DISTINCT FROM ?', [fid, rid])
-        con.execute("DELETE FROM unparsed_lines WHERE file_id = ? AND run_id IS NOT DISTINCT FROM ?", [fid, rid])
-    con.execute(
-        "DELETE FROM files WHERE list_contains(?, file_no) OR (file_id = ? AND run_id IS NOT DISTINCT FROM ?)",
-        [file_nos, file_id, run_id],
-    )
-
-
-def _next_file_no(con: duckdb.DuckDBPyConnection) -> int:
-    return int(con.execute("SELECT nextval('file_no_seq')").fetchall()[0][0])
+    """store.forget with every format's tables (see there)."""
+    forget(con, file_id, source, fmt, run_id, _tables_of)
 
 
 def _file_row(
@@ -429,27 +371,9 @@ def _file_row(
     lines: LineCounts,
 ) -> None:
     _insert_row(
-        con,
-        "files",
-        {
-            "file_id": file_id,
-            "source_file": source,
-            "format": fmt,
-            "run_id": run_id,
-            "study": study,
-            "bytes": path.stat().st_size,
-            "rows": rows,
-            "warnings": warnings,
-            "ingested_at": dt.datetime.now(dt.UTC),
-            "origin": origin,
-            "file_no": file_no,
-            "lines": lines.total,
-            "lines_parsed": lines.parsed,
-            "lines_noise": lines.noise,
-            "lines_not_understood": lines.not_understood,
-        },
+        con, "files", files_row(path, file_id, source, fmt, run_id, study, rows, warnings, origin, file_no, lines)
     )
-    if lines.unparsed.height:
+    if lines.unparsed is not None and lines.unparsed.height:
         _insert(
             con,
             "unparsed_lines",
@@ -459,16 +383,6 @@ def _file_row(
                 pl.lit(run_id, dtype=pl.Utf8).alias("run_id"),
             ),
         )
-
-
-def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
-    """One row by parameters (no frame, no Arrow conversion: cheap for the per-file bookkeeping)."""
-    names = ", ".join(f'"{c}"' for c in row)
-    con.execute(f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" for _ in row)})', list(row.values()))
-
-
-def _warning_texts(path: Path, items: Iterable[tuple[int | None, str]]) -> list[str]:
-    return [f"{path}:{line}: {msg}" if line is not None else f"{path}: {msg}" for line, msg in items]
 
 
 def ingest_file(
@@ -501,7 +415,7 @@ def ingest_file(
     file_id: str | None = None
     if loader is not None:
         (table,) = mod.TABLES
-        if table in COMPACT and _numeric_head(path, mod.NUMERIC_ALPHABET):
+        if table in COMPACT and numeric_head(path, mod.NUMERIC_ALPHABET):
             # the rows do not need the file's hash: hash and check it while DuckDB reads
             done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, None)
             if done is not None:
@@ -520,7 +434,7 @@ def ingest_file(
     tables = parsers.parse(path, fmt)
     warn_frame = tables.pop(parsers.WARNINGS_KEY, None)
     items = [] if warn_frame is None else [(r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)]
-    warnings = _warning_texts(path, items)
+    warnings = warning_texts(path, items)
     lines = line_counts(path, tables.pop(parsers.LINES_KEY, None), (line for line, _ in items))
     if strict and lines.not_understood:
         shown = "; ".join(f"{path}:{n}: {t[:80]!r}" for n, t in lines.first_unparsed[:5])
@@ -535,7 +449,7 @@ def ingest_file(
         _forget(con, file_id, source, fmt, run_id)
         if run_record is not None:
             _store_run(con, run_record)
-        file_no = _next_file_no(con)
+        file_no = next_file_no(con)
         for table, frame in tables.items():
             if table in COMPACT:
                 frame = frame.with_columns(pl.lit(file_no, dtype=pl.Int64).alias("file_no"))
@@ -554,19 +468,9 @@ def ingest_file(
         _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no, lines)
         con.execute("COMMIT")
     except BaseException:
-        _rollback(con)
+        rollback(con)
         raise
     return FileResult(path, fmt, rows, None, warnings, lines=lines, tables=per_table)
-
-
-def _numeric_head(path: Path, alphabet: bytes) -> bool:
-    """Whether the first 64 KiB hold only `alphabet` (a log without status words, most likely)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 16)
-    except OSError:
-        return False
-    return bool(head) and not head.translate(None, alphabet)
 
 
 def _direct(
@@ -583,70 +487,18 @@ def _direct(
     run_record: dict[str, Any] | None,
     scan: FileScan | None,
 ) -> FileResult | None:
-    """One transaction of a format's DuckDB fast path; None (and the database untouched) when it
-    does not apply or fails: the caller then takes the exact parser. With `scan` None (compact
-    tables only) the file is hashed and checked in a thread while DuckDB reads it, and the result
-    is committed only if that check agrees (only digits, spaces and newlines, one row per line)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    con.execute("BEGIN TRANSACTION")
-    try:
-        file_no = _next_file_no(con)
-        link: dict[str, Any] = (
-            {"file_no": file_no}
-            if table in COMPACT
-            else {"file_id": scan.sha256 if scan else None, "source_file": source, "run_id": run_id}
-        )
-        if scan is None:
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                pending = pool.submit(scan_file, path, mod.NUMERIC_ALPHABET)
-                try:
-                    loaded = loader(con, path, None, link, storage_table(table))
-                finally:
-                    check = pending.result()
-            if (
-                loaded is None
-                or check.foreign
-                or not check.ends_with_newline
-                or check.size == 0
-                or loaded[0] != check.newlines
-            ):
-                _rollback(con)
-                return None
-        else:
-            check = scan
-            loaded = loader(con, path, scan, link, storage_table(table))
-            if loaded is None:
-                _rollback(con)
-                return None
-        # old rows of this content or source go now: the new rows' files row is not there yet
-        _forget(con, check.sha256, source, fmt, run_id)
-        if run_record is not None:
-            _store_run(con, run_record)
-        rows, items = loaded
-        warnings = _warning_texts(path, items)
-        # the fast path takes only files whose every line is a row (each newline-terminated)
-        lines = LineCounts(
-            check.newlines, rows, 0, check.newlines - rows, pl.DataFrame(schema={"line": pl.Int64, "text": pl.Utf8})
-        )
-        if lines.not_understood:
-            raise RuntimeError("rows and lines differ: the exact parser decides")
-        _file_row(con, path, check.sha256, source, fmt, run_id, study, rows, len(warnings), origin, file_no, lines)
-        con.execute("COMMIT")
-        return FileResult(path, fmt, rows, None, warnings, direct=True, lines=lines, tables={table: rows})
-    except Exception:
-        _rollback(con)  # the exact parser says what is wrong (or reads the file after all)
-        return None
-    except BaseException:
-        _rollback(con)
-        raise
-
-
-def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        con.execute("ROLLBACK")
-    except duckdb.Error:  # no transaction open any more (a failed COMMIT ends it)
-        pass
+    """store.direct with this module's files row and run (see there)."""
+    return direct(
+        con,
+        path,
+        loader,
+        Target(fmt, table, source, run_id, study, origin),
+        scan,
+        mod.NUMERIC_ALPHABET,
+        tables_of=_tables_of,
+        file_row=lambda *args: _file_row(*args),  # looked up at call time (tests replace it)
+        store_run=None if run_record is None else (lambda c: _store_run(c, run_record)),
+    )
 
 
 def _store_run(con: duckdb.DuckDBPyConnection, record: dict[str, Any]) -> None:
@@ -777,6 +629,25 @@ def schema_markdown() -> str:
         out += [f"| `{c}` | {_duck_type(t)} |" for c, t in cols.items() if c not in LINK_COLUMNS or table in TABLE_DOCS]
         out.append("")
     return "\n".join(out)
+
+
+def schema_sql() -> str:
+    """The statements `create_schema` runs on an empty database, one per line, as DuckDB writes them
+    back: `pgfslab/ingest/schema.sql` (`python -m pgfslab schema --sql`), which the ingest command's
+    fast start (pgfslab.ingest.fast) runs without importing the parsers."""
+    con = duckdb.connect(":memory:")
+    try:
+        create_schema(con)
+        seqs = con.execute("SELECT sql FROM duckdb_sequences() ORDER BY sequence_name").fetchall()
+        tables = con.execute("SELECT sql FROM duckdb_tables() WHERE NOT internal ORDER BY table_oid").fetchall()
+        views = con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal ORDER BY view_oid").fetchall()
+    finally:
+        con.close()
+    head = [
+        "-- The lab's database schema: the statements pgfslab.ingest.load.create_schema runs on an empty database.",
+        "-- Generated by `python -m pgfslab schema --sql > pgfslab/ingest/schema.sql`; tests/test_fast_ingest.py checks it.",
+    ]
+    return "\n".join(head + [" ".join(str(r[0]).split("\n")) for r in seqs + tables + views]) + "\n"
 
 
 # ---------------------------------------------------------------- study folders (run.json etc.)

@@ -19,7 +19,7 @@ import psycopg
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets, zfs
-from pgfslab.run import precision, provenance
+from pgfslab.run import provenance
 from pgfslab.run.common import (
     PG_TOOLS,
     SCHEMA_VERSION,
@@ -39,6 +39,7 @@ from pgfslab.run.common import (
 )
 from pgfslab.run.crash_cycle import _durability_run
 from pgfslab.run.interrupt import release_after_interrupt
+from pgfslab.run.phases import Phases, process_age_s
 from pgfslab.run.progress import Progress, fmt_s
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import fsmicro_spec, pgbench, process, sysbench
@@ -101,7 +102,13 @@ def _timeout(cfg: dict[str, Any], duration: float) -> float:
 
 
 def _pg_run(
-    cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str, record: dict[str, Any]
+    cfg: dict[str, Any],
+    spec: cfgmod.RunSpec,
+    rdir: Path,
+    mnt: targets.Mounted,
+    label: str,
+    record: dict[str, Any],
+    ph: Phases | None = None,
 ) -> process.Outcome:
     """One pgbench or sysbench run against the target's cluster (in its cgroup, with its samplers).
 
@@ -120,19 +127,33 @@ def _pg_run(
     server: dict[str, Any] = {}
     record["server"] = server
     log_at: list[Any] = []
+    ph = ph or Phases()
     try:
-        with (
-            cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg,
-            postgres.running(
-                mnt.path / "pgdata", server_port(cfg, spec.target), bindir, user, run_settings=settings, wrap=cg.command
-            ) as cl,
-        ):
+        with contextlib.ExitStack() as outer:
+            outer.callback(ph.lap, "cgroup_remove")
+            cg = outer.enter_context(cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits))
+            ph.lap("cgroup")
+            # Kept: a fresh server per run (started after the cache drop, stopped with its shutdown
+            # checkpoint): no run inherits another's shared buffers, dirty pages or WAL to checkpoint.
+            outer.callback(ph.lap, "server_stop")
+            cl = outer.enter_context(
+                postgres.running(
+                    mnt.path / "pgdata",
+                    server_port(cfg, spec.target),
+                    bindir,
+                    user,
+                    run_settings=settings,
+                    wrap=cg.command,
+                )
+            )
+            ph.lap("server_start")
             log_at[:] = [cl.log, log_size(cl.log)]
             cl.dbname = dbname  # the run's data set: its facts and pg_stat_database samples are that database's
             server["start_notes"] = list(cl.notes)
             record["postgres_settings"] = settings
             if cfg["run"].get("prewarm"):
                 record["prewarm"] = _prewarm(cl)
+                ph.lap("prewarm")
             record["postgres_before"] = cl.facts()
             if wl["tool"] == "pgbench":
                 cmd = pgbench.run_command(
@@ -149,7 +170,9 @@ def _pg_run(
                     cl.sockdir, cl.port, {**wl, "duration_s": duration}, spec.clients, cfg["run"], dataset, dbname
                 )
             record["commands"] = [cmd]
+            ph.lap("facts_before")  # the server's settings and sizes before the run (a first connection)
             with contextlib.ExitStack() as stack:
+                stack.callback(ph.lap, "samplers_stop")
                 smp = stack.enter_context(Samplers(rdir, cfg["sampler"], cl.conninfo))
                 sched = None
                 if snaps and mnt.zfs:
@@ -170,12 +193,15 @@ def _pg_run(
                             rdir,
                         )
                     )
+                ph.lap("samplers_start")
                 if wl["tool"] == "pgbench":
                     outcome = pgbench.execute(
                         cg.command(cmd), rdir, "pgbench.stdout", "pgbench.stderr", timeout, Progress(label), duration
                     )
                 else:
                     outcome = sysbench.execute(cg.command(cmd), rdir, timeout, Progress(label))
+                # pgbench's own start (connections, the vacuum of its tables) is tool_overhead
+                ph.lap_tool(None if wl.get("transactions") else duration)
             record["sampler"] = {**cfg["sampler"], **smp.record()}
             if sched is not None:
                 record["snapshots"] = sched.summary()
@@ -186,6 +212,7 @@ def _pg_run(
                 except psycopg.Error as exc:  # e.g. in crash recovery after a backend was killed
                     server["facts_error"] = one_line(exc)
             record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
+            ph.lap("facts_after")
         server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
     finally:
         if log_at:
@@ -238,7 +265,13 @@ def _run_error(
 
 
 def _fs_run(
-    cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str, record: dict[str, Any]
+    cfg: dict[str, Any],
+    spec: cfgmod.RunSpec,
+    rdir: Path,
+    mnt: targets.Mounted,
+    label: str,
+    record: dict[str, Any],
+    ph: Phases | None = None,
 ) -> process.Outcome:
     """One file-system micro-benchmark run in the target's file system (no PostgreSQL)."""
     wl = cfg["workloads"][spec.workload]
@@ -248,8 +281,12 @@ def _fs_run(
     record["commands"] = [cmd]
     timeout = _duration(cfg, wl) * cfg["run"]["timeout_factor"] + 600  # set-up (pre-created files) is extra
     parse = process.regex_progress(r"(\d+) ops", lambda m: f"{m.group(0)}")
+    ph = ph or Phases()
     with Samplers(rdir, cfg["sampler"]) as smp:
+        ph.lap("samplers_start")
         outcome = process.execute(cmd, rdir, "fsmicro.stdout", "fsmicro.stderr", timeout, Progress(label), parse)
+        ph.lap_tool(float(op["duration_s"]))  # fsmicro's pre-created files and its report: tool_overhead
+    ph.lap("samplers_stop")
     record["sampler"] = {**cfg["sampler"], **smp.record()}
     return outcome
 
@@ -261,6 +298,8 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     the partial logs stay. An interrupted run (Ctrl-C, SIGTERM, a lab error) leaves its partial
     logs and a `run.incomplete.json` marker, and writes no run.json, so a re-run redoes it.
     """
+    started = process_age_s()  # the command's start: Python, imports, the config read
+    ph = Phases()
     spec, total = cfgmod.find_run(cfg, run_id)
     study = cfg["study"]
     raw = cfgmod.raw_dir_of(cfg)
@@ -319,27 +358,42 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     }
     write_json(rdir / "run.incomplete.json", record)
     t0 = time.monotonic()
+    ph.lap("provenance")  # host, tools' versions, git: what the run.json says about where it ran
     wd = cfgmod.workdir(cfg)
     vm_rec: dict[str, Any] = {}
     wal = tspec.get("wal_on")
     try:
-        with (
-            sysctl.applied(sysctl.settings_from_config(cfgmod.os_for(cfg, spec.workload))) as vm_rec,
-            targets.zfs_service(wd, [tspec] + ([cfg["targets"][wal]] if wal else [])),
-            targets.mounted(wd, spec.target, tspec, user, study=study) as mnt,
-            (
-                targets.mounted(wd, wal, cfg["targets"][wal], user, study=study) if wal else contextlib.nullcontext()
-            ) as wmnt,
-        ):
+        with contextlib.ExitStack() as stack:
+            # each callback is pushed before the context it times, so it runs right after that one's exit
+            stack.callback(ph.lap, "sysctl_restore")
+            vm_rec = stack.enter_context(sysctl.applied(sysctl.settings_from_config(cfgmod.os_for(cfg, spec.workload))))
+            ph.lap("sysctl")
+            stack.callback(ph.lap, "zfs_stop")
+            stack.enter_context(targets.zfs_service(wd, [tspec] + ([cfg["targets"][wal]] if wal else [])))
+            ph.lap("zfs_start")
+            stack.callback(ph.lap, "unmount")
+            mnt = stack.enter_context(targets.mounted(wd, spec.target, tspec, user, study=study))
+            wmnt = (
+                stack.enter_context(targets.mounted(wd, wal, cfg["targets"][wal], user, study=study)) if wal else None
+            )
+            ph.lap("mount")
             record["vm_applied"] = vm_rec
             record["mount"] = mnt.describe()
             record["fallback"] = mnt.fallback
             record["fs_label"] = mnt.fs_label
             if wmnt is not None:
                 record["wal"] = wal_record(wal, wmnt, wal_dir(wmnt, spec.target))
+            # Kept: every run starts from the same cold page cache (and the sync flushes what the previous
+            # run or another study left dirty), so runs of a study are comparable whatever ran before them.
             record["caches"] = sysctl.drop_caches() if cfg["run"]["drop_caches"] else "kept"
-            runner = {"fsmicro": _fs_run, "durability": _durability_run}.get(wl["tool"], _pg_run)
-            outcome = runner(cfg, spec, rdir, mnt, label, record)
+            ph.lap("drop_caches")
+            if wl["tool"] == "fsmicro":
+                outcome = _fs_run(cfg, spec, rdir, mnt, label, record, ph)
+            elif wl["tool"] == "durability":
+                outcome = _durability_run(cfg, spec, rdir, mnt, label, record)
+                ph.lap("durability_cycle")
+            else:
+                outcome = _pg_run(cfg, spec, rdir, mnt, label, record, ph)
             record[wl["tool"]] = {
                 "returncode": outcome.returncode,
                 "wall_s": outcome.wall_s,
@@ -354,6 +408,7 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
                 record["compsize"] = _compsize(mnt.path)
             if mnt.zfs:
                 record["zfs_footprint"] = zfs.footprint(mnt.zfs["dataset"])
+            ph.lap("footprint")  # used bytes, compsize: what the run left on the target
     except BaseException as exc:
         record["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
         record["error"] = str(exc) or type(exc).__name__
@@ -375,6 +430,9 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
     record["ended_at"] = now()
     record["wall_s"] = round(time.monotonic() - t0, 3)
     record["files"] = sorted(p.name for p in rdir.iterdir() if p.name != "run.incomplete.json")
+    ph.lap("finish")
+    # the process's own start before run_one (outside wall_s, which starts at the first mount step)
+    record["phases_s"] = {"process_start": started, **ph.record()} if started is not None else ph.record()
     write_json(rdir / "run.json", record)
     (rdir / "run.incomplete.json").unlink()
     tps = _summary_tps(rdir)
@@ -402,6 +460,10 @@ def _setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
 def _precision_gate(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, total: int) -> Path | None:
     """An optional round (study key `precision`) runs only while its cell is not yet precise and the
     budget lasts; otherwise its run.json says `skipped` and why, and nothing is measured."""
+    # imported here: its statistics (polars, numpy) cost a second or more at every run's start, and only
+    # an optional round needs them
+    from pgfslab.run import precision
+
     decision = precision.decide(cfg, spec)
     label = f"run {spec.plan_index + 1}/{total} {spec.run_id}"
     say(label, precision.progress_line(cfg, decision))

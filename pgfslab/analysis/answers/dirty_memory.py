@@ -117,6 +117,35 @@ def figure_data(mem: pl.DataFrame, shown_runs: pl.Series, windows: pl.DataFrame)
     return shown, wins
 
 
+def throughput_figure_data(
+    tps: pl.DataFrame,
+    shown_runs: pl.Series,
+    windows: pl.DataFrame,
+    snapshots: pl.DataFrame,
+    origin: Mapping[str, float],
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The throughput figure's three layers for `shown_runs`, on the samplers' clock: their per-second
+    throughput with a `panel` label (the cells side by side, e.g. seed 000's two dirty_background_bytes
+    settings), their checkpoint windows, and the snapshot creations (`at_s` = the event's epoch minus
+    the run's clock origin) as marks, each with the same `panel`."""
+    shown = charts.panel_labels(tps.filter(pl.col("run_id").is_in(shown_runs.implode())))
+    panels = shown.select("run_id", "panel").unique()
+    wins = windows.join(panels, on="run_id", how="inner", maintain_order="left").with_columns(
+        pl.col("end_s").fill_null(pl.col("start_s"))
+    )
+    marks = (
+        snapshots.filter(pl.col("action") == "create")
+        .join(panels, on="run_id", how="inner", maintain_order="left")
+        .select(
+            "run_id",
+            "panel",
+            (pl.col("epoch_s") - pl.col("run_id").replace_strict(dict(origin), default=None)).alias("at_s"),
+        )
+        .drop_nulls("at_s")
+    )
+    return shown, wins, marks
+
+
 def per_run(mem: pl.DataFrame, tps: pl.DataFrame, windows: pl.DataFrame, pgs: pl.DataFrame) -> pl.DataFrame:
     """Per run: how much dirty memory, how many checkpoints, and how much of the throughput's variation
     falls in them?

@@ -73,18 +73,23 @@ def family(benchmark: pl.Expr) -> pl.Expr:
 def pgbench_items(
     runs: pl.DataFrame, published: pl.DataFrame, workloads: Mapping[str, dict[str, Any] | None], scale: Any
 ) -> pl.DataFrame:
-    """Seed 001: pgbench tps by built-in script. Ours: the median over repeats per built-in script (from
-    the config's `workloads`), target and client count of the runs' tps (`queries.headline`); theirs:
-    every published run of a script we ran (`queries.published_pgbench`), with its synchronous_commit."""
+    """Seed 001: pgbench tps by built-in script. Ours: the median over repeats per workload (its built-in
+    script from the config's `workloads`), target and client count of the runs' tps (`queries.headline`),
+    never pooled across workloads (sync on, sync off and each WAL setting are workloads of their own);
+    theirs: every published run of a script we ran (`queries.published_pgbench`), with its
+    synchronous_commit."""
     pgb = runs.filter((pl.col("tool") == "pgbench") & pl.col("value").is_not_null())
     if not (pgb.height and published.height):
         return _empty()
     builtins = {w: (s or {}).get("builtin") for w, s in workloads.items()}
     ours = (
-        pgb.with_columns(_base(runs).replace_strict(builtins, default=None, return_dtype=pl.Utf8).alias("builtin"))
-        .group_by("builtin", "target_label", "clients")
+        pgb.with_columns(
+            _base(runs).alias("base"),
+            _base(runs).replace_strict(builtins, default=None, return_dtype=pl.Utf8).alias("builtin"),
+        )
+        .group_by("builtin", "base", "target_label", "clients")
         .agg(pl.col("value").median().alias("tps"), pl.len().alias("n"))
-        .sort("builtin", "clients", "target_label")
+        .sort("builtin", "clients", "target_label", "base")
     )
     theirs = published.filter(pl.col("builtin").is_in(ours["builtin"].drop_nulls().implode()))
     sync = (
@@ -100,7 +105,9 @@ def pgbench_items(
                 ours,
                 PGBENCH,
                 LAB,
-                pl.format("{} · {} · c={}", _text("builtin"), _text("target_label"), _text("clients")),
+                pl.format(
+                    "{} · {} · c={} · {}", _text("builtin"), _text("target_label"), _text("clients"), _text("base")
+                ),
                 pl.col("tps"),
                 "tps",
                 pl.format("median of {} runs, scale {}", _text("n"), pl.lit(str(scale))),

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from pgfslab.analysis.verdicts.claims import Claim
-from pgfslab.analysis.verdicts.facts import PG_KEYS
+from pgfslab.analysis.verdicts.facts import PG_DEFAULTS, PG_KEYS
 from pgfslab.analysis.verdicts.ratio import ratio_ci, verdict
 
 # what a target is (set per target in a study) and what a run is (set per workload, or per target)
@@ -77,7 +77,8 @@ def _cell_label(group: dict[str, Any]) -> str:
         parts.append(f"d{group['rung']}")
     if group.get("regime"):
         parts.append(str(group["regime"]).replace("_", " "))
-    parts += [f"{k}={v}" for k, v in group.items() if k in RUN_KEYS and v is not None]
+    # the settings the cell shares that are not PostgreSQL's defaults (a default says nothing of the cell)
+    parts += [f"{k}={v}" for k, v in group.items() if k in RUN_KEYS and v is not None and v != PG_DEFAULTS.get(k)]
     return ", ".join(parts)
 
 
@@ -101,6 +102,19 @@ def scope(facts: pl.DataFrame, claim: Claim) -> pl.DataFrame:
     return f
 
 
+def run_dims(f: pl.DataFrame, named: set[str], across: bool) -> list[str]:
+    """The run settings that define a cell, besides those the claim names. Comparing targets, a setting
+    that never varies within any target is part of what the target is (e.g. a zfs target's
+    full_page_writes off, set for the target as the talk recommends), not a cell: ext4 as it runs and
+    zfs as it runs are compared. A setting the study varies within a target (per workload) still splits
+    cells, so targets are only compared at the same value of it."""
+    keys = [k for k in RUN_KEYS if k not in named]
+    if not across or f.is_empty():
+        return keys
+    varies = f.group_by("target_label").agg(pl.col(k).n_unique() for k in keys)
+    return [k for k in keys if int(varies[k].max() or 0) > 1]
+
+
 def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataFrame:
     """One row per cell and pair of targets where both sides of the claim ran (empty: not tested here)."""
     f = scope(facts, claim)
@@ -111,8 +125,9 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     named = set(claim.a) | set(claim.b)
     # a claim about settings compares them on one target (grouped by target); a claim about targets
     # compares targets that agree in every target key it does not name
-    by_target = ["target_label"] if not named & set(TARGET_KEYS) else [k for k in TARGET_KEYS if k not in named]
-    dims = [*CELL_DIMS, *(k for k in RUN_KEYS if k not in named), *by_target]
+    across = bool(named & set(TARGET_KEYS))
+    by_target = [k for k in TARGET_KEYS if k not in named] if across else ["target_label"]
+    dims = [*CELL_DIMS, *(k for k in run_dims(f, named, across)), *by_target]
     side_a, side_b = f.filter(side_filter(claim.a)), f.filter(side_filter(claim.b))
     rows = []
     for key, part_a in side_a.group_by(dims, maintain_order=True):
@@ -141,7 +156,7 @@ def _row(
     else:
         ci = ratio_ci(a, b, alpha)
         est, lo, hi, coverage = ci.ratio, ci.lo, ci.hi, ci.confidence
-        v = verdict(ci, claim.direction, threshold)  # type: ignore[arg-type]
+        v = verdict(ci, claim.direction, threshold, 1 - alpha)  # type: ignore[arg-type]
         test = "Hodges-Lehmann ratio, exact rank interval"
         if claim.quantity == "variance_ratio":
             test += " (per-run CV)"

@@ -18,6 +18,16 @@ from pgfslab.host.sysctl import parse_bytes
 
 # settings a claim may name, read from the run's effective PostgreSQL settings
 PG_KEYS = ("synchronous_commit", "fsync", "full_page_writes", "wal_init_zero", "wal_recycle", "commit_delay")
+# PostgreSQL's defaults of those (the same in 12 to 17): a run records only the settings that are not at
+# their default (pg_settings' source), so a run that does not name one ran with this value
+PG_DEFAULTS = {
+    "synchronous_commit": "on",
+    "fsync": "on",
+    "full_page_writes": "on",
+    "wal_init_zero": "on",
+    "wal_recycle": "on",
+    "commit_delay": "0",
+}
 REGIMES = ("fits_shared_buffers", "fits_ram", "exceeds_ram")
 _COMPRESS = re.compile(r"^compress(?:-force)?(?:=([a-z0-9]+))?")
 
@@ -94,6 +104,8 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         }
         for key in PG_KEYS:
             v = settings.get(key, (in_force.get(key) or {}).get("setting"))
+            if v is None and in_force:
+                v = PG_DEFAULTS[key]  # the server's facts were read and did not list it: at its default
             row[key] = None if v is None else str(v).lower()
         rows.append(row)
     schema: dict[str, Any] = {

@@ -6,6 +6,11 @@ exponentiated); its interval inverts the exact Mann-Whitney test that the signif
 (order statistics of the pairwise log-ratios at the test's critical value), so the interval and the
 test agree: the interval excludes 1 exactly when the rank test is significant at the same level.
 It needs no normality and no equal variances, only that B is A shifted on the log scale.
+
+Few runs (3 against 3, 2 against 2) cannot give an interval at 95 %: the widest one, from the smallest to
+the largest pairwise ratio, covers 1 - 2 / C(n_a + n_b, n_a) (90 % for 3 against 3). It is reported with
+that coverage, so the reader sees what the runs say, and no verdict is drawn from it (`verdict` asks for
+the coverage that was asked for).
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ class RatioCI:
 
 
 def ratio_ci(a: np.ndarray | list[float], b: np.ndarray | list[float], alpha: float = 0.05) -> RatioCI:
-    """B/A with its 1 - alpha (or more) distribution-free interval; (0, inf) when the run counts are too
-    small for any interval at that level (n = 3 vs 3 at alpha 0.05)."""
+    """B/A with its 1 - alpha (or more) distribution-free interval; when the run counts are too small for
+    any interval at that level (n = 3 vs 3 at alpha 0.05), the widest there is (the smallest to the largest
+    pairwise ratio) with its lower exact coverage."""
     xa, xb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     n_a, n_b = len(xa), len(xb)
     if n_a == 0 or n_b == 0:
@@ -49,22 +55,24 @@ def ratio_ci(a: np.ndarray | list[float], b: np.ndarray | list[float], alpha: fl
     d = np.sort((xb[None, :] - xa[:, None]).ravel())
     point = float(np.exp(np.median(d)))
     c = critical_u(n_a, n_b, alpha)
-    if c is None:
-        return RatioCI(point, 0.0, math.inf, n_a, n_b, math.nan)
-
+    if c is None:  # no interval reaches 1 - alpha: the widest one, with the coverage it has
+        if len(d) < 2:
+            return RatioCI(point, 0.0, math.inf, n_a, n_b, math.nan)
+        c = 0
     coverage = 1 - 2 * float(u_null_cdf(n_a, n_b)[c])
     return RatioCI(point, float(np.exp(d[c])), float(np.exp(d[len(d) - 1 - c])), n_a, n_b, coverage)
 
 
-def verdict(ci: RatioCI, direction: Direction, threshold: float) -> Verdict:
-    """What the interval says of a claim about B/A.
+def verdict(ci: RatioCI, direction: Direction, threshold: float, level: float = 0.95) -> Verdict:
+    """What the interval says of a claim about B/A; an interval covering less than `level` (too few runs
+    for one that does) resolves nothing.
 
     within t:   holds if the whole interval lies in [1 - t, 1 + t]; does not hold if none of it does.
     greater f:  holds if the interval lies at or above f; does not hold if it lies below f.
     less f:     holds if the interval lies at or below f; does not hold if it lies above f.
     Anything else is not resolved at the precision reached (the interval straddles the claim's edge)."""
     lo, hi = ci.lo, ci.hi
-    if math.isnan(ci.ratio):
+    if math.isnan(ci.ratio) or not ci.confidence >= level - 1e-9:
         return "not resolved"
     if direction == "within":
         if 1 - threshold <= lo and hi <= 1 + threshold:

@@ -39,13 +39,17 @@ def _expects(c: Claim) -> str:
     return "—"
 
 
-def _interval(est: float | None, lo: float | None, hi: float | None, quantity: str) -> str:
+def _interval(
+    est: float | None, lo: float | None, hi: float | None, quantity: str, coverage: float | None = None
+) -> str:
     if est is None or (isinstance(est, float) and math.isnan(est)):
         return "–"
     if quantity == "saving":
         return f"{100 * est:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"
     hi_s = "∞" if hi is None or math.isinf(hi) else f"{hi:.2f}"
-    return f"{est:.2f} [{lo:.2f}, {hi_s}]"
+    # an interval below 95 % is the widest the run counts allow: its coverage is said beside it
+    low = coverage is not None and math.isfinite(coverage) and coverage < 0.9495
+    return f"{est:.2f} [{lo:.2f}, {hi_s}]" + (f" ({100 * coverage:.0f} % interval)" if low else "")
 
 
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
@@ -53,7 +57,8 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     interval, the runs per side (n A + n B), the test and the verdict."""
     df = results.filter(pl.col("verdict").is_in(list(VERDICT_COLORS))).join(_claim_frame(claims), on="claim")
     text = [
-        _interval(e, lo, hi, q) for e, lo, hi, q in zip(df["estimate"], df["lo"], df["hi"], df["quantity"], strict=True)
+        _interval(e, lo, hi, q, cov)
+        for e, lo, hi, q, cov in zip(df["estimate"], df["lo"], df["hi"], df["quantity"], df["coverage"], strict=True)
     ]  # formatting only: one string per row of a table of a few dozen rows
     return df.with_columns(pl.Series("here", text, dtype=pl.Utf8)).select(
         "claim",

@@ -12,7 +12,7 @@ Every format module has:
 A module may also offer a fast path for the ingest of big files: ``load_direct(con, path, scan,
 link, table)`` inserts the rows straight from DuckDB's CSV reader and returns ``(rows, warnings)``,
 or None when the file is not plainly well-formed (``DIRECT_ALPHABET``/``DIRECT_COUNT``/
-``NUMERIC_ALPHABET`` tell ``_common.scan_file`` what to check); the ingest then uses ``parse()``,
+``NUMERIC_ALPHABET`` tell ``pgfslab.ingest.scan.scan_file`` what to check); the ingest then uses ``parse()``,
 which stays the reference: both must give the same rows (pgbench-txlog has one).
 
 Errors: a file that is empty, truncated, garbage or another tool's raises :class:`ParseError`,
@@ -38,9 +38,11 @@ pgbench-txlog       pgbench_txlog         ``--log`` per-transaction files ``pref
 meminfo             meminfo               the lab's /proc/meminfo sampler (``pgfslab.run.sampler``)
 diskstats           diskstats             the lab's /proc/diskstats sampler (per device, 11/15/17 counters)
 vmstat              vmstat                the lab's /proc/vmstat sampler (long: ts, key, value)
-sysbench            sysbench_interval,    sysbench 1.0/1.1 stdout of ``run``: ``--report-interval`` lines,
-                    sysbench_summary,     the end-of-run report, the ``--histogram``
-                    sysbench_histogram
+sysbench            sysbench_interval,    sysbench 0.4-1.1 stdout of ``run`` (OLTP, cpu, fileio, memory):
+                    sysbench_summary,     ``--report-interval`` lines, the end-of-run report, the
+                    sysbench_histogram,   ``--histogram``, the set-up lines; runs appended in one
+                    sysbench_options      file (``run_index``)
+iostat-json         iostat                sysstat ``iostat -o JSON`` (the same long table as the text form)
 fs-ops              fs_ops,               file-system micro-benchmark result tables in cockroach
                     fs_ops_interval       ``workload``'s layout (totals, and per-second progress)
 published-table     published_*           curated CSV of published results (``data/external/``)
@@ -66,6 +68,7 @@ from pgfslab.ingest.parsers import (
     durability,
     fs_ops,
     iostat,
+    iostat_json,
     meminfo,
     meminfo_capture,
     pgbench_aggregate,
@@ -131,6 +134,7 @@ FORMATS: dict[str, ParserModule] = {
         meminfo_capture,
         vmstat_text,
         iostat,
+        iostat_json,
         fs_ops,
         published_table,
         durability,

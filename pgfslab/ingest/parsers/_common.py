@@ -12,6 +12,11 @@ from typing import Any, TypeAlias
 
 import polars as pl
 
+from pgfslab.ingest.scan import FileScan, first_line, scan_file
+
+# re-exported: the parsers and the ingest import them from here
+__all__ = ["FileScan", "first_line", "scan_file"]
+
 # A polars dtype as written in TABLES: a class (pl.Int64) or an instance (pl.Datetime("us", "UTC")).
 DType: TypeAlias = Any
 Schema: TypeAlias = dict[str, DType]
@@ -155,13 +160,14 @@ def read_lines(path: Path) -> Lines:
     return split_lines(decode(path, read_bytes(path)))
 
 
-# blank lines, and the prompt line of a pasted terminal session (`user@host:dir$ cmd`, `# cmd`, `~ $ cmd`)
+# blank lines, and the prompt line of a pasted terminal session (`user@host:dir$ cmd`, `user@host: ~$ cmd`,
+# `# cmd`, `~ $ cmd`)
 BLANK = r"^\s*$"
 
 
 def prompt(command: str) -> str:
     """A regex for the shell prompt line that ran `command` (the line a pasted session starts with)."""
-    return rf"^(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*[$#>]|\S*\s*[$#>%]|\[[^\]]*\][$#])\s*(?:sudo (?:-\S+ )*)?(?:\w+=\S*\s+)*{command}(?:\s|$)"
+    return rf"^(?:[\w.-]+@[\w.-]+(?::\s*[^\s$#]*)?\s*[$#>]|\S*\s*[$#>%]|\[[^\]]*\][$#])\s*(?:sudo (?:-\S+ )*)?(?:\w+=\S*\s+)*{command}(?:\s|$)"
 
 
 def conform(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:
@@ -187,6 +193,27 @@ def first_true(mask: pl.Series) -> int | None:
     """Index of the first True in a boolean series (nulls count as False)."""
     idx = mask.fill_null(False).arg_true()
     return None if idx.len() == 0 else int(idx[0])
+
+
+def cast_checked(path: Path, frame: pl.DataFrame, raw: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+    """Cast the string columns of `raw` (one row per line of `frame`, which has `line` and `text`) to
+    `schema` (NaN becomes null); a number that does not fit raises ParseError at its line."""
+    casts = [pl.col(c).cast(t, strict=False) for c, t in schema.items() if c in raw.columns and t != pl.String]
+    values = raw.with_columns(casts)
+    over = values.select(
+        pl.any_horizontal(
+            [
+                raw[c].is_not_null() & (pl.col(c).is_null() | (pl.col(c).is_infinite() if t == pl.Float64 else False))
+                for c, t in schema.items()
+                if c in raw.columns and t != pl.String
+            ]
+            or [pl.lit(False)]
+        )
+    ).to_series()
+    row = first_true(over)
+    if row is not None:
+        raise ParseError(path, int(frame["line"][row]), f"number out of range: {excerpt(frame['text'][row])}")
+    return values.with_columns(nan_to_null(*[c for c, t in schema.items() if t == pl.Float64 and c in raw.columns]))
 
 
 # ----------------------------------------------------------------------------- big space-separated logs
@@ -254,13 +281,6 @@ def _line_at(path: Path, number: int) -> bytes:
             if i == number:
                 return raw.rstrip(b"\r\n")
     return b""
-
-
-def first_line(path: Path, limit: int = 1 << 16) -> bytes:
-    with open(path, "rb") as fh:
-        head = fh.read(limit)
-    pos = head.find(b"\n")
-    return (head if pos < 0 else head[:pos]).rstrip(b"\r")
 
 
 def field_problem(tokens: list[bytes], fields: Sequence[Field]) -> str | None:
@@ -497,53 +517,3 @@ def check_finite(path: Path, frame: pl.DataFrame, columns: Sequence[str]) -> Non
     row = first_true(frame.select(pl.any_horizontal([pl.col(c).is_infinite() for c in columns])).to_series())
     if row is not None:
         raise ParseError(path, int(frame["line"][row]), f"number too large: {excerpt(frame['text'][row])}")
-
-
-# ----------------------------------------------------------------------------- one pass over a big file
-
-
-@dataclass(frozen=True)
-class FileScan:
-    """What one read of a file found: its SHA-256 (the ingest's file_id), size, number of newlines,
-    whether it holds a byte outside `alphabet`, whether it ends with a newline, and how often each
-    byte of `count` occurs."""
-
-    sha256: str
-    size: int
-    newlines: int
-    foreign: bool
-    ends_with_newline: bool
-    counts: dict[int, int]
-
-
-def scan_file(path: Path, alphabet: bytes, count: bytes = b"") -> FileScan:
-    """Hash a file and check its bytes in one read, 16 MiB at a time: hashlib (in a worker thread:
-    it releases the GIL) next to bytes.translate (the alphabet) and numpy (the byte counts: 4x
-    faster than bytes.count here). Used to decide whether a big log may take the DuckDB fast path."""
-    import hashlib
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numpy as np
-
-    h = hashlib.sha256()
-    size = newlines = 0
-    foreign = False
-    counts = dict.fromkeys(count, 0)
-    last = b""
-    with open(path, "rb") as fh, ThreadPoolExecutor(max_workers=1) as pool:
-        pending = None
-        for chunk in iter(lambda: fh.read(1 << 24), b""):
-            if pending is not None:
-                pending.result()  # keep the hash's updates in file order
-            pending = pool.submit(h.update, chunk)
-            size += len(chunk)
-            view = np.frombuffer(chunk, dtype=np.uint8)
-            newlines += int(np.count_nonzero(view == 10))
-            if not foreign and chunk.translate(None, alphabet):
-                foreign = True
-            for b in counts:
-                counts[b] += int(np.count_nonzero(view == b))
-            last = chunk[-1:]
-        if pending is not None:
-            pending.result()
-    return FileScan(h.hexdigest(), size, newlines, foreign, last == b"\n", counts)

@@ -28,12 +28,11 @@ from pgfslab.ingest.parsers._common import (
     NUM,
     ParseError,
     Schema,
+    cast_checked,
     classify,
     conform,
     empty,
     excerpt,
-    first_true,
-    nan_to_null,
     prompt,
     read_lines,
     result,
@@ -196,7 +195,9 @@ INIT = (
     r"vacuuming\.\.\.|creating primary keys\.\.\.|creating foreign keys\.\.\.|done\.?$|done in |set primary key|"
     r"(?:NOTICE|WARNING|DETAIL|HINT):  )"
 )
-MESSAGE = r"^pgbench: |^client \d+ |^Password(?: for user \S+)?: ?$"
+# pgbench's own messages; 9.x and older: `Scale option ignored, using pgbench_branches table count = 32` (a
+# run given -s: the scale is the report's `scaling factor`)
+MESSAGE = r"^pgbench: |^client \d+ |^Password(?: for user \S+)?: ?$|^Scale option ignored, using pgbench_branches table count = \d+$"
 # pgbench <= 8.2 printed its connection parameters first: `pghost:  pgport:  nclients: 10 nxacts: 100 dbName: x`
 OLD_BANNER = r"^pghost: .* nclients: \d+ nxacts: \d+ dbName: "
 # the per-script details of a report with several scripts (9.6+), and the `-r` block's title
@@ -293,27 +294,6 @@ def _runs(frame: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(pl.col("run").forward_fill().fill_null(1).alias("run_index")).drop("run")
 
 
-def _cast(path: Path, frame: pl.DataFrame, raw: pl.DataFrame, schema: Schema) -> pl.DataFrame:
-    """Cast the string columns of `raw` (one row per line of `frame`) to `schema`; a number that
-    does not fit raises ParseError at its line."""
-    casts = [pl.col(c).cast(t, strict=False) for c, t in schema.items() if c in raw.columns and t != pl.String]
-    values = raw.with_columns(casts)
-    over = values.select(
-        pl.any_horizontal(
-            [
-                raw[c].is_not_null() & (pl.col(c).is_null() | (pl.col(c).is_infinite() if t == pl.Float64 else False))
-                for c, t in schema.items()
-                if c in raw.columns and t != pl.String
-            ]
-            or [pl.lit(False)]
-        )
-    ).to_series()
-    row = first_true(over)
-    if row is not None:
-        raise ParseError(path, int(frame["line"][row]), f"number out of range: {excerpt(frame['text'][row])}")
-    return values.with_columns(nan_to_null(*[c for c, t in schema.items() if t == pl.Float64 and c in raw.columns]))
-
-
 def _progress(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None, str]]) -> pl.DataFrame:
     prog = frame.filter(pl.col("is_progress"))
     if prog.height == 0:
@@ -332,7 +312,7 @@ def _progress(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None, 
     ]
     good = prog.filter(pl.col("progress_ok"))
     raw = good.select(pl.col("text").str.extract_groups(PROGRESS).alias("g")).unnest("g")
-    values = _cast(path, good, raw, PROGRESS_SCHEMA)
+    values = cast_checked(path, good, raw, PROGRESS_SCHEMA)
     return conform(values.with_columns(good["run_index"]), PROGRESS_SCHEMA)
 
 
@@ -341,7 +321,7 @@ def _summary(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None, s
     text = pl.col("text")
     fields = frame.filter(pl.col("is_field") | pl.col("is_version"))
     raw = fields.select("run_index", "line", *[text.str.extract(p, 1).alias(c) for c, (p, _) in FIELDS.items()])
-    typed = _cast(path, fields, raw.drop("run_index", "line"), SUMMARY_SCHEMA).with_columns(
+    typed = cast_checked(path, fields, raw.drop("run_index", "line"), SUMMARY_SCHEMA).with_columns(
         raw["run_index"], raw["line"]
     )
     per_run = typed.group_by("run_index", maintain_order=True).agg(
@@ -435,7 +415,7 @@ def _statements(
                 )
             )
     out = pl.concat(parts).sort("line")
-    typed = _cast(path, out, out.select("latency_ms", "failures", "retries"), STATEMENT_SCHEMA)
+    typed = cast_checked(path, out, out.select("latency_ms", "failures", "retries"), STATEMENT_SCHEMA)
     out = out.with_columns(typed).with_columns(
         (pl.col("line").rank("ordinal").over("block") - 1).cast(pl.Int64).alias("statement_no")
     )

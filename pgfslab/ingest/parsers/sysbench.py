@@ -1,58 +1,35 @@
-"""sysbench's stdout of `sysbench <oltp_* script> ... run` (sysbench 1.0 and 1.1, any database driver):
-the per-interval reports of `--report-interval`, the end-of-run report and the `--histogram`.
+"""sysbench's stdout of `run`, 0.4 to 1.1, any test (OLTP, cpu, fileio, memory), as researchers
+capture it: the per-interval lines of `--report-interval`, the end-of-run report, the `--histogram`,
+and the lines that say how the run was set up. The layouts of each version are in
+`_sysbench_lines` (one regex per line kind, from sysbench's sources and real outputs).
 
-Intermediate reports (db_report_intermediate in src/db_driver.c, the same in 1.0 and 1.1):
+Tables (all with `run_index`: several runs appended to one file, a shell loop's `prepare`/`run`/
+`cleanup`, stay apart):
 
-    [ 1s ] thds: 2 tps: 190.82 qps: 3868.35 (r/w/o: 2713.44/765.28/389.63) lat (ms,95%): 0.84 err/s: 1.00 reconn/s: 0.00
-    [ 1s ] queue length: 0, concurrency: 0          (with --rate: joined onto the interval's row)
+* `sysbench_interval`: one row per interval line, whatever its version: OLTP (tps, qps, reads/writes
+  per second, latency percentile, errors), 1.x cpu/memory (`eps`), 1.x fileio (MiB/s read and
+  written, fsyncs/s); `--rate`'s `queue length` line joins its interval's row.
+* `sysbench_summary`: one row per run with a report: the test (`oltp`, `cpu`, `fileio`, `memory`,
+  from what the run printed), the version, threads, and every value of the report under the one
+  column it means in every version (0.4/0.5's `total time taken by event execution` is 1.x's latency
+  `sum`, stored in ms; `per-request statistics`/`response time` are 1.x's `Latency (ms)`; `Requests/sec
+  executed` and `events per second` are `events_per_s`); values only one version prints have their
+  own columns (0.4/0.5 `deadlocks`, `read/write requests`, `other operations`; fileio and memory
+  totals and rates).
+* `sysbench_histogram`: the `--histogram` buckets (`<value> |**** <count>`, ascending).
+* `sysbench_options`: the lines that describe the run's set-up (fileio mode, file and block sizes,
+  sync mode; 0.4's OLTP mode; the seed; memory's options; `prepare`'s files), as printed.
 
-The Lua helper `sysbench.report_default` (a script's own report hook) prints `err/s 1.00` without
-the colon: read the same. `--percentile=0` prints `lat (ms,0%): 0.00`: latency_pct and latency_ms
-are then null (the percentile is disabled, the 0.00 is no measurement).
+Runs: a `sysbench <version>` line that follows an interval or report line starts a new run. The
+percentile `--percentile=0` disables prints `0.00`: latency_pct and latency_ms are then null.
 
-End-of-run report (db_report_cumulative + sb_report_cumulative):
-
-    SQL statistics:
-        queries performed:
-            read:                            9352
-            write:                           2637
-            other:                           1351
-            total:                           13340
-        transactions:                        660    (208.47 per sec.)
-        queries:                             13340  (4213.70 per sec.)
-        ignored errors:                      8      (2.53 per sec.)
-        reconnects:                          0      (0.00 per sec.)
-
-    General statistics:                                (1.0 and early 1.1 builds)
-        total time:                          3.1652s
-        total number of events:              660
-    Throughput:                                        (later 1.1 builds instead)
-        events/s (eps):                      208.4700
-        time elapsed:                        3.1652s
-        total number of events:              660
-
-    Latency (ms):
-             min:                                    0.30
-             avg:                                    9.58
-             max:                                 1001.96
-             95th percentile:                        0.81     (`percentile stats: disabled` with --percentile=0)
-             sum:                                 6324.22
-
-    Threads fairness:
-        events (avg/stddev):           330.0000/6.00
-        execution time (avg/stddev):   3.1621/0.00
-
-`--histogram` prints before the report `Latency histogram (values are in milliseconds)`, a
-`value --- distribution --- count` header and one `<value> |**** <count>` line per non-empty
-bucket, ascending; values are printed to 0.001 ms, so neighbouring buckets can show the same value.
-
-A run killed before its report keeps its interval rows (the summary table is then empty, with a
-warning); a report that stops before its last line (`execution time (avg/stddev)`) is truncated and
-raises ParseError, as does a file with neither interval lines nor a report (e.g. the output of
-`prepare`), a second report (one file must hold one run; --report-checkpoints is not supported)
-and numbers beyond 64-bit integers. The header lines (`sysbench 1.0.20 ...`, `Number of threads`,
-`Target transaction rate`, ...) fill the summary's version, threads and target_tps; any other
-unrecognised line gives a warning.
+Errors (ParseError, `path:line: message`): a file with neither interval lines nor a report (e.g. the
+output of `prepare` alone); a report cut before one of its lines (named); a second report in one
+run (--report-checkpoints is not supported); a value repeated within a report; numbers beyond 64-bit
+integers; more interval-like lines that parse than not. A run killed before its report keeps its
+interval rows (warning). Every line is accounted for: parsed, noise (blank lines, start/stop
+messages, prepare's progress, 1.x's deprecation warnings, the shell prompt) or not understood
+(wrapper banners, a garbled line: stored and shown by the ingest).
 """
 
 from __future__ import annotations
@@ -62,27 +39,30 @@ from pathlib import Path
 
 import polars as pl
 
+from pgfslab.ingest.parsers import _sysbench_lines as sb
 from pgfslab.ingest.parsers._common import (
-    NUM,
     ParseError,
     Schema,
-    check_finite,
-    check_int64,
+    cast_checked,
+    classify,
     conform,
-    decode,
     empty,
     excerpt,
-    nan_to_null,
-    read_bytes,
+    read_lines,
     result,
-    split_lines,
     torn_warning,
+    with_torn,
 )
 
 NAME = "sysbench"
-DESCRIPTION = "sysbench 1.0/1.1 stdout of `run`: per-interval tps/qps/latency, end-of-run report, --histogram"
+DESCRIPTION = (
+    "sysbench 0.4-1.1 stdout of `run` (OLTP, cpu, fileio, memory): interval lines, end-of-run report, "
+    "--histogram, set-up lines; runs appended in one file"
+)
 
+RUN_INDEX: Schema = {"run_index": pl.Int64}
 INTERVAL_SCHEMA: Schema = {
+    **RUN_INDEX,
     "t_s": pl.Float64,
     "threads": pl.Int64,
     "tps": pl.Float64,
@@ -96,9 +76,15 @@ INTERVAL_SCHEMA: Schema = {
     "reconnects_per_s": pl.Float64,
     "queue_length": pl.Int64,
     "concurrency": pl.Int64,
+    "events_per_s": pl.Float64,
+    "read_mib_per_s": pl.Float64,
+    "written_mib_per_s": pl.Float64,
+    "fsyncs_per_s": pl.Float64,
 }
 SUMMARY_SCHEMA: Schema = {
+    **RUN_INDEX,
     "sysbench_version": pl.String,
+    "test": pl.String,
     "threads": pl.Int64,
     "target_tps": pl.Float64,
     "queries_read": pl.Int64,
@@ -125,225 +111,196 @@ SUMMARY_SCHEMA: Schema = {
     "events_per_thread_stddev": pl.Float64,
     "execution_time_per_thread_avg_s": pl.Float64,
     "execution_time_per_thread_stddev_s": pl.Float64,
+    # OLTP 0.4/0.5
+    "deadlocks": pl.Int64,
+    "deadlocks_per_s": pl.Float64,
+    "rw_requests": pl.Int64,
+    "rw_requests_per_s": pl.Float64,
+    "other_operations": pl.Int64,
+    "other_operations_per_s": pl.Float64,
+    # cpu
+    "cpu_max_prime": pl.Int64,
+    # fileio: 1.x rates, 0.4/0.5 totals (MiB: units of 1024)
+    "file_reads_per_s": pl.Float64,
+    "file_writes_per_s": pl.Float64,
+    "file_fsyncs_per_s": pl.Float64,
+    "file_read_mib_per_s": pl.Float64,
+    "file_written_mib_per_s": pl.Float64,
+    "file_reads": pl.Int64,
+    "file_writes": pl.Int64,
+    "file_other_ops": pl.Int64,
+    "file_total_ops": pl.Int64,
+    "file_read_mib": pl.Float64,
+    "file_written_mib": pl.Float64,
+    "file_transferred_mib": pl.Float64,
+    "file_transferred_mib_per_s": pl.Float64,
+    # memory 1.x
+    "memory_ops": pl.Int64,
+    "memory_ops_per_s": pl.Float64,
+    "memory_mib": pl.Float64,
+    "memory_mib_per_s": pl.Float64,
 }
-HISTOGRAM_SCHEMA: Schema = {"value_ms": pl.Float64, "count": pl.Int64}
+HISTOGRAM_SCHEMA: Schema = {**RUN_INDEX, "value_ms": pl.Float64, "count": pl.Int64}
+OPTIONS_SCHEMA: Schema = {**RUN_INDEX, "line": pl.Int64, "text": pl.String}
 TABLES: dict[str, Schema] = {
     "sysbench_interval": INTERVAL_SCHEMA,
     "sysbench_summary": SUMMARY_SCHEMA,
     "sysbench_histogram": HISTOGRAM_SCHEMA,
+    "sysbench_options": OPTIONS_SCHEMA,
 }
-
-_T = r"^\[ (?P<t_s>\d+(?:\.\d+)?)s \] "
-INTERVAL = (
-    _T + rf"thds: (?P<threads>\d+) tps: (?P<tps>{NUM}) qps: (?P<qps>{NUM}) "
-    rf"\(r/w/o: (?P<qps_read>{NUM})/(?P<qps_write>{NUM})/(?P<qps_other>{NUM})\) "
-    rf"lat \(ms,(?P<latency_pct>\d+)%\): (?P<latency_ms>{NUM}) "
-    rf"err/s:? (?P<errors_per_s>{NUM}) reconn/s: (?P<reconnects_per_s>{NUM})$"
-)
-QUEUE = _T + r"queue length: (?P<queue_length>\d+), concurrency: (?P<concurrency>\d+)$"
-INTERVAL_START = r"^\[ \d+(?:\.\d+)?s \] "
-
-HIST_HEADER = r"^Latency histogram \(values are in milliseconds\)$"
-HIST_COLUMNS = r"^\s*value\s+-+ distribution -+\s+count$"
-HIST_ROW = rf"^\s*({NUM}) \|\**\s*(\d+)$"
-
-_N = r"(\d+)"
-_PER_SEC = rf"\s+\(({NUM}) per sec\.\)"
-# column(s) -> (pattern, label for messages); one or two groups (a count and its rate)
-FIELDS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("sysbench_version",): (r"^sysbench (\d+\.\d+(?:\.\d+)?\S*)(?: .*)?$", "sysbench <version>"),
-    ("threads",): (r"^Number of threads: (\d+)$", "Number of threads: N"),
-    ("target_tps",): (rf"^Target transaction rate: ({NUM})/sec$", "Target transaction rate: N/sec"),
-    ("queries_read",): (rf"^\s+read:\s+{_N}$", "read: N"),
-    ("queries_write",): (rf"^\s+write:\s+{_N}$", "write: N"),
-    ("queries_other",): (rf"^\s+other:\s+{_N}$", "other: N"),
-    ("queries_total",): (rf"^\s+total:\s+{_N}$", "total: N"),
-    ("transactions", "tps"): (rf"^\s+transactions:\s+{_N}{_PER_SEC}$", "transactions: N (X per sec.)"),
-    ("_queries", "qps"): (rf"^\s+queries:\s+{_N}{_PER_SEC}$", "queries: N (X per sec.)"),
-    ("ignored_errors", "ignored_errors_per_s"): (
-        rf"^\s+ignored errors:\s+{_N}{_PER_SEC}$",
-        "ignored errors: N (X per sec.)",
-    ),
-    ("reconnects", "reconnects_per_s"): (rf"^\s+reconnects:\s+{_N}{_PER_SEC}$", "reconnects: N (X per sec.)"),
-    ("total_time_s",): (rf"^\s+(?:total time|time elapsed):\s+({NUM})s$", "total time: Xs"),
-    ("total_events",): (rf"^\s+total number of events:\s+{_N}$", "total number of events: N"),
-    ("events_per_s",): (rf"^\s+events/s \(eps\):\s+({NUM})$", "events/s (eps): X"),
-    ("latency_min_ms",): (rf"^\s+min:\s+({NUM})$", "min: X"),
-    ("latency_avg_ms",): (rf"^\s+avg:\s+({NUM})$", "avg: X"),
-    ("latency_max_ms",): (rf"^\s+max:\s+({NUM})$", "max: X"),
-    ("latency_pct", "latency_pct_ms"): (rf"^\s+(\d+)th percentile:\s+({NUM})$", "NNth percentile: X"),
-    ("_pct_disabled",): (r"^\s+(percentile stats):\s+disabled$", "percentile stats: disabled"),
-    ("latency_sum_ms",): (rf"^\s+sum:\s+({NUM})$", "sum: X"),
-    ("events_per_thread_avg", "events_per_thread_stddev"): (
-        rf"^\s+events \(avg/stddev\):\s+({NUM})/({NUM})$",
-        "events (avg/stddev): X/Y",
-    ),
-    ("execution_time_per_thread_avg_s", "execution_time_per_thread_stddev_s"): (
-        rf"^\s+execution time \(avg/stddev\):\s+({NUM})/({NUM})$",
-        "execution time (avg/stddev): X/Y",
-    ),
-}
-# the report's lines, in the order sysbench prints them: each must be there once a report starts
-REQUIRED = (
-    "queries_read",
-    "queries_write",
-    "queries_other",
-    "queries_total",
-    "transactions",
-    "_queries",
-    "ignored_errors",
-    "reconnects",
-    "total_time_s",
-    "total_events",
-    "latency_min_ms",
-    "latency_avg_ms",
-    "latency_max_ms",
-    "latency_sum_ms",
-    "events_per_thread_avg",
-    "execution_time_per_thread_avg_s",
-)
-REPORT_START = r"^SQL statistics:$"
-HEADER_LINES = [
-    r"^\s*$",
-    r"^Running the test with following options:$",
-    r"^Report intermediate results every \d+ second",
-    r"^Initializing random number generator",
-    r"^Initializing worker threads\.\.\.$",
-    r"^Threads started!$",
-    r"^\s+queries performed:$",
-    r"^(?:General statistics|Throughput|Latency \(ms\)|Threads fairness):$",
-    r"^Warmup time: ",
-    r"^Number of unfinished transactions on forced shutdown: ",
-]
 
 _SNIFF = re.compile(
-    r"^(?:sysbench \d+\.\d+[.\d]*\S* \(using |\[ \d+s \] thds: \d+ tps: |SQL statistics:\n\s+queries "
-    r"performed:)",
+    r"^(?:sysbench \d+\.\d+[.\d]*\S*(?: \(using |:\s+multi-threaded system evaluation benchmark)"
+    r"|\[ \d+s \] (?:thds: \d+ (?:tps|eps): |reads: \S+ MiB/s writes: )"
+    r"|\[\s*\d+s\] threads: \d+, tps: "
+    r"|(?:SQL|OLTP test) statistics:\n\s+queries performed:)",
     re.M,
 )
+_UNIT_MIB = {"": 1 / 1024**2, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2}
 
 
 def sniff(head: str, path: Path) -> bool:
-    return _SNIFF.search(head) is not None
+    return _SNIFF.search(head.replace("\r\n", "\n")) is not None
+
+
+def _any(patterns: list[str]) -> pl.Expr:
+    return pl.any_horizontal([pl.col("text").str.contains(p) for p in patterns])
 
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines = split_lines(decode(path, read_bytes(path)))
-    warnings: list[tuple[int | None, str]] = []
-    if lines.torn is not None:
-        warnings.append(torn_warning(*lines.torn))
-    frame = lines.frame
+    lines = read_lines(path)
+    warnings: list[tuple[int | None, str]] = [torn_warning(*lines.torn)] if lines.torn is not None else []
     text = pl.col("text")
+    frame = lines.frame
     if frame.height == 0 or frame.select((text.str.strip_chars() == "").all()).item():
         raise ParseError(path, 1, "empty file; expected sysbench's output of `run`")
-    frame = frame.with_columns(
-        text.str.contains(INTERVAL).alias("is_interval"),
-        text.str.contains(QUEUE).alias("is_queue"),
-        text.str.contains(INTERVAL_START).alias("is_t"),
-        text.str.contains(REPORT_START).alias("is_report"),
-        text.str.contains(HIST_HEADER).cum_sum().alias("hist_zone"),
-        text.str.contains(HIST_COLUMNS).alias("is_hist_columns"),
-        text.str.contains(HIST_ROW).alias("hist_like"),
-    ).with_columns((pl.col("hist_like") & (pl.col("hist_zone") > 0)).alias("is_hist"))
-    reports = frame.filter(pl.col("is_report"))
-    n_intervals = int(frame["is_interval"].sum())
-    if reports.height == 0 and n_intervals == 0:
-        first = frame.filter(text.str.strip_chars() != "").row(0, named=True)
+    report_field = pl.any_horizontal([text.str.contains(f.pattern) for f in sb.FIELDS if not f.header])
+    f = frame.with_columns(
+        _any(list(sb.INTERVALS.values())).alias("is_interval"),
+        text.str.contains(sb.QUEUE).alias("is_queue"),
+        text.str.contains(sb.INTERVAL_START).alias("is_t"),
+        text.str.contains(sb.VERSION).alias("is_version"),
+        text.str.contains(sb.REPORT_START).alias("is_report"),
+        text.str.contains(sb.SECTIONS).alias("is_section"),
+        report_field.alias("is_field"),
+        _any([f.pattern for f in sb.FIELDS if f.header]).alias("is_header"),
+        text.str.contains(sb.HIST_HEADER).cum_sum().alias("hist_zone"),
+        text.str.contains(sb.HIST_COLUMNS).alias("is_hist_columns"),
+        _any(sb.OPTIONS).alias("is_option"),
+        _any(sb.NOISE).alias("is_noise"),
+    ).with_columns((text.str.contains(sb.HIST_ROW) & (pl.col("hist_zone") > 0)).alias("is_hist"))
+    n_intervals = int(f["is_interval"].sum())
+    if n_intervals == 0 and not f["is_field"].any():
+        first = f.filter(text.str.strip_chars() != "").row(0, named=True)
         raise ParseError(
             path,
             first["line"],
-            "not sysbench's output of `run`: no '[ Ns ] thds: ... tps: ...' "
-            f"interval line and no 'SQL statistics:' report; found {excerpt(first['text'])}",
+            "not sysbench's output of `run`: no '[ Ns ] ...' interval line and no end-of-run report "
+            f"('SQL statistics:', 'General statistics:', ...); found {excerpt(first['text'])}",
         )
-    if reports.height > 1:
-        raise ParseError(
-            path,
-            int(reports["line"][1]),
-            "a second 'SQL statistics:' report: one file must hold one "
-            "sysbench run (--report-checkpoints is not supported)",
-        )
+    _check_interval_lines(path, f)
+    f = _runs(f)
+    _check_one_report_per_run(path, f)
 
-    stamped = int(frame["is_t"].sum())
-    n_queue = int(frame["is_queue"].sum())
-    if stamped and (stamped - n_intervals - n_queue) * 2 > stamped:
-        bad = frame.filter(pl.col("is_t") & ~pl.col("is_interval") & ~pl.col("is_queue")).row(0, named=True)
-        raise ParseError(
-            path,
-            bad["line"],
-            f"unrecognised interval line ({stamped - n_intervals - n_queue} of "
-            f"{stamped} do not parse), expected '[ Ns ] thds: N tps: X qps: X "
-            f"(r/w/o: X/X/X) lat (ms,P%): X err/s: X reconn/s: X': "
-            f"{excerpt(bad['text'])}",
-        )
-    intervals = _intervals(path, frame, warnings)
-    histogram = _histogram(path, frame)
-    known = (
-        pl.col("is_interval")
-        | pl.col("is_queue")
-        | pl.col("is_report")
-        | pl.col("is_hist")
-        | pl.col("is_hist_columns")
-        | text.str.contains(HIST_HEADER)
+    intervals = _intervals(path, f, warnings)
+    summary = _summary(path, f, warnings)
+    histogram = _histogram(path, f)
+    options = f.filter(pl.col("is_option")).select("run_index", "line", "text")
+
+    parsed = pl.any_horizontal(
+        "is_interval",
+        "is_queue",
+        "is_version",
+        "is_section",
+        "is_field",
+        "is_header",
+        "is_hist",
+        "is_hist_columns",
+        "is_option",
     )
-    for pattern in HEADER_LINES:
-        known = known | text.str.contains(pattern)
-    summary, matched = _summary(path, frame, reports, warnings)
-    frame = frame.with_columns((known | matched).alias("known"))
-    for r in frame.filter(~pl.col("known") & pl.col("is_t")).iter_rows(named=True):
-        warnings.append((int(r["line"]), f"interval line not understood, dropped: {excerpt(r['text'])}"))
-    for r in frame.filter(~pl.col("known") & ~pl.col("is_t")).iter_rows(named=True):
-        warnings.append((int(r["line"]), f"unrecognised line ignored: {excerpt(r['text'])}"))
+    kinds = with_torn(classify(f, parsed, pl.col("is_noise")), lines)
+    for r in f.filter(pl.col("is_t") & ~pl.col("is_interval") & ~pl.col("is_queue")).iter_rows(named=True):
+        warnings.append(
+            (int(r["line"]), f"interval line not understood ({sb.INTERVAL_EXPECTED}): {excerpt(r['text'])}")
+        )
     warnings.sort(key=lambda w: (w[0] is not None, w[0] or 0))
     return result(
-        {"sysbench_interval": intervals, "sysbench_summary": summary, "sysbench_histogram": histogram}, warnings
+        {
+            "sysbench_interval": intervals,
+            "sysbench_summary": summary,
+            "sysbench_histogram": histogram,
+            "sysbench_options": conform(options, OPTIONS_SCHEMA),
+        },
+        warnings,
+        kinds,
     )
 
 
-def _intervals(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None, str]]) -> pl.DataFrame:
+def _check_interval_lines(path: Path, f: pl.DataFrame) -> None:
+    """ParseError when most `[ Ns ]` lines are in no known layout (a layout this parser lacks)."""
+    stamped = int(f["is_t"].sum())
+    bad = f.filter(pl.col("is_t") & ~pl.col("is_interval") & ~pl.col("is_queue"))
+    if stamped and bad.height * 2 > stamped:
+        raise ParseError(
+            path,
+            int(bad["line"][0]),
+            f"unrecognised interval line ({bad.height} of {stamped} do not parse), {sb.INTERVAL_EXPECTED}: "
+            f"{excerpt(bad['text'][0])}",
+        )
+
+
+def _runs(f: pl.DataFrame) -> pl.DataFrame:
+    """`run_index` on every line: a version line after an interval or report line starts a run;
+    other lines belong to the run of the line before them."""
+    body = pl.any_horizontal("is_interval", "is_queue", "is_field", "is_report", "is_hist")
+    markers = f.filter(pl.col("is_version") | body).select("line", body.alias("body"))
+    markers = markers.with_columns(
+        (pl.col("body").shift(1, fill_value=False) & ~pl.col("body")).cast(pl.Int64).cum_sum().add(1).alias("run")
+    )
+    out = f.join(markers.select("line", "run"), on="line", how="left", maintain_order="left")
+    return out.with_columns(pl.col("run").forward_fill().fill_null(1).alias("run_index")).drop("run")
+
+
+def _check_one_report_per_run(path: Path, f: pl.DataFrame) -> None:
+    starts = f.filter(pl.col("is_report")).with_columns(pl.int_range(pl.len()).over("run_index").alias("nth"))
+    second = starts.filter(pl.col("nth") == 1)
+    if second.height:
+        raise ParseError(
+            path,
+            int(second["line"][0]),
+            f"a second {second['text'][0]!r} report in one run (no `sysbench <version>` line between): "
+            "--report-checkpoints is not supported",
+        )
+
+
+def _intervals(path: Path, f: pl.DataFrame, warnings: list[tuple[int | None, str]]) -> pl.DataFrame:
     text = pl.col("text")
-    rows = frame.filter(pl.col("is_interval"))
-    if rows.height == 0:
+    parts = []
+    for pattern in sb.INTERVALS.values():
+        rows = f.filter(text.str.contains(pattern))
+        if rows.height:
+            raw = rows.select(text.str.extract_groups(pattern).alias("g")).unnest("g")
+            parts.append(cast_checked(path, rows, raw, INTERVAL_SCHEMA).with_columns(rows["run_index"], rows["line"]))
+    if not parts:
         return empty(INTERVAL_SCHEMA)
-    raw = rows.select("line", "text", text.str.extract_groups(INTERVAL).alias("g")).unnest("g")
-    check_int64(path, raw, ["threads", "latency_pct"])
-    floats = [
-        "t_s",
-        "tps",
-        "qps",
-        "qps_read",
-        "qps_write",
-        "qps_other",
-        "latency_ms",
-        "errors_per_s",
-        "reconnects_per_s",
-    ]
-    values = raw.with_columns(
-        [pl.col(c).cast(pl.Float64) for c in floats] + [pl.col(c).cast(pl.Int64) for c in ("threads", "latency_pct")]
-    )
-    check_finite(path, values, floats)
-    disabled = pl.col("latency_pct") == 0
-    values = values.with_columns(nan_to_null(*floats)).with_columns(
+    values = pl.concat(parts, how="diagonal_relaxed").sort("line")
+    disabled = pl.col("latency_pct") == 0  # --percentile=0
+    values = values.with_columns(
         pl.when(disabled).then(None).otherwise(pl.col("latency_ms")).alias("latency_ms"),
         pl.when(disabled).then(None).otherwise(pl.col("latency_pct")).alias("latency_pct"),
     )
-    queue = frame.filter(pl.col("is_queue"))
+    queue = f.filter(pl.col("is_queue"))
     if queue.height:
-        q = queue.select("line", "text", text.str.extract_groups(QUEUE).alias("g")).unnest("g")
-        check_int64(path, q, ["queue_length", "concurrency"])
-        q = q.select(
-            pl.col("t_s").cast(pl.Float64),
-            pl.col("queue_length").cast(pl.Int64),
-            pl.col("concurrency").cast(pl.Int64),
-            pl.col("line").alias("q_line"),
-            pl.col("text").alias("q_text"),
-        )
-        dup = q.filter(pl.col("t_s").is_duplicated()).head(1)
+        raw = queue.select(text.str.extract_groups(sb.QUEUE).alias("g")).unnest("g")
+        q = cast_checked(path, queue, raw, {"t_s": pl.Float64, "queue_length": pl.Int64, "concurrency": pl.Int64})
+        q = q.with_columns(queue["run_index"], queue["line"].alias("q_line"), queue["text"].alias("q_text"))
+        dup = q.filter(pl.struct("run_index", "t_s").is_duplicated()).head(1)
         if dup.height:
             raise ParseError(
                 path, int(dup["q_line"][0]), f"a second queue line for the same second: {excerpt(dup['q_text'][0])}"
             )
-        orphans = q.join(values.select("t_s"), on="t_s", how="anti")
+        orphans = q.join(values.select("run_index", "t_s"), on=["run_index", "t_s"], how="anti")
         for r in orphans.iter_rows(named=True):
             warnings.append(
                 (
@@ -351,87 +308,144 @@ def _intervals(path: Path, frame: pl.DataFrame, warnings: list[tuple[int | None,
                     f"queue line without an interval line for {r['t_s']:g} s, dropped: {excerpt(r['q_text'])}",
                 )
             )
-        values = values.join(q.drop("q_line", "q_text"), on="t_s", how="left", maintain_order="left")
+        values = values.join(q.drop("q_line", "q_text"), on=["run_index", "t_s"], how="left", maintain_order="left")
     return conform(values, INTERVAL_SCHEMA)
 
 
-def _histogram(path: Path, frame: pl.DataFrame) -> pl.DataFrame:
-    rows = frame.filter(pl.col("is_hist"))
+def _histogram(path: Path, f: pl.DataFrame) -> pl.DataFrame:
+    rows = f.filter(pl.col("is_hist"))
     if rows.height == 0:
         return empty(HISTOGRAM_SCHEMA)
     raw = rows.select(
-        "line",
-        "text",
-        pl.col("text").str.extract(HIST_ROW, 1).alias("value_ms"),
-        pl.col("text").str.extract(HIST_ROW, 2).alias("count"),
+        pl.col("text").str.extract(sb.HIST_ROW, 1).alias("value_ms"),
+        pl.col("text").str.extract(sb.HIST_ROW, 2).alias("count"),
     )
-    check_int64(path, raw, ["count"])
-    values = raw.with_columns(pl.col("value_ms").cast(pl.Float64), pl.col("count").cast(pl.Int64))
-    check_finite(path, values, ["value_ms"])
-    return conform(values.with_columns(nan_to_null("value_ms")), HISTOGRAM_SCHEMA)
+    values = cast_checked(path, rows, raw, HISTOGRAM_SCHEMA).with_columns(rows["run_index"])
+    return conform(values, HISTOGRAM_SCHEMA)
 
 
-def _summary(
-    path: Path, frame: pl.DataFrame, reports: pl.DataFrame, warnings: list[tuple[int | None, str]]
-) -> tuple[pl.DataFrame, pl.Expr]:
-    """The one-row report (empty when the run has none) and the expression of the lines it used."""
+def _field_values(path: Path, f: pl.DataFrame) -> pl.DataFrame:
+    """Every field's value as text, long: run_index, line, text, column, value, header."""
     text = pl.col("text")
-    report_line = int(reports["line"][0]) if reports.height else None
-    row: dict[str, object] = {}
-    matched = pl.lit(False)
-    found: dict[str, int] = {}
-    for cols, (pattern, label) in FIELDS.items():
-        in_report = cols[0] not in ("sysbench_version", "threads", "target_tps")
-        hits = frame.filter(text.str.contains(pattern))
-        if in_report:
-            hits = hits.filter(pl.col("line") > (report_line or 2**62))
-        matched = matched | (
-            text.str.contains(pattern) & ((pl.col("line") > (report_line or 2**62)) if in_report else pl.lit(True))
-        )
+    parts = []
+    for fld in sb.FIELDS:
+        hits = f.filter(text.str.contains(fld.pattern))
         if hits.height == 0:
-            for c in cols:
-                row[c] = None
             continue
-        if hits.height > 1 and in_report:
-            raise ParseError(path, int(hits["line"][1]), f"'{label}' repeated: {excerpt(hits['text'][1])}")
-        hits = hits.head(1)  # a header line repeated (e.g. `prepare` and `run` captured together): the first
-        found[cols[0]] = int(hits["line"][0])
-        for i, c in enumerate(cols, 1):
-            raw = hits.select(text.str.extract(pattern, i)).item()
-            dtype = SUMMARY_SCHEMA.get(c, pl.String)
-            value = pl.Series([raw]).cast(dtype, strict=False)[0] if dtype != pl.String else raw
-            if value is None:
-                raise ParseError(path, int(hits["line"][0]), f"number out of range: {excerpt(hits['text'][0])}")
-            if isinstance(value, float) and value in (float("inf"), float("-inf")):
-                raise ParseError(path, int(hits["line"][0]), f"number too large: {excerpt(hits['text'][0])}")
-            row[c] = value
-    if report_line is None:
+        value = text.str.extract(fld.pattern, fld.group)
+        if fld.unit is not None:  # a size with its unit: in MiB
+            unit = text.str.extract(fld.pattern, fld.unit).replace_strict(_UNIT_MIB, return_dtype=pl.Float64)
+            value = (value.cast(pl.Float64, strict=False) * unit).cast(pl.String)
+        elif fld.scale != 1.0:
+            value = (value.cast(pl.Float64, strict=False) * fld.scale).cast(pl.String)
+        parts.append(
+            hits.select(
+                "run_index",
+                "line",
+                "text",
+                pl.lit(fld.column).alias("column"),
+                value.alias("value"),
+                pl.lit(fld.header).alias("header"),
+                pl.lit(fld.label).alias("label"),
+            )
+        )
+    if not parts:
+        return pl.DataFrame(
+            schema={
+                "run_index": pl.Int64,
+                "line": pl.Int64,
+                "text": pl.String,
+                "column": pl.String,
+                "value": pl.String,
+                "header": pl.Boolean,
+                "label": pl.String,
+            }
+        )
+    return pl.concat(parts).sort("line", "column")
+
+
+def _summary(path: Path, f: pl.DataFrame, warnings: list[tuple[int | None, str]]) -> pl.DataFrame:
+    """One row per run that has a report; ParseError for a report cut before one of its lines."""
+    long = _field_values(path, f)
+    report = long.filter(~pl.col("header"))
+    twice = report.filter(pl.struct("run_index", "column").is_duplicated())
+    if twice.height:
+        again = twice.filter(~pl.struct("run_index", "column").is_first_distinct()).row(0, named=True)
+        raise ParseError(path, again["line"], f"'{again['label']}' repeated in one report: {excerpt(again['text'])}")
+    runs_with_report = report["run_index"].unique().sort()
+    runs_with_intervals = f.filter(pl.col("is_interval"))["run_index"].unique()
+    for run in runs_with_intervals.filter(~runs_with_intervals.is_in(runs_with_report.to_list())).to_list():
         warnings.append(
             (
                 None,
-                "no end-of-run report ('SQL statistics:'): the run was killed or its output cut; "
-                "interval lines kept, sysbench_summary left empty",
+                f"run {run}: no end-of-run report: the run was killed or its output cut; "
+                "interval lines kept, no sysbench_summary row",
             )
         )
-        return empty(SUMMARY_SCHEMA), matched
-    last_line = int(frame["line"][-1])
-    for col in REQUIRED:
+    if runs_with_report.len() == 0:
+        return empty(SUMMARY_SCHEMA)
+    first = long.filter(pl.col("run_index").is_in(runs_with_report.to_list())).unique(
+        ["run_index", "column"], keep="first", maintain_order=True
+    )
+    for run in runs_with_report.to_list():
+        _check_complete(path, f, first.filter(pl.col("run_index") == run), run)
+    _check_numbers(path, first)
+    wide = first.pivot(on="column", index="run_index", values="value", aggregate_function="first")
+    typed = wide.with_columns(
+        pl.col(c).cast(t) for c, t in SUMMARY_SCHEMA.items() if c in wide.columns and t != pl.String
+    ).join(_tests(f), on="run_index", how="left")
+    # `percentile stats: disabled` (1.1) or a 0th percentile (1.0) with --percentile=0: no measurement
+    disabled = pl.col("_pct_disabled").is_not_null() if "_pct_disabled" in typed.columns else pl.lit(False)
+    off_rows = typed.sort("run_index").with_columns(disabled.alias("_off"))
+    out = conform(off_rows, SUMMARY_SCHEMA).with_columns(off_rows["_off"])
+    off = pl.col("_off") | (pl.col("latency_pct") == 0).fill_null(False)
+    return out.with_columns(
+        pl.when(off).then(None).otherwise(pl.col(c)).alias(c) for c in ("latency_pct", "latency_pct_ms")
+    ).drop("_off")
+
+
+def _check_numbers(path: Path, fields: pl.DataFrame) -> None:
+    """ParseError at the first value that does not fit its column (beyond 64 bits, or a double)."""
+    ints = [c for c, t in SUMMARY_SCHEMA.items() if t == pl.Int64]
+    value = pl.col("value")
+    bad = pl.when(pl.col("column").is_in(ints)).then(value.cast(pl.Int64, strict=False).is_null())
+    bad = bad.otherwise(
+        pl.col("column").is_in([c for c, t in SUMMARY_SCHEMA.items() if t == pl.Float64])
+        & value.cast(pl.Float64, strict=False).is_infinite()
+    )
+    over = fields.filter(value.is_not_null() & bad)
+    if over.height:
+        raise ParseError(path, int(over["line"][0]), f"number out of range: {excerpt(over['text'][0])}")
+
+
+def _tests(f: pl.DataFrame) -> pl.DataFrame:
+    """run_index -> the test it ran (`oltp`, `cpu`, `fileio`, `memory`), from the first line that says."""
+    text = pl.col("text")
+    test = pl.lit(None, dtype=pl.String)
+    for pattern, name in reversed(sb.TESTS):
+        test = pl.when(text.str.contains(pattern)).then(pl.lit(name)).otherwise(test)
+    return (
+        f.select("run_index", test.alias("test"))
+        .drop_nulls("test")
+        .unique("run_index", keep="first", maintain_order=True)
+    )
+
+
+def _check_complete(path: Path, f: pl.DataFrame, fields: pl.DataFrame, run: int) -> None:
+    """ParseError when a run's report lacks one of its lines or has them out of order."""
+    found = dict(fields.select("column", "line").iter_rows())
+    run_lines = f.filter(pl.col("run_index") == run)
+    old = run_lines.select(pl.col("text").str.contains(sb.OLD_TAIL_MARK).any()).item()
+    required = list(sb.TAIL_OLD if old else sb.TAIL_1X)
+    starts = run_lines.filter(pl.col("is_report"))["text"].to_list()
+    if starts:
+        required = list(sb.OLTP_1X if starts[0].startswith("SQL") else sb.OLTP_OLD) + required
+    end = int(run_lines["line"].max())  # type: ignore[arg-type]
+    for col in required:
         if col not in found:
-            label = next(lb for cs, (_, lb) in FIELDS.items() if cs[0] == col)
-            raise ParseError(
-                path,
-                last_line,
-                f"truncated sysbench report: no '{label}' line after 'SQL statistics:' "
-                f"(line {report_line}; the file ends here)",
-            )
-    order = [found[c] for c in REQUIRED]
+            label = next(fl.label for fl in sb.FIELDS if fl.column == col)
+            raise ParseError(path, end, f"truncated sysbench report: no '{label}' line (run {run} ends here)")
+    order = [found[c] for c in required]
     if order != sorted(order):
-        bad = REQUIRED[next(i for i in range(1, len(order)) if order[i] < order[i - 1])]
+        bad = required[next(i for i in range(1, len(order)) if order[i] < order[i - 1])]
         raise ParseError(path, found[bad], "sysbench report lines out of order: not one sysbench report")
-    summary = pl.DataFrame([{c: row.get(c) for c in SUMMARY_SCHEMA}], schema=SUMMARY_SCHEMA)
-    summary = summary.with_columns(nan_to_null(*[c for c, t in SUMMARY_SCHEMA.items() if t == pl.Float64]))
-    if summary["latency_pct"][0] == 0:
-        summary = summary.with_columns(
-            pl.lit(None, dtype=pl.Int64).alias("latency_pct"), pl.lit(None, dtype=pl.Float64).alias("latency_pct_ms")
-        )
-    return conform(summary, SUMMARY_SCHEMA), matched

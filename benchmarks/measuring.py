@@ -1,0 +1,173 @@
+"""How much of a study's time is measuring? (`make bench`, benchmark `measuring`; needs root, real)
+
+Runs a tiny real study through Snakemake (one loop-mounted ext4 target, scale 1, pgbench tpcb-like,
+`--repeats` runs of `--duration` s) in a scratch folder, in three timed stages: set-up (freeze the config,
+prepare the target), the runs (`snakemake raw`), the analysis (ingest, notebooks, paper). Then it prints,
+from the runs' run.json (`phases_s`, pgfslab.run.phases):
+
+* the measuring share of the runs stage: Σ measured intervals / the stage's wall time, beside its
+  baseline of the same run, Σ measured (what a lab with no overhead would take);
+* the per-run overhead split by phase (mean seconds per run), Snakemake's own share (the stage's wall
+  time not inside any run's process) included;
+* the share the default study's runs would have at the same per-run overhead (its runs are 20 s).
+
+Real runs take the lab's machine lock (`--lock`, /tmp/pgfslab-real.lock by default) for the whole study.
+The machine's load is printed: on a loaded machine every overhead is larger than on an idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+STUDY = "benchmeasure"
+PORT_BASE = 56900  # not a port range of the tests' studies
+
+
+def config(repeats: int, duration_s: int) -> dict[str, Any]:
+    return {
+        "study": STUDY,
+        "title": "Measuring-share benchmark",
+        "authors": ["pgfs-lab benchmarks"],
+        "targets": {"ext4": {"fs": "ext4", "size_gb": 1}},
+        "postgres": {"port_base": PORT_BASE, "settings": {"shared_buffers": "32MB"}},
+        "dataset": {"scale": 1},
+        "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [2], "repeats": repeats}},
+        "run": {"duration_s": duration_s},
+        "sampler": {"meminfo_hz": 1},
+    }
+
+
+@contextmanager
+def machine_lock(path: str | None) -> Iterator[None]:
+    if not path:
+        yield
+        return
+    with open(path, "a") as fh:
+        t0 = time.monotonic()
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        waited = time.monotonic() - t0
+        if waited > 1:
+            print(f"(waited {waited:.0f} s for {path})", flush=True)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def snakemake(work: Path, *targets: str, lab: Path = REPO) -> float:
+    py = lab / ".venv" / "bin" / "python" if lab != REPO else Path(sys.executable)
+    cmd = [str(py), "-m", "snakemake", "--snakefile", str(lab / "workflow" / "Snakefile"), "--cores", "1"]
+    cmd += ["--scheduler", "greedy", "--quiet", "rules", "--config", "config=study.yaml", *targets]
+    t0 = time.monotonic()
+    res = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"snakemake {' '.join(targets)} failed:\n{res.stdout[-2000:]}\n{res.stderr[-4000:]}")
+    return wall
+
+
+def report(runs: list[dict[str, Any]], stage_s: float, default_run_s: float = 20.0) -> list[str]:
+    """The lines the benchmark prints for the runs stage (a pure function of the run records)."""
+    n = len(runs)
+    phases: dict[str, float] = {}
+    for r in runs:
+        # a run.json without phases (a lab before they were recorded): its configured duration, and the
+        # rest of its process's wall time as one phase
+        got = r.get("phases_s") or {
+            "measured": float(r["duration_s"]),
+            "unsplit": float(r["wall_s"]) - float(r["duration_s"]),
+        }
+        for k, v in got.items():
+            phases[k] = phases.get(k, 0.0) + float(v)
+    measured = phases.get("measured", 0.0)
+    in_process = sum(phases.values())
+    phases["snakemake (between runs' processes)"] = max(0.0, stage_s - in_process)
+    overhead = stage_s - measured
+    lines = [
+        f"runs stage: {n} runs, wall {stage_s:.1f} s; baseline (Σ measured intervals) {measured:.1f} s",
+        f"measuring share: {measured / stage_s:.1%} (goal ≥ 85 %); overhead {overhead / n:.2f} s per run",
+        "per-run overhead by phase (mean s/run, largest first):",
+    ]
+    for k, v in sorted(phases.items(), key=lambda kv: -kv[1]):
+        if k != "measured":
+            lines.append(f"  {k:38s} {v / n:6.2f}")
+    share_default = default_run_s / (default_run_s + overhead / n)
+    lines.append(
+        f"at this overhead, {default_run_s:.0f} s runs (the default study's) would be {share_default:.1%} measuring"
+    )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.measuring", description=__doc__)
+    p.add_argument("--repeats", type=int, default=4, help="runs of the tiny study [4]")
+    p.add_argument("--duration", type=int, default=10, help="seconds per run [10]")
+    p.add_argument("--lock", default="/tmp/pgfslab-real.lock", help="the machine lock real runs take ('' for none)")
+    p.add_argument("--keep", action="store_true", help="keep the scratch folder (printed)")
+    p.add_argument(
+        "--lab",
+        type=Path,
+        default=REPO,
+        help="the lab checkout (its Snakefile and .venv) to measure, e.g. main beside a branch [this one]",
+    )
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("measuring: needs root (loop devices, mounts, PostgreSQL); skipped")
+        return 0
+    work = Path(tempfile.mkdtemp(prefix="pgfs-bench-measuring-"))
+    work.chmod(0o755)  # the postgres user reaches its data directory through it
+    (work / "study.yaml").write_text(yaml.safe_dump(config(args.repeats, args.duration)))
+    raw = work / "data" / "raw" / STUDY
+    try:
+        with machine_lock(args.lock):
+            try:
+                load = os.getloadavg()
+                setup_s = snakemake(work, f"data/raw/{STUDY}/_setup/ext4/target.json", lab=args.lab)
+                stage_s = snakemake(work, "raw", lab=args.lab)
+                analysis_s = snakemake(work, lab=args.lab)
+            finally:  # whatever a failure left mounted or running, released under the lock
+                subprocess.run(
+                    [sys.executable, "-m", "pgfslab", "release", "--config", "study.yaml"],
+                    cwd=work,
+                    capture_output=True,
+                )
+        runs = [json.loads(f.read_text()) for f in sorted(raw.glob("*/run.json"))]
+        print(
+            f"machine load (1/5/15 min) at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores"
+        )
+        print(
+            f"set-up (freeze + prepare the target): {setup_s:.1f} s; analysis (ingest, notebooks, paper): {analysis_s:.1f} s"
+        )
+        for line in report(runs, stage_s, 20.0):
+            print(line)
+        whole = setup_s + stage_s + analysis_s
+        measured = sum(float((r.get("phases_s") or {}).get("measured", r["duration_s"])) for r in runs)
+        print(f"whole tiny study after environment set-up: {whole:.1f} s, {measured / whole:.1%} measuring")
+        walls = [float(r["wall_s"]) for r in runs]
+        print(f"run.json wall_s per run: median {statistics.median(walls):.2f} s (duration {args.duration} s)")
+        return 0
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
