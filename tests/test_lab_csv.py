@@ -19,7 +19,8 @@ from pgfslab.run import sampler
 from pgfslab.runners import fsmicro
 
 DATA = Path(__file__).resolve().parent / "data"
-PGSTAT = next((DATA / "studies").glob("*/*/pgstat.csv"))
+PGSTAT = next((DATA / "studies" / "dirty-bytes").glob("*/pgstat.csv"))  # v1: recorded before pg_stat_wal
+PGSTAT_V2 = next((DATA / "studies" / "wal-zfs").glob("*/pgstat.csv"))  # v2: with pg_stat_wal
 OPS = DATA / "fsmicro" / "write_fsync_interrupted" / "fsmicro_ops.csv"
 
 
@@ -175,3 +176,15 @@ def test_pgstat_sampler_writes_what_the_format_reads() -> None:
         line
         == "1795420845.500000," + ",".join(str(i) for i in range(15)) + ",104857,3120,9834516,0,1450,1449,0.013,830.125"
     )
+
+
+def test_pgstat_v2_matches_a_real_file() -> None:
+    df = parsers.parse(PGSTAT_V2)["pgstat"]
+    lines = PGSTAT_V2.read_text().splitlines()
+    assert lines[0] == sampler.PGSTAT_HEADER and lines[1] == ",".join(sampler.PGSTAT_COLUMNS)
+    rows = [dict(zip(lines[1].split(","), ln.split(","), strict=True)) for ln in lines[2:]]
+    assert df.height == len(rows) > 2
+    for c in ("xact_commit", "wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_write", "wal_sync"):
+        assert df[c].to_list() == [int(r[c]) for r in rows], c
+    assert df["wal_sync_time"].to_list() == [float(r["wal_sync_time"]) for r in rows]
+    assert df["wal_sync_time"][-1] > 0  # recorded with track_wal_io_timing on
