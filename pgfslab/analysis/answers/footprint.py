@@ -10,7 +10,9 @@ each file system accounts for it (`logical_bytes` before and `physical_bytes` af
 * zfs: the dataset's `logicalused` against its `used` (`zfs get -Hp`, run.json `zfs_footprint`). Pools
   without `logicalused` (zfs-fuse's pool version 23) give `logicalused_est` = used x compressratio instead
   (compressratio has two decimals: about 0.5 % of rounding), and the accounting says so. Both are the whole
-  dataset, snapshots included (its `usedbysnapshots` is in run.json).
+  dataset, snapshots included (its `usedbysnapshots` is in run.json). ZFS's logical bytes include its own
+  metadata (indirect blocks, dnodes: many with recordsize 8k), so they are not the files' apparent size and
+  can exceed it; not yet checked against `du --apparent-size` of the dataset (run.json does not record it).
 """
 
 from __future__ import annotations
