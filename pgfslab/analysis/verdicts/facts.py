@@ -69,7 +69,7 @@ def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": _FS_KIND.get(op, op),
         "files": p.get("files") if op == "delete" else None,
-        "directory_files": p.get("bg_files"),
+        "directory_files": p.get("bg_files") or None,  # files already in the directory (none: not a key)
         "write_size": p.get("size_bytes") if op == "write_fsync" else None,
     }
 
