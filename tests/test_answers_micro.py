@@ -134,6 +134,7 @@ def seed3_ops() -> pl.DataFrame:
     rows = [
         {
             "benchmark": bench,
+            "target": fs,
             "target_label": fs,
             "run_id": f"{bench}.{fs}.{i}",
             "ops_per_s": rate,

@@ -126,7 +126,8 @@ def benchstat_table(grid: pl.DataFrame, baseline: str) -> pl.DataFrame:
 
 
 def seed_benchstat(ops: pl.DataFrame, baseline: str, alpha: float = 0.05) -> dict[str, str]:
-    """benchstat's text as seed 003 printed it, one block per other target against `baseline`:
+    """benchstat's text as seed 003 printed it, one block per other target against the target named
+    `baseline` (columns headed by target names, short enough for a page, as the seed's `ext4`, `zfs`):
 
         name                          ext4 ops/sec  zfs ops/sec  delta
         fsbench/delete_small_dir_2MB   15.6k ±14%    6.8k ±16%   ~     (p=0.100 n=3+3)
@@ -138,10 +139,10 @@ def seed_benchstat(ops: pl.DataFrame, baseline: str, alpha: float = 0.05) -> dic
         pl.format("fsbench/{}", "benchmark").alias("_name")
     )
     out: dict[str, str] = {}
-    for cand in df["target_label"].unique(maintain_order=True).to_list():
+    for cand in df["target"].unique(maintain_order=True).to_list():
         if cand == baseline:
             continue
-        table = stats.benchstat(df, "timed_ops_per_s", "_name", "target_label", baseline, cand, alpha, center="v1")
+        table = stats.benchstat(df, "timed_ops_per_s", "_name", "target", baseline, cand, alpha, center="v1")
         out[cand] = stats.format_benchstat(table.filter(pl.col("benchmark") != "geomean"), "ops/sec")
     return out
 
