@@ -39,7 +39,7 @@ os.environ.pop("PYTHONPATH", None)
 ENV = dict(os.environ)
 WORKERS = int(os.environ.get("PGFS_TEST_WORKERS", 0)) or max(2, min(4, (os.cpu_count() or 2) + 1))
 
-PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
+PER_WORKLOAD = ("throughput_stability", "latency_percentiles", "sysbench_qps")
 
 
 @dataclass
@@ -237,6 +237,7 @@ def _missing_cases(st: dict[str, Study]) -> dict[str, tuple[Path, str, str | Non
     return {
         "throughput_stability": (fs_db.db, fs_db.study, wl_fs),
         "latency_percentiles": (fs_db.db, fs_db.study, wl_fs),
+        "sysbench_qps": (fs_db.db, fs_db.study, wl_fs),
         "variance_significance": (fs_db.db, fs_db.study, None),
         "precision": (fs_db.db, fs_db.study, None),
         "dirty_memory_checkpoints": (fs_db.db, fs_db.study, None),

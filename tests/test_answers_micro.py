@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from pgfslab.analysis.answers import micro
 
@@ -72,6 +73,7 @@ def test_tables_and_summary() -> None:
         "target",
         "n",
         "ops/s",
+        "timed ops/s",
         "mean ms",
         "p50 ms",
         "p95 ms",
@@ -104,3 +106,73 @@ def test_tables_and_summary() -> None:
     assert out.height == 2  # the geomean row is not a benchmark
     assert out.filter(pl.col("target_label") == "xfs (label)")["delta_pct"].to_list() == [81.8]
     assert out.filter(pl.col("target_label") == "ext4")["p"].to_list() == [None]
+
+
+# Seed 003's per-run tables (ops/sec(cum) and avg(ms) of each of its three runs per file system), and the
+# rows of its benchstat table those runs gave, copied from the seed (../shared/seeds/003_afbf3310ae0d6dec.txt).
+SEED3_RUNS = {
+    "create_empty": (([644.1, 666.9, 704.6], [1.6, 1.5, 1.4]), ([1044.0, 1108.1, 1198.1], [1.0, 0.9, 0.8])),
+    "delete_10k_2MB": (([5657.3, 4988.0, 5275.4], [0.2, 0.2, 0.2]), ([2770.2, 1989.1, 2507.4], [0.4, 0.5, 0.4])),
+    "delete_small_dir_2MB": (
+        ([66.7, 58.1, 55.8], [0.05900, 0.07445, 0.06068]),
+        ([97.9, 80.3, 76.0], [0.17491, 0.13797, 0.13496]),
+    ),
+    "delete_large_dir_2MB": (
+        ([122.9, 100.5, 97.6], [0.02843, 0.03307, 0.03700]),
+        ([117.7, 117.6, 117.0], [0.09066, 0.12892, 0.14590]),
+    ),
+}
+SEED3_ROWS = {
+    "fsbench/create_empty": "672 ± 5% 1117 ± 7% ~ (p=0.100 n=3+3)",
+    "fsbench/delete_10k_2MB": "5.31k ± 7% 2.42k ±18% ~ (p=0.100 n=3+3)",
+    "fsbench/delete_small_dir_2MB": "15.6k ±14% 6.8k ±16% ~ (p=0.100 n=3+3)",
+    "fsbench/delete_large_dir_2MB": "30.8k ±14% 8.5k ±29% ~ (p=0.100 n=3+3)",
+}
+
+
+def seed3_ops() -> pl.DataFrame:
+    rows = [
+        {
+            "benchmark": bench,
+            "target": fs,
+            "target_label": fs,
+            "run_id": f"{bench}.{fs}.{i}",
+            "ops_per_s": rate,
+            "avg_ms": avg,
+        }
+        for bench, sides in SEED3_RUNS.items()
+        for fs, (rates, avgs) in zip(("ext4", "zfs"), sides)
+        for i, (rate, avg) in enumerate(zip(rates, avgs))
+    ]
+    return pl.DataFrame(rows)
+
+
+def test_timed_rates_are_the_loop_rate_or_one_over_the_mean_latency() -> None:
+    got = micro.timed_rates(seed3_ops(), pl.DataFrame())
+    rate = dict(zip(got["run_id"], got["timed_ops_per_s"]))
+    assert rate["create_empty.ext4.0"] == 644.1  # the whole loop is timed: the printed ops/s
+    assert rate["delete_10k_2MB.zfs.1"] == 1989.1
+    assert rate["delete_small_dir_2MB.ext4.0"] == pytest.approx(1000 / 0.05900)  # 16,949 deletes/s, not 66.7
+    # exact from every timed operation when logged: 3 ops of 0.5, 1.0 and 1.5 ms = 3 / 3 ms = 1000/s
+    op_lat = pl.DataFrame({"run_id": ["delete_large_dir_2MB.zfs.2"] * 3, "latency_ms": [0.5, 1.0, 1.5]})
+    exact = micro.timed_rates(seed3_ops(), op_lat).filter(pl.col("run_id") == "delete_large_dir_2MB.zfs.2")
+    assert exact["timed_ops_per_s"].to_list() == [pytest.approx(1000.0)]
+    zero = seed3_ops().with_columns(pl.lit(0.0).alias("avg_ms"))  # printed 0.0: below resolution, unknown
+    assert (
+        micro.timed_rates(zero, pl.DataFrame())
+        .filter(pl.col("benchmark") == "delete_small_dir_2MB")["timed_ops_per_s"]
+        .null_count()
+        == 6
+    )
+
+
+def test_seed_benchstat_reproduces_seed_003s_table() -> None:
+    text = micro.seed_benchstat(micro.timed_rates(seed3_ops(), pl.DataFrame()), "ext4")
+    assert list(text) == ["zfs"]
+    lines = text["zfs"].splitlines()
+    assert lines[0].split() == ["name", "ext4", "ops/sec", "zfs", "ops/sec", "delta"]
+    rows = {ln.split()[0]: " ".join(ln.split()[1:]) for ln in lines[1:] if ln.startswith("fsbench/")}
+    assert {k: v.removesuffix(" ¹") for k, v in rows.items()} == SEED3_ROWS
+    # ours adds benchstat's footnote on why 3+3 can never be significant
+    assert lines[-1].startswith("¹ need >= 4 samples to detect a difference at alpha level 0.05")
+    assert not any(ln.startswith("geomean") for ln in lines)  # the seed's table has no geomean row

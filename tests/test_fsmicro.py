@@ -390,3 +390,71 @@ def test_on_a_loop_mounted_ext4_image(tmp_path: Path, capsys: pytest.CaptureFixt
         if mounted:
             subprocess.run(["umount", str(mnt)], check=False, timeout=60)
         subprocess.run(["losetup", "-d", dev], check=False, timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("setup_sync", "file_fsyncs", "syncfs_calls"),
+    # delete: 12 files to delete + 5 background files; 'each' fsyncs all 17 as it makes them, 'end' none of
+    # them and the file system once; both then fsync the directory once before the timer starts
+    [("each", 17, 0), ("end", 0, 1)],
+)
+def test_setup_sync_each_or_once_at_the_end(
+    setup_sync: str,
+    file_fsyncs: int,
+    syncfs_calls: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = {"op": "delete", "files": 12, "size_bytes": 4096, "bg_files": 5, "setup_sync": setup_sync}
+    work = tmp_path / "fs"
+    seen: list[str] = []  # what each fsync before the first unlink was of: a regular file or the directory
+    real_fsync, real_syncfs, real_unlink = os.fsync, fsmicro.syncfs, os.unlink
+    timed = [False]
+
+    def fsync(fd: int) -> None:
+        if not timed[0]:
+            seen.append("dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "file")
+        real_fsync(fd)
+
+    def syncfs(fd: int) -> None:
+        seen.append("syncfs")
+        real_syncfs(fd)
+
+    def unlink(*a: Any, **kw: Any) -> None:
+        timed[0] = True
+        real_unlink(*a, **kw)
+
+    monkeypatch.setattr(fsmicro.os, "fsync", fsync)
+    monkeypatch.setattr(fsmicro, "syncfs", syncfs)
+    monkeypatch.setattr(fsmicro.os, "unlink", unlink)
+    rc, stdout, stderr, work, _ = _run(spec, tmp_path, capsys)
+    assert rc == 0, stderr
+    assert seen.count("file") == file_fsyncs and seen.count("syncfs") == syncfs_calls
+    assert seen[-1] == "dir" and seen.count("dir") == 1  # the directory last, once, in both ways
+    assert _parse(stdout)["n"] == 12 and list(work.iterdir()) == []
+    cmd = fspec.command(spec, work, tmp_path)
+    assert cmd[cmd.index("--setup-sync") + 1] == setup_sync
+
+
+def test_syncfs_of_a_bad_descriptor_raises() -> None:
+    with pytest.raises(OSError, match="syncfs"):
+        fsmicro.syncfs(10_000)
+
+
+def test_a_delete_of_pre_created_files_runs_until_all_are_deleted() -> None:
+    from pgfslab.run.execute import fs_op_spec
+
+    cfg = {"run": {"duration_s": 5, "timeout_factor": 3}}
+    # no duration of its own: every one of the 100k files is deleted, however long it takes (as seed 003)
+    op, timeout = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete", "files": 100_000, "repeats": 4})
+    assert op == {"op": "delete", "files": 100_000} and fspec.resolve(op)["duration_s"] is None
+    assert timeout == 5 * 3 + 600 + 1000  # + 10 ms per file made
+    # a duration or a count of its own is kept
+    op, _ = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete", "files": 10, "duration_s": 2})
+    assert op["duration_s"] == 2
+    op, _ = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete", "files": 10, "count": 4})
+    assert op == {"op": "delete", "files": 10, "count": 4, "duration_s": 5}
+    # every other op runs for the study's duration; its background files lengthen the timeout
+    op, timeout = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete_large_dir", "bg_files": 100_000})
+    assert op["duration_s"] == 5 and timeout == 5 * 3 + 600 + 1000

@@ -473,6 +473,57 @@ def test_fs_micro_table(st: dict[str, recorded.Study]) -> None:
         assert row["n"] == len(dirs)
 
 
+def test_fs_micro_seed_form_benchstat(st: dict[str, recorded.Study]) -> None:
+    """seed 003's table in its form: per benchmark and target the mean over its repeats of the timed operations
+    per second (here every recorded benchmark does untimed work per loop: 1e9 / mean latency in ns of the
+    csv), printed to benchstat's 3 significant digits."""
+    s = study_with(st, "fsmicro")
+    pub = json.loads((s.tables / "fs_micro.json").read_text())
+    text = next(b["markdown"] for b in pub["blocks"] if b["kind"] == "text" and "```" in b["markdown"])
+    rates: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for d, rec in raw_runs(s).items():
+        lines = (s.raw / d / "fsmicro_ops.csv").read_text().splitlines()[1:]
+        lat = [int(ln.split(",")[2]) for ln in lines]
+        rates[(lines[0].split(",")[0], rec["target"])].append(1e9 * len(lat) / sum(lat))
+    rows = {ln.split()[0]: ln.split() for ln in text.splitlines() if ln.startswith("fsbench/")}
+    header = next(ln for ln in text.splitlines() if ln.startswith("name")).split()
+    base, cand = header[1], header[3]
+    assert {b for b, _ in rates} == {k.removeprefix("fsbench/") for k in rows}
+    for bench, row in rows.items():
+        for target, printed in ((base, row[1]), (cand, row[4 if row[2] == "±" else 3])):
+            got = float(printed[:-1]) * 1000 if printed.endswith("k") else float(printed)
+            want = statistics.mean(rates[(bench.removeprefix("fsbench/"), target)])  # 2 runs: nothing dropped
+            assert got == pytest.approx(want, rel=0.006), (bench, target)
+
+
+def test_sysbench_qps_per_run_table(st: dict[str, recorded.Study]) -> None:
+    """seed 002's per-second figures and table: each run's average and variance of per-second TPS and its mean
+    read/write/other QPS after trim_s, from sysbench.stdout's report lines read here with a regex."""
+    s = study_with(st, "sysbench")
+    trim = s.cfg["analysis"]["trim_s"]
+    line = re.compile(r"^\[ (\d+)s \] thds: \d+ tps: ([0-9.]+) qps: [0-9.]+ \(r/w/o: ([0-9.]+)/([0-9.]+)/([0-9.]+)\)")
+    checked = 0
+    for wl in (w for w, spec in s.cfg["workloads"].items() if spec["tool"] == "sysbench"):
+        table = pl.read_parquet(s.tables / f"sysbench_qps-{wl}.parquet")
+        for d, rec in raw_runs(s).items():
+            if rec["workload"] != wl:
+                continue
+            found = [line.match(ln) for ln in (s.raw / d / "sysbench.stdout").read_text().splitlines()]
+            kept = [m for m in found if m and int(m[1]) > trim]
+            tps = [float(m[2]) for m in kept]
+            row = table.filter(pl.col("run_id") == d).row(0, named=True)
+            assert row["n"] == len(tps) > 2
+            assert row["tps_avg"] == pytest.approx(statistics.mean(tps), rel=1e-9)
+            assert row["tps_var"] == pytest.approx(statistics.variance(tps), rel=1e-9)
+            for i, kind in ((3, "read"), (4, "write"), (5, "other")):
+                assert row[f"qps_{kind}_avg"] == pytest.approx(statistics.mean(float(m[i]) for m in kept), rel=1e-9)
+            checked += 1
+        pub = json.loads((s.tables / f"sysbench_qps-{wl}.json").read_text())
+        text = next(b["markdown"] for b in pub["blocks"] if b["kind"] == "table")
+        assert "thr avg" in text and "thr σ²" in text
+    assert checked >= 2
+
+
 def test_published_comparison_table(st: dict[str, recorded.Study]) -> None:
     checked = 0
     for s in st.values():

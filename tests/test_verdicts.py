@@ -3,7 +3,9 @@ which runs a claim compares, and the claims file itself."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -70,7 +72,7 @@ def facts_frame(rows: list[dict]) -> pl.DataFrame:
         "run_id": None, "tool": "pgbench", "kind": "tpcb-like", "op": None, "workload": "w", "clients": 4,
         "rung": None, "regime": "fits_ram", "compression": "none", "fillfactor": 100, "snapshots": False,
         "dirty_background_bytes": None, "cv": None, "saving": None,
-        **dict.fromkeys(facts.PG_KEYS),
+        **dict.fromkeys(facts.PG_KEYS), **dict.fromkeys(facts.FS_KEYS),
     }  # fmt: skip
     return pl.DataFrame([{**defaults, **r} for r in rows], infer_schema_length=None)
 
@@ -167,7 +169,7 @@ def test_the_shipped_claims_are_well_formed():
     for c in cs:
         if c.match:  # a claim the lab evaluates must tell its sides apart by keys the facts know
             assert (set(c.a) | set(c.b)) & known, c.id
-            assert c.quantity in ("ratio", "variance_ratio", "saving"), c.id
+            assert c.quantity in evaluate.VALUE, c.id
             assert c.direction in ("within", "greater", "less") and isinstance(c.threshold, (int, float)), c.id
 
 
@@ -241,3 +243,141 @@ def test_a_setting_a_target_keeps_for_all_its_runs_is_part_of_the_target() -> No
     out = evaluate.evaluate(facts_frame(varied), c)
     assert out.height == 1 and "full_page_writes=off" in out["cell"][0]
     assert out["estimate"][0] == pytest.approx(50 / 80, rel=0.05)
+
+
+def fs_rows(target: str, fs: str, values: dict[tuple[str, int | None, int | None], list[float]]) -> list[dict]:
+    """fsmicro facts: per (kind, files, directory_files) the repeats' timed ops/s."""
+    return [
+        {
+            "target": target, "target_label": target, "fs": fs, "tool": "fsmicro", "kind": kind,
+            "op": {"delete_in_dir": "delete_small_dir" if bg == 1000 else "delete_large_dir"}.get(kind, kind),
+            "clients": 1, "regime": None, "files": files, "directory_files": bg, "value": v,
+            "run_id": f"{target}.{kind}.{files}.{bg}.{i}",
+        }
+        for (kind, files, bg), vs in values.items()
+        for i, v in enumerate(vs)
+    ]  # fmt: skip
+
+
+def fs_facts() -> pl.DataFrame:
+    ext4 = {
+        ("delete", 10_000, None): [5000.0, 5100, 5200, 5300, 5400],
+        ("delete", 100_000, None): [30000.0, 30100, 30200, 30300, 30400],
+        ("delete_in_dir", None, 1000): [15000.0, 15500, 16000, 16500, 17000],
+        ("delete_in_dir", None, 100_000): [30000.0, 31000, 32000, 33000, 34000],
+    }
+    zfs = {k: [v / (2 if k[1] == 10_000 else 20) for v in vs] for k, vs in ext4.items()}
+    return facts_frame(fs_rows("ext4", "ext4", ext4) + fs_rows("zfs", "zfs", zfs))
+
+
+def test_fsmicro_claims_pick_their_file_counts():
+    # zfs deletes 10k files at half ext4's rate and 100k (and everything else) at a twentieth
+    ten_k = claim(
+        a={"fs": "ext4", "files": 10000}, b={"fs": "zfs", "files": 10000}, direction="less", threshold=0.6,
+        match={"tool": "fsmicro", "ops": ["delete"]},
+    )  # fmt: skip
+    out = evaluate.evaluate(fs_facts(), ten_k)
+    assert out.height == 1 and out["cell"][0] == "delete, c=1"  # files named: not a cell key
+    assert out["estimate"][0] == pytest.approx(0.5) and out["verdict"][0] == "holds"
+    hundred_k = claim(
+        a={"fs": "ext4", "files": 100000}, b={"fs": "zfs", "files": 100000}, direction="less", threshold=0.1,
+        match={"tool": "fsmicro", "ops": ["delete"]},
+    )  # fmt: skip
+    out = evaluate.evaluate(fs_facts(), hundred_k)
+    assert out.height == 1 and out["estimate"][0] == pytest.approx(0.05) and out["verdict"][0] == "holds"
+    # without naming the count, each count is its own cell
+    both = claim(
+        a={"fs": "ext4"}, b={"fs": "zfs"}, direction="less", threshold=1.0, match={"tool": "fsmicro", "ops": ["delete"]}
+    )
+    assert sorted(evaluate.evaluate(fs_facts(), both)["cell"]) == [
+        "delete, c=1, files=10000",
+        "delete, c=1, files=100000",
+    ]
+
+
+def test_a_directory_size_claim_compares_one_target_with_itself():
+    # ext4 in a 100k-file directory against ext4 in a 1k-file one: medians 32,000 / 16,000 = 2
+    c = claim(
+        a={"fs": "ext4", "directory_files": 1000}, b={"fs": "ext4", "directory_files": 100000},
+        direction="greater", threshold=1.0, match={"tool": "fsmicro", "ops": ["delete_small_dir", "delete_large_dir"]},
+    )  # fmt: skip
+    out = evaluate.evaluate(fs_facts(), c)
+    assert out.height == 1 and (out["a"][0], out["b"][0]) == ("ext4", "ext4")
+    # the Hodges-Lehmann ratio is the median of the 25 pairwise ratios (30..34k) / (15..17k): by hand
+    pair = sorted(b / a for a in (15000, 15500, 16000, 16500, 17000) for b in (30000, 31000, 32000, 33000, 34000))
+    assert out["estimate"][0] == pytest.approx(pair[12]) and out["verdict"][0] == "holds"
+
+
+def test_quantities_read_their_own_column():
+    rows = []
+    for t, ff, ratio, size in (("zstd-ff100", 100, 1.2, 600.0), ("zstd-ff70", 70, 2.4, 850.0)):
+        for i in range(5):
+            rows.append(
+                {
+                    "target": t, "target_label": t, "fs": "btrfs", "compression": "zstd", "tool": "sysbench",
+                    "kind": "oltp_read_write", "fillfactor": ff, "value": 100.0, "run_id": f"{t}{i}",
+                    "compress_ratio": ratio + i / 100, "database_bytes": size + i, "bytes_per_s": None,
+                }
+            )  # fmt: skip
+    f = facts_frame(rows)
+    comp = claim(
+        quantity="compression_ratio", a={"compression": "zstd", "fillfactor": 100},
+        b={"compression": "zstd", "fillfactor": 70}, direction="greater", threshold=1.5, match={"tool": "sysbench"},
+    )  # fmt: skip
+    out = evaluate.evaluate(f, comp)
+    assert (
+        out["estimate"][0] == pytest.approx(2.42 / 1.22) and out["verdict"][0] == "holds"
+    )  # medians' ratio: same shift
+    size = claim(
+        quantity="footprint", a={"fillfactor": 100}, b={"fillfactor": 70}, direction="greater", threshold=2.0,
+        match={"tool": "sysbench"},
+    )  # fmt: skip
+    out = evaluate.evaluate(f, size)
+    assert out["estimate"][0] == pytest.approx(852 / 602, rel=1e-3) and out["verdict"][0] == "does not hold"
+
+
+def test_fsmicro_facts_fill_the_runners_defaults():
+    assert facts.fsmicro_facts({"tool": "fsmicro", "op": "delete_large_dir", "size_bytes": 2_000_000}) == {
+        "kind": "delete_in_dir", "files": None, "directory_files": 100_000, "write_size": None,
+    }  # fmt: skip
+    assert facts.fsmicro_facts({"op": "delete", "files": 100_000, "size_bytes": 4096, "repeats": 5})["files"] == 100_000
+    assert facts.fsmicro_facts({"op": "write_fsync", "size_bytes": 10**8})["write_size"] == 10**8
+    assert facts.fsmicro_facts({"op": "nonsense"})["kind"] == "nonsense"
+
+
+STUDIES = Path(__file__).parent / "data" / "studies"
+
+
+def test_run_facts_of_recorded_studies(tmp_path):
+    """fsmicro runs: kind, write size and the timed rate from fsmicro_ops.csv; sysbench runs: compression ratio
+    and database size from run.json; all read here with plain code."""
+    from pgfslab.ingest.load import ingest_study
+
+    for study in ("fs-micro", "sysbench-fillfactor"):
+        db = tmp_path / f"{study}.duckdb"
+        ingest_study(STUDIES / study, db, progress=False, external=None)
+        got = {r["run_id"]: r for r in facts.run_facts(db, study).iter_rows(named=True)}
+        runs = [d for d in (STUDIES / study).iterdir() if (d / "run.json").exists()]
+        assert len(got) == len(runs) > 0
+        for d in runs:
+            rec, row = json.loads((d / "run.json").read_text()), got[d.name]
+            if study == "fs-micro":
+                lines = (d / "fsmicro_ops.csv").read_text().splitlines()[1:]
+                lat_ns = [int(ln.split(",")[2]) for ln in lines]
+                op = rec["workload_spec"]["op"]
+                assert row["kind"] == op and row["files"] is None and row["directory_files"] is None
+                assert row["value"] == pytest.approx(1e9 * len(lat_ns) / sum(lat_ns), rel=1e-9)
+                if op == "write_fsync":
+                    assert row["write_size"] == rec["workload_spec"]["size_bytes"] == 1_000_000
+                    assert row["bytes_per_s"] == pytest.approx(1e6 * row["value"])
+                else:
+                    assert row["write_size"] is None and row["bytes_per_s"] is None
+            else:
+                assert row["kind"] == "oltp_read_write" and row["files"] is None
+                assert row["database_bytes"] == rec["postgres"]["database_bytes"]
+                if rec["fs"] == "btrfs":
+                    comp = rec["compsize"]
+                    assert row["compress_ratio"] == pytest.approx(comp["uncompressed_bytes"] / comp["disk_bytes"])
+                else:
+                    assert "compsize" not in rec and row["compress_ratio"] is None
+                assert row["fillfactor"] == (70 if "ff70" in d.name else 100)

@@ -350,6 +350,48 @@ def throughput_small_multiples(
     )
 
 
+# seed 002's gnuplot figures: total QPS and its read, write and other parts, one colour each
+QPS_COLORS = {"QPS (total)": "#222222", "qps: read": "#1f77b4", "qps: write": "#d62728", "qps: other": "#2ca02c"}
+
+
+def qps_small_multiples(
+    df: pl.DataFrame,
+    *,
+    facet: str = "panel",
+    columns: int = 1,
+    title: str | None = None,
+    width: int = WIDTH,
+    panel_height: int = 90,
+    max_points_per_line: int = 1200,
+) -> alt.FacetChart:
+    """Per-second queries of one run per panel, one line per `series` (QPS_COLORS: total, read, write,
+    other), as seed 002 drew them. `df`: `facet`, `series`, t_s, qps. All panels share one y scale."""
+    data = downsample_time(
+        df.select(facet, "series", "t_s", "qps"), "t_s", ["qps"], max_points_per_line, by=[facet, "series"]
+    )
+    chart = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.2)
+        .encode(
+            x=alt.X("t_s:Q", title=TIME_TITLE, scale=alt.Scale(nice=False)),
+            y=alt.Y("qps:Q", title="queries per second"),
+            color=alt.Color(
+                "series:N",
+                scale=alt.Scale(domain=list(QPS_COLORS), range=list(QPS_COLORS.values())),
+                legend=alt.Legend(title=None, orient="top"),
+            ),
+        )
+    )
+    panel_w = (width - 12 * (columns - 1)) // columns
+    layered = alt.layer(chart, data=data).properties(width=panel_w, height=panel_height)
+    return _titled(
+        layered.facet(facet=alt.Facet(f"{facet}:N", title=None, sort="ascending"), columns=columns).resolve_scale(
+            x="shared", y="shared"
+        ),
+        title,
+    )
+
+
 def _decade_axis(lo: float | None, hi: float | None) -> Any:
     """A log axis labelled at powers of ten only (Vega's default crowds small panels with 2, 4, 20, 40...)."""
     import math

@@ -208,6 +208,27 @@ def throughput(
     return _frame(db, sql, params * len(parts))
 
 
+def sysbench_qps(
+    db: str | Path, study: str, workload: str | None = None, targets: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """sysbench's per-second report lines of every successful run (`--report-interval`): the run's cell
+    columns, t_s, tps and queries per second in total and by kind, `qps_read` / `qps_write` / `qps_other`
+    (sysbench's `(r/w/o: ...)`: SELECTs; INSERT/UPDATE/DELETE; BEGIN/COMMIT and the rest)."""
+    if not _has(db, "sysbench_interval"):
+        return pl.DataFrame()
+    wc, wp = _wcond(workload)
+    tc, tp = _tcond(targets)
+    return _frame(
+        db,
+        f"""
+        SELECT {RUN_COLS}, s.t_s, s.tps, s.qps, s.qps_read, s.qps_write, s.qps_other
+        FROM sysbench_interval s JOIN runs r USING (run_id)
+        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
+        ORDER BY r.plan_index, s.t_s""",
+        [study, *wp, *tp],
+    )
+
+
 # ---------------------------------------------------------------------------- one number per run
 
 

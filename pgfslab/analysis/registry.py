@@ -5,6 +5,7 @@ tools its workloads use):
 
     throughput_stability-<wl>   every pgbench and sysbench workload (per-second progress)
     latency_percentiles-<wl>    pgbench workloads with a log (aggregate or per transaction), sysbench
+    sysbench_qps-<wl>           sysbench workloads (per-second queries read/write/other; seed 002's table)
     variance_significance       any pgbench/sysbench workload
     precision                   any pgbench/sysbench workload (precision per cell, detectable differences)
     dirty_memory_checkpoints    any pgbench/sysbench workload (meminfo is always sampled)
@@ -28,7 +29,7 @@ from typing import Any
 from pgfslab import paths
 
 FIGURE_FORMATS = (".svg", ".png", ".pdf")
-PER_WORKLOAD = ("throughput_stability", "latency_percentiles")
+PER_WORKLOAD = ("throughput_stability", "latency_percentiles", "sysbench_qps")
 STUDY_WIDE = (
     "compression_footprint",
     "variance_significance",
@@ -104,6 +105,11 @@ def series_workloads(cfg: dict[str, Any]) -> list[str]:
     return _with_rungs(cfg, [w for w, wl in cfg["workloads"].items() if wl["tool"] in ("pgbench", "sysbench")])
 
 
+def sysbench_workloads(cfg: dict[str, Any]) -> list[str]:
+    """Workloads with sysbench's per-second queries by kind (read, write, other)."""
+    return _with_rungs(cfg, [w for w, wl in cfg["workloads"].items() if wl["tool"] == "sysbench"])
+
+
 def latency_workloads(cfg: dict[str, Any]) -> list[str]:
     return _with_rungs(
         cfg,
@@ -136,6 +142,7 @@ def jobs(cfg: dict[str, Any]) -> list[Job]:
     series = series_workloads(cfg)
     out = [Job(f"throughput_stability-{w}", "throughput_stability", w) for w in series]
     out += [Job(f"latency_percentiles-{w}", "latency_percentiles", w) for w in latency_workloads(cfg)]
+    out += [Job(f"sysbench_qps-{w}", "sysbench_qps", w) for w in sysbench_workloads(cfg)]
     out.append(Job("compression_footprint", "compression_footprint"))
     if series:
         out += [Job(n, n) for n in ("variance_significance", "precision", "dirty_memory_checkpoints", "scaling")]

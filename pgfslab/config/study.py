@@ -272,6 +272,7 @@ TOOL_KEYS: dict[str, set[str]] = {
         "max_file_bytes",
         "fsync_dir",
         "unlink_open",
+        "setup_sync",
         "fill",
     },
     "durability": {"crash_after_s", "crash"},

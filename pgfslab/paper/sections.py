@@ -31,6 +31,7 @@ PG_TOOLS = ("pgbench", "sysbench")
 RESULT_ORDER = [
     "seed_verdicts",
     "throughput_stability",
+    "sysbench_qps",
     "latency_percentiles",
     "variance_significance",
     "precision",

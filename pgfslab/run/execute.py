@@ -264,6 +264,20 @@ def _run_error(
     return "; ".join(parts) or None
 
 
+def fs_op_spec(cfg: dict[str, Any], wl: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """An fsmicro workload's op spec and its run's timeout. The run lasts the workload's duration (else the
+    study's), except a `delete` of pre-created files without a duration or count of its own: it runs until
+    every file is deleted, as seed 003's did (its clean-up would delete the rest anyway, untimed). The
+    timeout: the duration x timeout_factor + 600 s for the set-up and clean-up, + 10 ms per file made."""
+    op = {k: v for k, v in wl.items() if k in cfgmod.TOOL_KEYS["fsmicro"]}
+    until_done = op.get("op") == "delete" and "duration_s" not in wl and "count" not in op
+    if not until_done:
+        op.setdefault("duration_s", _duration(cfg, wl))
+    files = int(op.get("files") or 0) + int(op.get("bg_files") or 0)
+    timeout = _duration(cfg, wl) * cfg["run"]["timeout_factor"] + 600 + 0.01 * files
+    return op, timeout
+
+
 def _fs_run(
     cfg: dict[str, Any],
     spec: cfgmod.RunSpec,
@@ -275,11 +289,9 @@ def _fs_run(
 ) -> process.Outcome:
     """One file-system micro-benchmark run in the target's file system (no PostgreSQL)."""
     wl = cfg["workloads"][spec.workload]
-    op = {k: v for k, v in wl.items() if k in cfgmod.TOOL_KEYS["fsmicro"]}
-    op.setdefault("duration_s", _duration(cfg, wl))
+    op, timeout = fs_op_spec(cfg, wl)
     cmd = fsmicro_spec.command(op, mnt.path, rdir.resolve())
     record["commands"] = [cmd]
-    timeout = _duration(cfg, wl) * cfg["run"]["timeout_factor"] + 600  # set-up (pre-created files) is extra
     parse = process.regex_progress(r"(\d+) ops", lambda m: f"{m.group(0)}")
     ph = ph or Phases()
     with Samplers(rdir, cfg["sampler"]) as smp:

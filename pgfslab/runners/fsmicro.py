@@ -35,6 +35,7 @@ written, marked partial).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import errno
 import os
 import signal
@@ -72,6 +73,16 @@ from pgfslab.runners.fsmicro_spec import (
 # the benchmarks
 
 
+def syncfs(fd: int) -> None:
+    """syncfs(2) of the file system holding `fd`: write back and commit everything of that file system
+    only (os.sync() would flush every file system of the machine). A FUSE file system (zfs-fuse) has
+    received every write already; it commits them with its own transaction groups."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syncfs(fd) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"syncfs: {os.strerror(err)}")
+
+
 class Stop:
     """Set by SIGINT/SIGTERM (or an error): the loop ends after the current operation."""
 
@@ -107,13 +118,14 @@ class Bench:
         while n > 0:
             n -= os.write(fd, self.block[: min(n, CHUNK)])
 
-    def make_file(self, name: str, size: int, keep_open: bool = False) -> int:
-        """Create, write and fsync a file; closed unless keep_open (then its fd is returned)."""
+    def make_file(self, name: str, size: int, keep_open: bool = False, sync: bool = True) -> int:
+        """Create, write and (unless not `sync`) fsync a file; closed unless keep_open (then its fd is returned)."""
         fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=self.dfd)
         try:
             if size:
                 self.write(fd, size)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         except BaseException:
             os.close(fd)
             raise
@@ -126,12 +138,21 @@ class Bench:
         for i in range(n):
             if stop:
                 return
-            self.make_file(f"{prefix}{i}", size)
+            self.make_file(f"{prefix}{i}", size, sync=self.sync_each)
             tick(f"set-up: {what} {i + 1}/{n} files", False)
+
+    @property
+    def sync_each(self) -> bool:
+        """Is every pre-created file fsynced as it is made (setup_sync 'each'), or the file system once at
+        the end of the set-up ('end')?"""
+        return self.p.get("setup_sync", "each") == "each"
 
     # protocol -----------------------------------------------------------------------------------
     def setup(self, stop: Stop, tick: Tick) -> None:
         self.make_files("pre_temp_", self.p["bg_files"], self.p["bg_size_bytes"], stop, tick, "background")
+        if not self.sync_each and not stop:
+            tick("set-up: syncfs", True)
+            syncfs(self.dfd)
         os.fsync(self.dfd)
 
     def step(self) -> tuple[int, int]:
@@ -173,7 +194,7 @@ class DeleteFiles(Bench):
         for i in range(files):
             if stop:
                 return
-            self.make_file(f"temp_{i}", self.p["size_bytes"])
+            self.make_file(f"temp_{i}", self.p["size_bytes"], sync=self.sync_each)
             self.left = i + 1
             tick(f"set-up: {i + 1}/{files} files to delete", False)
         super().setup(stop, tick)

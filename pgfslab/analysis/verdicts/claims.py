@@ -19,7 +19,16 @@ import yaml
 from pgfslab.errors import LabError
 
 CLAIMS = Path(__file__).with_name("claims.yaml")
-QUANTITIES = ("ratio", "variance_ratio", "saving", "count", "qualitative")
+QUANTITIES = (
+    "ratio",
+    "variance_ratio",
+    "saving",
+    "compression_ratio",
+    "footprint",
+    "bandwidth",
+    "count",
+    "qualitative",
+)
 DIRECTIONS = ("within", "greater", "less")
 
 

@@ -20,14 +20,24 @@ import numpy as np
 import polars as pl
 
 from pgfslab.analysis.verdicts.claims import Claim
-from pgfslab.analysis.verdicts.facts import PG_DEFAULTS, PG_KEYS
+from pgfslab.analysis.verdicts.facts import FS_KEYS, PG_DEFAULTS, PG_KEYS
 from pgfslab.analysis.verdicts.ratio import ratio_ci, verdict
 
 # what a target is (set per target in a study) and what a run is (set per workload, or per target)
 TARGET_KEYS = ("fs", "compression", "fillfactor", "snapshots")
-RUN_KEYS = ("dirty_background_bytes", *PG_KEYS)
+RUN_KEYS = ("dirty_background_bytes", *PG_KEYS, *FS_KEYS)
 CELL_DIMS = ("kind", "clients", "rung", "regime")
-VALUE = {"ratio": "value", "variance_ratio": "cv", "saving": "saving"}
+# the facts column each quantity compares (B/A of it, except `saving`: B's own): the headline (tps, timed
+# fsmicro ops/s), the within-run CV, compression saving, compression ratio (uncompressed / on disk), the
+# database's size at the end of a run, bytes synced per second of sync latency
+VALUE = {
+    "ratio": "value",
+    "variance_ratio": "cv",
+    "saving": "saving",
+    "compression_ratio": "compress_ratio",
+    "footprint": "database_bytes",
+    "bandwidth": "bytes_per_s",
+}
 
 RESULT_SCHEMA: dict[str, Any] = {
     "claim": pl.Utf8,
@@ -54,6 +64,8 @@ def _normal(key: str, value: Any) -> Any:
         return parse_bytes(value)
     if key in PG_KEYS:
         return {True: "on", False: "off"}.get(value, str(value).lower())
+    if key in FS_KEYS:
+        return int(value)
     if key == "mount_options":
         return None
     return value
@@ -158,8 +170,12 @@ def _row(
         est, lo, hi, coverage = ci.ratio, ci.lo, ci.hi, ci.confidence
         v = verdict(ci, claim.direction, threshold, 1 - alpha)  # type: ignore[arg-type]
         test = "Hodges-Lehmann ratio, exact rank interval"
-        if claim.quantity == "variance_ratio":
-            test += " (per-run CV)"
+        test += {
+            "variance_ratio": " (per-run CV)",
+            "compression_ratio": " (per-run compression ratio)",
+            "footprint": " (database size after each run)",
+            "bandwidth": " (bytes per second of sync)",
+        }.get(claim.quantity, "")
     return {
         "claim": claim.id,
         "seed": claim.seed,

@@ -1,6 +1,7 @@
 """What distinguishes a run, in the terms the seeds' claims use: its target's file system and compression,
 the PostgreSQL and OS settings it ran with, its fillfactor, snapshots, the workload kind, client count,
-data-set rung and memory regime, and its headline value.
+data-set rung and memory regime, what an fsmicro run worked on (files pre-created, files already in the
+directory, bytes per sync), and its values: the headline, the within-run CV, the footprint and compression.
 
 One row per successful run (from the run records in the study database: a few hundred at most).
 """
@@ -14,7 +15,9 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import queries
+from pgfslab.analysis.answers import micro
 from pgfslab.host.sysctl import parse_bytes
+from pgfslab.runners import fsmicro_spec
 
 # settings a claim may name, read from the run's effective PostgreSQL settings
 PG_KEYS = ("synchronous_commit", "fsync", "full_page_writes", "wal_init_zero", "wal_recycle", "commit_delay")
@@ -29,6 +32,12 @@ PG_DEFAULTS = {
     "commit_delay": "0",
 }
 REGIMES = ("fits_shared_buffers", "fits_ram", "exceeds_ram")
+# what an fsmicro run worked on (None for the other tools): files pre-created for the delete benchmarks,
+# files already in the directory (seed 003's small and large directories), bytes written per timed sync
+FS_KEYS = ("files", "directory_files", "write_size")
+# delete_small_dir and delete_large_dir are one benchmark (pebble's deleteBench) in a directory of 1k or 100k
+# files: one kind, told apart by directory_files
+_FS_KIND = {"delete_small_dir": "delete_in_dir", "delete_large_dir": "delete_in_dir"}
 _COMPRESS = re.compile(r"^compress(?:-force)?(?:=([a-z0-9]+))?")
 
 
@@ -57,6 +66,24 @@ def regime(dataset_bytes: float | None, shared_buffers: float | None, memory: fl
     return "exceeds_ram" if memory is not None else None
 
 
+def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
+    """An fsmicro workload's kind (its op; the two directory deletes are one kind) and FS_KEYS, with the
+    runner's defaults filled in (all None when the spec does not resolve)."""
+    given = {k: v for k, v in spec.items() if k in fsmicro_spec.PARAMS or k == "op"}
+    given.setdefault("duration_s", 1)
+    try:
+        p = fsmicro_spec.resolve(given)
+    except ValueError:
+        return {"kind": spec.get("op"), **dict.fromkeys(FS_KEYS)}
+    op = p["op"]
+    return {
+        "kind": _FS_KIND.get(op, op),
+        "files": p.get("files") if op == "delete" else None,
+        "directory_files": p.get("bg_files") or None,  # files already in the directory (none: not a key)
+        "write_size": p.get("size_bytes") if op == "write_fsync" else None,
+    }
+
+
 def _bytes(value: Any) -> int | None:
     try:
         return parse_bytes(value) if value is not None else None
@@ -68,7 +95,11 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     """One row per successful run: run_id, target, target_label, fs, compression, kind (pgbench builtin,
     sysbench test, or the fsmicro workload's name), tool, op, clients, rung, regime, fillfactor,
     snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the headline), `cv` (within-run
-    variation of per-second throughput) and `saving` (btrfs compression's, where compsize measured it)."""
+    variation of per-second throughput), `saving` (btrfs compression's, where compsize measured it),
+    `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the benchmark
+    database's size at the end of the run). fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS say
+    what it worked on, `value` is the timed operations per second (`micro.timed_rates`, seed 003's quantity)
+    and `bytes_per_s` (write_fsync) the bytes synced per second of sync latency."""
     head = queries.headline(db, study)
     recs = queries.run_records(db, study)
     rows = []
@@ -84,6 +115,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         memory = float(limit_mb) * 2**20 if limit_mb and applied else ram
         size = (rec.get("target_setup") or {}).get("database_bytes_loaded") or pg.get("database_bytes")
         tool = rec.get("tool")
+        fsm = fsmicro_facts(wl) if tool == "fsmicro" else {"kind": None, **dict.fromkeys(FS_KEYS)}
         row = {
             "run_id": r["run_id"],
             "target": r["target"],
@@ -91,7 +123,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "fs": rec.get("fs"),
             "compression": compression(rec),
             "tool": tool,
-            "kind": wl.get("builtin") or wl.get("test") or (r["workload"] if tool == "fsmicro" else r["workload"]),
+            "kind": wl.get("builtin") or wl.get("test") or fsm["kind"] or r["workload"],
             "op": wl.get("op"),
             "workload": r["workload"],
             "clients": r["clients"],
@@ -100,6 +132,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "fillfactor": queries._fillfactor(rec),
             "snapshots": bool(rec.get("snapshots")),
             "dirty_background_bytes": _bytes((rec.get("os") or {}).get("vm_dirty_background_bytes")),
+            **{k: fsm[k] for k in FS_KEYS},
             "value": r["value"],
         }
         for key in PG_KEYS:
@@ -124,12 +157,29 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         "fillfactor": pl.Int64,
         "snapshots": pl.Boolean,
         "dirty_background_bytes": pl.Int64,
+        **dict.fromkeys(FS_KEYS, pl.Int64),
         **dict.fromkeys(PG_KEYS, pl.Utf8),
         "value": pl.Float64,
     }
     facts = pl.DataFrame(rows, schema=schema)
-    return facts.join(within_run_cv(db, study, trim_s), on="run_id", how="left").join(
-        compression_saving(db, study), on="run_id", how="left"
+    timed = fsmicro_rates(db, study)
+    return (
+        facts.join(timed, on="run_id", how="left")
+        .with_columns(pl.coalesce("timed_ops_per_s", "value").alias("value"))
+        .with_columns((pl.col("write_size") * pl.col("value")).alias("bytes_per_s"))
+        .drop("timed_ops_per_s")
+        .join(within_run_cv(db, study, trim_s), on="run_id", how="left")
+        .join(compression_saving(db, study), on="run_id", how="left")
+    )
+
+
+def fsmicro_rates(db: str | Path, study: str) -> pl.DataFrame:
+    """Per fsmicro run: `timed_ops_per_s` (`micro.timed_rates`: exact from every timed operation when logged)."""
+    ops = queries.fs_ops(db, study)
+    if ops.height == 0:
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "timed_ops_per_s": pl.Float64})
+    return micro.timed_rates(ops, queries.fs_op_latencies(db, study)).select(
+        "run_id", pl.col("timed_ops_per_s").cast(pl.Float64)
     )
 
 
@@ -148,9 +198,12 @@ def within_run_cv(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
 
 
 def compression_saving(db: str | Path, study: str) -> pl.DataFrame:
-    """Per run on a compressing btrfs target: 1 - on disk / uncompressed (compsize at the end of the run)."""
+    """Per run: on a compressing btrfs target 1 - on disk / uncompressed (`saving`) and uncompressed / on disk
+    (`compress_ratio`), compsize at the end of the run; on every PostgreSQL run `database_bytes`."""
     st = queries.storage(db, study)
     return st.select(
         "run_id",
         (1 - pl.col("compsize_disk_bytes") / pl.col("compsize_uncompressed_bytes")).alias("saving"),
+        (pl.col("compsize_uncompressed_bytes") / pl.col("compsize_disk_bytes")).alias("compress_ratio"),
+        pl.col("database_bytes").cast(pl.Float64),
     )

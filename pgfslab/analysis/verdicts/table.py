@@ -29,7 +29,14 @@ def _claim_frame(claims: list[Claim]) -> pl.DataFrame:
 
 
 def _expects(c: Claim) -> str:
-    what = {"ratio": "B/A", "variance_ratio": "CV B/A", "saving": "saving of B"}.get(c.quantity, c.quantity)
+    what = {
+        "ratio": "B/A",
+        "variance_ratio": "CV B/A",
+        "saving": "saving of B",
+        "compression_ratio": "compression ratio B/A",
+        "footprint": "size B/A",
+        "bandwidth": "sync bandwidth B/A",
+    }.get(c.quantity, c.quantity)
     if c.direction == "within" and c.threshold is not None:
         return f"{what} within 1 ± {c.threshold:g}"
     if c.direction == "greater" and c.threshold is not None:
