@@ -759,6 +759,14 @@ def test_checkpoint_attribution_hand_worked():
     assert open_window["n_in"] == 2
 
 
+def test_checkpoint_attribution_of_a_run_stalled_outside_checkpoints():
+    # throughput only inside the checkpoint (t = 4, 5, 6), zero elsewhere: no relative change exists
+    series = pl.DataFrame({"t_s": np.arange(1.0, 11), "tps": [0.0, 0, 0, 5, 6, 7, 0, 0, 0, 0]})
+    a = stats.checkpoint_attribution(series, pl.DataFrame({"start_s": [3.5], "end_s": [6.0]}))
+    assert (a["mean_in"], a["mean_out"]) == (6.0, 0.0)
+    assert math.isnan(a["delta_pct"]) and math.isnan(a["delta_pct_lo"]) and math.isnan(a["delta_pct_hi"])
+
+
 # ------------------------------------------------------------------ stability (seed 002)
 
 

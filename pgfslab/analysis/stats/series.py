@@ -452,9 +452,12 @@ def checkpoint_attribution(
         "mean_out": float(x[~inside].mean()) if n - n_in else math.nan,
         "variance_share": float(((x[inside] - x.mean()) ** 2).sum()) / ss if n and ss > 0 else math.nan,
     }
-    out["delta_pct"] = 100 * (out["mean_in"] / out["mean_out"] - 1) if n_in and n - n_in else math.nan
+    # relative to the throughput outside checkpoints: undefined when that is zero (a run stalled whenever
+    # no checkpoint ran: seen on btrfs beyond the memory limit at 1 client)
+    base_ok = bool(n - n_in) and out["mean_out"] != 0
+    out["delta_pct"] = 100 * (out["mean_in"] / out["mean_out"] - 1) if n_in and base_ok else math.nan
     lo = hi = math.nan
-    if n_in >= 2 and n - n_in >= 2:
+    if n_in >= 2 and n - n_in >= 2 and base_ok:
         resid = np.where(inside, x - x[inside].mean(), x - x[~inside].mean())  # level shift removed
         ratio = effective_sample_size(resid, "acf") / n
         se = math.sqrt(
