@@ -74,3 +74,17 @@ def test_nested_config_values_arrive_as_text_and_numbers_are_read_as_numbers() -
     )
     assert cfg["run"]["duration_s"] == 5 and cfg["run"]["drop_caches"] is False
     assert cfg["title"] == "1e3 MB"
+
+
+def test_the_same_file_given_either_way_is_the_same_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make run` passes `--configfile` (Snakemake makes it absolute), scripts `--config config=` (as given):
+    the frozen config's source, a param of the freeze rule, must not differ, or every analysis re-runs."""
+    (tmp_path / "study.yaml").write_text((REPO / "config" / "fs-micro.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    _, _, by_file = workflow_config.resolve(
+        {}, cli_files=[str(tmp_path / "study.yaml")], cli_overrides={}, default_file="config/default.yaml"
+    )
+    _, _, by_key = workflow_config.resolve(
+        {}, cli_files=[], cli_overrides={"config": "study.yaml"}, default_file="config/default.yaml"
+    )
+    assert by_file == by_key == "study.yaml"

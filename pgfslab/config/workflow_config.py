@@ -84,6 +84,17 @@ def _read(path: Path) -> dict[str, Any]:
     return raw
 
 
+def _shown(path: Path) -> str:
+    """A config file as the frozen config's source names it: relative to the working directory when it is
+    inside it. Snakemake makes `--configfile` paths absolute and `--config config=` leaves them as given;
+    the same file must give the same source, or the frozen config (whose params include it) is written
+    again and the whole analysis re-runs when a study is started one way after the other."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def resolve(
     config: dict[str, Any], *, cli_files: list[str], cli_overrides: dict[str, Any], default_file: str
 ) -> tuple[bool, dict[str, Any], str]:
@@ -112,7 +123,7 @@ def resolve(
         merged: dict[str, Any] = {}
         for f in files:
             merged = _merge(merged, _read(f))
-        source = " + ".join(map(str, files))
+        source = " + ".join(map(_shown, files))
     else:
         merged = {k: v for k, v in config.items() if k not in CONTROL_KEYS}
         source = default_file
