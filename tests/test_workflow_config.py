@@ -88,3 +88,23 @@ def test_the_same_file_given_either_way_is_the_same_source(tmp_path: Path, monke
         {}, cli_files=[], cli_overrides={"config": "study.yaml"}, default_file="config/default.yaml"
     )
     assert by_file == by_key == "study.yaml"
+
+
+def test_the_frozen_config_keeps_the_order_of_targets_and_workloads(tmp_path: Path) -> None:
+    """The freeze rule's JSON goes through `pgfslab freeze` into data/raw/<study>/study.yaml: btrfs-compression
+    lists ext4 first (every comparison's baseline), and so must its frozen config (it once came out sorted)."""
+    import subprocess
+    import sys
+
+    _, cfg, source = workflow_config.resolve(
+        {}, cli_files=[str(REPO / "config" / "btrfs-compression.yaml")], cli_overrides={}, default_file="x"
+    )
+    out = tmp_path / "study.yaml"
+    subprocess.run(
+        [sys.executable, "-m", "pgfslab", "freeze", "--json", workflow_config.frozen_json(cfg), "--source", source,
+         "--out", str(out)],
+        check=True, cwd=REPO,
+    )  # fmt: skip
+    frozen = yaml.safe_load(out.read_text())
+    assert list(frozen["targets"]) == ["ext4", "btrfs", "btrfs-zlib"]
+    assert list(frozen["workloads"]) == ["tpcb", "select", "tpcb-nofsync"]

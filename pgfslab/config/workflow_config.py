@@ -16,6 +16,7 @@ values are applied over it. These keys steer the workflow and are not part of a 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,13 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise LabError(f"{path}: a study config is a mapping of keys (study, targets, workloads, ...)")
     return raw
+
+
+def frozen_json(cfg: dict[str, Any]) -> str:
+    """The resolved study config as the freeze rule passes it (its param and `pgfslab freeze --json`): in
+    the config's own order, never sorted. The order of `targets` and `workloads` means something (the first
+    target is every comparison's baseline; tables and figures follow it); sorted keys put btrfs before ext4."""
+    return json.dumps(cfg)
 
 
 def _shown(path: Path) -> str:

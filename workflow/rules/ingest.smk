@@ -18,7 +18,7 @@ if RAW_ONLY and MERGED and not Path(FROZEN).exists():
         output:
             FROZEN,
         params:
-            cfg=json.dumps(STUDY_CFG, sort_keys=True),
+            cfg=workflow_config.frozen_json(STUDY_CFG),
             src=CONFIG_SOURCE,
         shell:
             "{PY} -m pgfslab freeze --json {params.cfg:q} --source {params.src:q} --out {output}"

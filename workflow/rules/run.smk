@@ -16,7 +16,7 @@ if not RAW_ONLY:
         output:
             FROZEN,
         params:
-            cfg=json.dumps(STUDY_CFG, sort_keys=True),
+            cfg=workflow_config.frozen_json(STUDY_CFG),
             src=CONFIG_SOURCE,
         shell:
             "{PY} -m pgfslab freeze --json {params.cfg:q} --source {params.src:q} --out {output}"
