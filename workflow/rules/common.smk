@@ -4,6 +4,22 @@
 JOBS = {j.name: j for j in registry.jobs(STUDY_CFG)}
 
 
+from snakemake.exceptions import WorkflowError
+
+
+def _machine_cores():
+    """Every core Snakemake may use here: a target's preparation, its device baseline and every run take
+    them all, so nothing runs beside a measurement. The Slurm profile gives no --cores (Snakemake then
+    refuses `workflow.cores`): there each host's share is one exclusive job, and no run rule runs here."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
+MACHINE_CORES = _machine_cores()
+
+
 def _ingest_inputs(wildcards):
     raw = labcfg.raw_dir(wildcards.study)
     if RAW_ONLY:

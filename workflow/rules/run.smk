@@ -1,6 +1,6 @@
 # Stage 1: targets and runs. Both touch the machine: each of their jobs takes every core Snakemake has
-# (threads: workflow.cores), so nothing runs beside a measurement even when `make run` gives Snakemake all
-# cores (which lets the study's notebooks run side by side once the runs are done).
+# (threads: MACHINE_CORES, common.smk), so nothing runs beside a measurement even when `make run` gives
+# Snakemake all cores (which lets the study's notebooks run side by side once the runs are done).
 # Runs are ordered by the plan (interleaved repeats) through their priority. Inputs on other
 # stages' outputs are ancient(): a study folder copied from another machine (arbitrary mtimes)
 # is never re-run; a run re-runs only when its own parameters change (Snakemake's params trigger,
@@ -32,7 +32,7 @@ if not RAW_ONLY:
         params:
             spec=lambda w: labcfg.target_fingerprint(STUDY_CFG, w.target),
         priority: 1000
-        threads: workflow.cores  # alone on the machine
+        threads: MACHINE_CORES  # alone on the machine
         shell:
             "{PY} -m pgfslab prepare --config {input.frozen:q} --target {wildcards.target}"
 
@@ -46,7 +46,7 @@ if not RAW_ONLY:
         params:
             spec=lambda w: labcfg.baseline_fingerprint(STUDY_CFG, w.target),
         priority: 999
-        threads: workflow.cores  # alone on the machine
+        threads: MACHINE_CORES  # alone on the machine
         shell:
             "{PY} -m pgfslab device-baseline --config {input.frozen:q} --target {wildcards.target}"
 
@@ -62,7 +62,7 @@ if not RAW_ONLY:
         params:
             spec=lambda w: labcfg.run_fingerprint(STUDY_CFG, RUNS[w.run_id]),
         priority: lambda w: len(PLAN) - RUNS[w.run_id].plan_index
-        threads: workflow.cores  # alone on the machine
+        threads: MACHINE_CORES  # alone on the machine
         shell:
             "{PY} -m pgfslab run-one --config {input.frozen:q} --run-id {wildcards.run_id}"
 
