@@ -141,7 +141,8 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
         cap("hi").alias("hi"),
     )
     data = df
-    y = alt.Y("row:N", title=None, sort=None)
+    # whole labels: two cells of one claim differ only at their end (e.g. ", fsync=off")
+    y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600))
     x = alt.X("estimate:Q", scale=alt.Scale(type="log"), title="B / A (log scale), with its interval")
     color = alt.Color(
         "verdict:N", scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())), title=None
@@ -154,7 +155,7 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     dots = base.mark_point(filled=True, size=60).encode(
         y=y, x=x, color=color, tooltip=["claim", "a", "b", "cell", "estimate", "lo", "hi", "verdict"]
     )
-    return alt.layer(bars, edges, dots).properties(width=420)
+    return alt.layer(bars, edges, dots).properties(width=320)
 
 
 def _line(c: Claim) -> tuple[float | None, float | None]:
