@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pgfslab.analysis.verdicts import claims, evaluate, facts
+from pgfslab.analysis.verdicts import claims, evaluate, facts, table
 from pgfslab.analysis.verdicts.claims import Claim
 from pgfslab.analysis.verdicts.ratio import RatioCI, ratio_ci, verdict
 
@@ -381,3 +381,35 @@ def test_run_facts_of_recorded_studies(tmp_path):
                 else:
                     assert "compsize" not in rec and row["compress_ratio"] is None
                 assert row["fillfactor"] == (70 if "ff70" in d.name else 100)
+
+
+def test_a_saving_is_the_compressed_targets_own_an_uncompressed_a_side_has_none() -> None:
+    # the seed compares btrfs-zlib's saving with a threshold; ext4 (side A) has no compsize measurement,
+    # and before this it emptied the comparison ("not tested" although the study measured the saving)
+    rows = [
+        {"target": "ext4", "target_label": "ext4", "fs": "ext4", "value": 100.0, "run_id": f"e{i}"} for i in range(4)
+    ]
+    for i, s in enumerate([0.71, 0.74, 0.77, 0.85]):
+        rows.append(
+            {
+                "target": "btrfs-zlib",
+                "target_label": "btrfs-zlib",
+                "fs": "btrfs",
+                "compression": "zlib",
+                "value": 90.0,
+                "saving": s,
+                "run_id": f"z{i}",
+            }
+        )
+    c = claim(a={"fs": "ext4"}, b={"fs": "btrfs", "compression": "zlib"}, quantity="saving", direction="greater",
+              threshold=0.6)  # fmt: skip
+    out = evaluate.evaluate(facts_frame(rows), c)
+    assert out.height == 1
+    row = out.row(0, named=True)
+    assert (row["a"], row["b"], row["n_a"], row["n_b"]) == ("", "btrfs-zlib", 0, 4)
+    assert (row["lo"], row["hi"], row["verdict"]) == (0.71, 0.85, "holds")
+    shown = table.verdict_table(out, [c]).row(0, named=True)
+    assert shown["compared here"].startswith("btrfs-zlib: ") and shown["runs"] == "4"
+    assert shown["here [interval]"] == "76 % [71, 85]"
+    below = evaluate.evaluate(facts_frame(rows), claim(**{**c.__dict__, "threshold": 0.8}))
+    assert below["verdict"].to_list() == ["not resolved"]  # 0.71..0.85 straddles 0.8

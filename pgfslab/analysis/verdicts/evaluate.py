@@ -141,12 +141,16 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     by_target = [k for k in TARGET_KEYS if k not in named] if across else ["target_label"]
     dims = [*CELL_DIMS, *(k for k in run_dims(f, named, across)), *by_target]
     side_a, side_b = f.filter(side_filter(claim.a)), f.filter(side_filter(claim.b))
+    if claim.quantity == "saving":  # B's own saving: an uncompressed A has none to compare, B alone decides
+        side_a = side_b
     rows = []
     for key, part_a in side_a.group_by(dims, maintain_order=True):
         group = dict(zip(dims, key))
         part_b = side_b.filter(pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items()]))
         for ta in part_a["target_label"].unique(maintain_order=True).to_list():
             for tb in part_b["target_label"].unique(maintain_order=True).to_list():
+                if claim.quantity == "saving" and ta != tb:
+                    continue
                 a = part_a.filter(pl.col("target_label") == ta)[column].to_numpy()
                 b = part_b.filter(pl.col("target_label") == tb)[column].to_numpy()
                 rows.append(_row(claim, group, ta, tb, a, b, alpha))
@@ -165,6 +169,7 @@ def _row(
             v = "holds" if hi <= threshold else "does not hold" if lo > threshold else "not resolved"
         test = "range over runs (one measurement each)"
         coverage = math.nan
+        ta, a = "", b[:0]  # no A side: B's own saving
     else:
         ci = ratio_ci(a, b, alpha)
         est, lo, hi, coverage = ci.ratio, ci.lo, ci.hi, ci.confidence

@@ -69,10 +69,17 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     ]  # formatting only: one string per row of a table of a few dozen rows
     return df.with_columns(pl.Series("here", text, dtype=pl.Utf8)).select(
         "claim",
-        pl.concat_str([pl.col("b"), pl.lit(" / "), pl.col("a"), pl.lit(": "), pl.col("cell")]).alias("compared here"),
+        # a saving is B's own (no A side): "btrfs-zlib: cell", its runs alone
+        pl.when(pl.col("a") == "")
+        .then(pl.concat_str([pl.col("b"), pl.lit(": "), pl.col("cell")]))
+        .otherwise(pl.concat_str([pl.col("b"), pl.lit(" / "), pl.col("a"), pl.lit(": "), pl.col("cell")]))
+        .alias("compared here"),
         "expects",
         pl.col("here").alias("here [interval]"),
-        pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]).alias("runs"),
+        pl.when(pl.col("a") == "")
+        .then(pl.col("n_b").cast(pl.Utf8))
+        .otherwise(pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]))
+        .alias("runs"),
         "test",
         "verdict",
     )
