@@ -56,7 +56,7 @@ def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ing
 
 def test_every_captured_file_is_listed_in_origins() -> None:
     origins = (CAPTURED / "ORIGINS.md").read_text()
-    assert len(FILES) == 85
+    assert len(FILES) == 104
     assert set(UNSUPPORTED) <= {str(p.relative_to(CAPTURED)) for p in FILES}
     missing = [str(p.relative_to(CAPTURED)) for p in FILES if str(p.relative_to(CAPTURED)) not in origins]
     assert missing == []
@@ -638,3 +638,122 @@ def test_detection_error_is_clear(tmp_path: Path) -> None:
     p.write_text("hello\nworld\n")
     with pytest.raises(LabError, match=rf"^{p}: unknown format .*--format"):
         ingest_one(p)
+
+
+BUILT = CAPTURED / "pgbench/built"  # pgbench 8.2, 8.4, 9.1 and 9.4 built from their sources and run here
+
+
+def report_of(path: Path) -> list[tuple[object, ...]]:
+    """Each run's (clients, transaction type, processed, tps including, tps excluding), as the file prints them."""
+    text = lines_of(path)
+    return list(
+        zip(
+            [int(v) for v in values_after(path, "number of clients: ")],
+            [ln.split(": ", 1)[1] for ln in text if ln.startswith("transaction type: ")],
+            [int(v.split("/")[0]) for v in values_after(path, "number of transactions actually processed: ")],
+            [float(ln.split()[2]) for ln in text if ln.endswith("(including connections establishing)")],
+            [float(ln.split()[2]) for ln in text if ln.endswith("(excluding connections establishing)")],
+            strict=True,
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "name,runs",
+    [
+        ("pg8.2_run_c2_t1000.log", 1),
+        ("pg8.2_loop_c1_c2.log", 2),
+        ("pg8.4_T5_prepared_tee.log", 1),
+        ("pg8.4_select_t2000_l.log", 1),
+        ("pg9.1_r_j2_T5.log", 1),
+        ("pg9.1_j2_T3_l.log", 1),
+        ("pg9.4_P1_r_j2_T5.log", 1),
+        ("pg9.4_P1_rate300_lag.log", 1),
+        ("pg9.4_agg1_rate300.log", 1),
+        ("pg9.4_T2_l.log", 1),
+    ],
+)
+def test_reports_of_old_pgbench_releases(name: str, runs: int) -> None:
+    path = BUILT / name
+    con, res = ingest_one(path)
+    got = con.execute(
+        "SELECT clients, transaction_type, transactions_processed, tps_including_connections, tps "
+        "FROM pgbench_summary ORDER BY run_index"
+    ).fetchall()
+    assert got == report_of(path) and len(got) == runs
+    # every line but `starting vacuum...end.` is a line of the report
+    assert res.lines is not None and res.lines.not_understood == 0
+    assert res.lines.noise == sum(1 for ln in lines_of(path) if ln == "starting vacuum...end.")
+    threads = values_after(path, "number of threads: ")  # 9.0+; none before
+    latency = values_after(path, "latency average: ")  # 9.4's form, with a colon; none before
+    want = list(
+        zip(
+            [int(t) for t in threads] if threads else [None] * runs,
+            [float(v) for v in latency] if latency else [None] * runs,
+            strict=True,
+        )
+    )
+    assert con.execute("SELECT threads, latency_avg_ms FROM pgbench_summary ORDER BY run_index").fetchall() == want
+
+
+@pytest.mark.parametrize("name", ["pg9.4_P1_r_j2_T5.log", "pg9.4_P1_rate300_lag.log"])
+def test_progress_lines_of_pgbench_94(name: str) -> None:
+    path = BUILT / name
+    con, _ = ingest_one(path)
+    lines = [ln for ln in lines_of(path) if ln.startswith("progress: ")]
+    expected = []
+    for ln in lines:  # `progress: 1.0 s, 297.0 tps, lat 0.518 ms stddev 0.167[, lag 0.072 ms]`
+        f = ln.replace(",", "").split()
+        lag = float(f[f.index("lag") + 1]) if "lag" in f else None
+        expected.append((float(f[1]), float(f[3]), float(f[6]), float(f[9]), lag, None, None))
+    got = con.execute(
+        "SELECT t_s, tps, latency_avg_ms, latency_stddev_ms, lag_ms, skipped, failed FROM pgbench_progress ORDER BY t_s"
+    ).fetchall()
+    assert got == expected and len(got) == 5
+    assert ("lag" in lines[0]) == (name == "pg9.4_P1_rate300_lag.log")
+
+
+def test_statement_table_of_pgbench_91() -> None:
+    path = BUILT / "pg9.1_r_j2_T5.log"
+    con, _ = ingest_one(path)
+    text = lines_of(path)
+    table = [ln.split("\t")[1:] for ln in text[text.index("statement latencies in milliseconds:") + 1 :]]
+    rows = con.execute("SELECT latency_ms, statement FROM pgbench_statement ORDER BY statement_no").fetchall()
+    assert rows == [(float(v), st) for v, st in table] and len(rows) == 14
+
+
+@pytest.mark.parametrize("name", ["pg8.2_init.log", "pg8.4_init.log", "pg9.1_init.log", "pg9.4_init.log"])
+def test_init_output_of_old_releases_is_known_noise(name: str) -> None:
+    _, res = ingest_one(BUILT / name)
+    assert res.lines is not None
+    assert (res.lines.parsed, res.lines.noise, res.lines.not_understood) == (0, len(lines_of(BUILT / name)), 0)
+
+
+@pytest.mark.parametrize(
+    "name", ["pg8.4_txlog/pgbench_log.24464", "pg9.1_txlog/pgbench_log.24482.1", "pg9.4_txlog/pgbench_log.24514"]
+)
+def test_per_transaction_logs_of_old_releases(name: str) -> None:
+    path = BUILT / name
+    con, res = ingest_one(path)
+    assert res.format == "pgbench-txlog"
+    fields = [ln.split() for ln in lines_of(path)]  # client_id transaction_no time file_no time_epoch time_us
+    got = con.execute(
+        "SELECT client_id, tx_no, latency_us, epoch_us FROM pgbench_txlog ORDER BY epoch_us, client_id"
+    ).fetchall()
+    want = sorted(
+        ((int(c), int(n), float(t), int(e) * 1_000_000 + int(us)) for c, n, t, _, e, us in fields),
+        key=lambda r: (r[3], r[0]),
+    )
+    assert got == want and len(got) == 100
+
+
+def test_aggregate_log_of_pgbench_94_with_rate() -> None:
+    path = BUILT / "pg9.4_agg/pgbench_log.24506"
+    con, _ = ingest_one(path)
+    fields = [[int(v) for v in ln.split()] for ln in lines_of(path)]
+    assert {len(f) for f in fields} == {10}
+    got = con.execute(
+        "SELECT interval_start_s, n_tx, latency_sum_us, lag_sum_us, lag_max_us, skipped FROM pgbench_aggregate "
+        "ORDER BY interval_start_s"
+    ).fetchall()
+    assert got == [(f[0], f[1], float(f[2]), float(f[6]), float(f[9]), None) for f in fields]

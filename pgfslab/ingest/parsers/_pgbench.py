@@ -189,16 +189,20 @@ PROGRESS_EXPECTED = (
 )
 VERSION = FIELDS["pgbench_version"][0]
 VACUUM = r"^starting vacuum\.\.\."
-# `pgbench -i` (every version), the server's NOTICEs it relays, and its password prompt
+# `pgbench -i` (every version), the server's NOTICEs it relays, and its password prompt. 8.x-9.3 count
+# rows as `10000 tuples done.` and end with `set primary key...` and `vacuum...done.`; 9.4 prints
+# `vacuum...` and `set primary keys...` (from pgbench 8.2, 8.4, 9.1 and 9.4 run here: tests/data/captured)
 INIT = (
     r"^(?:dropping old tables\.\.\.|creating tables\.\.\.|generating data|\d+ of \d+ tuples \(\d+%\) done|"
+    r"\d+ tuples done\.$|vacuum\.\.\.(?:done\.)?$|"
     r"vacuuming\.\.\.|creating primary keys\.\.\.|creating foreign keys\.\.\.|done\.?$|done in |set primary key|"
     r"(?:NOTICE|WARNING|DETAIL|HINT):  )"
 )
 # pgbench's own messages; 9.x and older: `Scale option ignored, using pgbench_branches table count = 32` (a
 # run given -s: the scale is the report's `scaling factor`)
 MESSAGE = r"^pgbench: |^client \d+ |^Password(?: for user \S+)?: ?$|^Scale option ignored, using pgbench_branches table count = \d+$"
-# pgbench <= 8.2 printed its connection parameters first: `pghost:  pgport:  nclients: 10 nxacts: 100 dbName: x`
+# pgbench 8.3 and older, run with -d (debug), printed its connection parameters first:
+# `pghost:  pgport:  nclients: 10 nxacts: 100 dbName: x`
 OLD_BANNER = r"^pghost: .* nclients: \d+ nxacts: \d+ dbName: "
 # the per-script details of a report with several scripts (9.6+), and the `-r` block's title
 DETAILS = r"^ - |^SQL script \d+: |^script statistics:$|^Run was aborted"

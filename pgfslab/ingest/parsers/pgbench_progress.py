@@ -36,7 +36,11 @@ TABLES: dict[str, Schema] = _pgbench.TABLES
 PROGRESS = _pgbench.PROGRESS
 
 _HEAD_PROGRESS = re.compile(r"^progress: [0-9.]+ s, [0-9.]+ tps, lat ", re.M)
-_HEAD_STDERR = re.compile(r"^(?:starting vacuum\.\.\.|dropping old tables\.\.\.|pgbench: )", re.M)
+# pgbench -i's row counts: `100000 of 100000 tuples (100%) done` (9.4+), `10000 tuples done.` (8.x-9.3)
+_HEAD_STDERR = re.compile(
+    r"^(?:starting vacuum\.\.\.|dropping old tables\.\.\.|pgbench: |\d+ of \d+ tuples \(\d+%\) done|\d+ tuples done\.$)",
+    re.M,
+)
 
 
 def sniff(head: str, path: Path) -> bool:
