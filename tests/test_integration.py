@@ -57,8 +57,10 @@ def snakemake(cwd: Path, *config: str, dry_run: bool = False, timeout: float = 9
         "snakemake",
         "--snakefile",
         str(REPO / "workflow" / "Snakefile"),
+        # every core, as `make run` gives it: the runs still take all of them (nothing runs beside a
+        # measurement), the notebooks after them run side by side
         "--cores",
-        "1",
+        "all",
         "--scheduler",
         "greedy",
         "--rerun-incomplete",
