@@ -72,8 +72,9 @@ def machine_lock(path: str | None) -> Iterator[None]:
 
 def snakemake(work: Path, *targets: str, lab: Path = REPO) -> float:
     py = lab / ".venv" / "bin" / "python" if lab != REPO else Path(sys.executable)
-    cmd = [str(py), "-m", "snakemake", "--snakefile", str(lab / "workflow" / "Snakefile"), "--cores", "1"]
-    cmd += ["--scheduler", "greedy", "--quiet", "rules", "--config", "config=study.yaml", *targets]
+    # every core, as `make run` gives it; `--` ends --config's list, which would take the targets as config items
+    cmd = [str(py), "-m", "snakemake", "--snakefile", str(lab / "workflow" / "Snakefile"), "--cores", "all"]
+    cmd += ["--scheduler", "greedy", "--quiet", "rules", "--config", "config=study.yaml", "--", *targets]
     t0 = time.monotonic()
     res = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
     wall = time.monotonic() - t0

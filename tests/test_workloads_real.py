@@ -26,6 +26,7 @@ ok, why = machine_can_run_studies()
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
 
 STUDY = "wtest"
+DELETE_FILES = 300
 CONFIG = {
     "study": STUDY,
     "targets": {
@@ -58,6 +59,8 @@ CONFIG = {
             "postgres_settings": {"full_page_writes": "off"},
         },
         "create": {"tool": "fsmicro", "op": "create_fsync", "repeats": 1},
+        # seed 003's delete: no duration, it runs until every pre-created file is gone
+        "delete": {"tool": "fsmicro", "op": "delete", "files": DELETE_FILES, "size_bytes": 4096, "repeats": 1},
     },
     "run": {"duration_s": 3},
     "os": {"vm_dirty_background_bytes": "32MB"},
@@ -161,6 +164,14 @@ def test_fsmicro_run(study: Path) -> None:
     ops = len((raw / "fsmicro_ops.csv").read_text().splitlines()) - 1
     assert q(study, "SELECT ops FROM fs_ops WHERE run_id = ?", "btrfs.create.c1.r1")[0][0] == ops > 0
     assert not list(raw.rglob("fsmicro.work")), "the runner's work directory belongs on the target"
+
+
+def test_a_delete_without_a_duration_deletes_every_file(study: Path) -> None:
+    rec = run(study, "btrfs.delete.c1.r1")
+    assert rec["status"] == "ok", rec.get("error")
+    rows = (study / "data" / "raw" / STUDY / "btrfs.delete.c1.r1" / "fsmicro_ops.csv").read_text().splitlines()
+    assert len(rows) - 1 == DELETE_FILES  # one timed unlink per file made, and no more
+    assert rec["phases_s"]["measured"] > 0
 
 
 def test_os_cgroup_and_snapshot_records(study: Path) -> None:
