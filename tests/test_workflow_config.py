@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,19 @@ def test_the_frozen_config_keeps_the_order_of_targets_and_workloads(tmp_path: Pa
     frozen = yaml.safe_load(out.read_text())
     assert list(frozen["targets"]) == ["ext4", "btrfs", "btrfs-zlib"]
     assert list(frozen["workloads"]) == ["tpcb", "select", "tpcb-nofsync"]
+
+
+def test_the_run_config_is_written_at_parse_time_only_when_it_changed(tmp_path: Path) -> None:
+    cfg = {"study": "s", "targets": {"ext4": {"fs": "ext4"}}, "run": {"duration_s": 5}}
+    path = workflow_config.run_config(cfg, tmp_path)
+    assert path == tmp_path / "s" / "run-config.json"
+    assert json.loads(path.read_text()) == cfg
+    before = path.stat().st_mtime_ns
+    os.utime(path, ns=(before - 10**9, before - 10**9))  # a second older, so that a rewrite would show
+    workflow_config.run_config(dict(cfg), tmp_path)
+    assert path.stat().st_mtime_ns == before - 10**9  # same content: not written (no-op stamps stay valid)
+    changed = {**cfg, "run": {"duration_s": 6}}
+    workflow_config.run_config(changed, tmp_path)
+    assert json.loads(path.read_text())["run"] == {"duration_s": 6}
+    host = workflow_config.run_config({**cfg, "host": "h1"}, tmp_path)
+    assert host.name == "run-config-h1.json" and path.exists()

@@ -92,6 +92,27 @@ def frozen_json(cfg: dict[str, Any]) -> str:
     return json.dumps(cfg)
 
 
+def run_config(cfg: dict[str, Any], build: Path = Path("build")) -> Path:
+    """The resolved config the machine-side rules read (prepare, device baseline, run), written when the
+    Snakefile is parsed, and only when its content changed: `build/<study>/run-config[-<host>].json`.
+
+    Not the frozen `data/raw/<study>/study.yaml`, and not an input of those rules. A job re-runs when its
+    own parameters change (`params: spec`, pgfslab.config.study.run_fingerprint); but Snakemake (9.x) does
+    not compare a job's parameters while a job it takes input from must run first, and the freeze re-runs
+    whenever the config changes. With the frozen file as their input, a changed workload was frozen and
+    analysed in one `make run` and measured only in the next: a paper whose frozen config did not match its
+    runs. The file written here exists before any job starts, so the parameters are compared in one pass."""
+    host = cfg.get("host")
+    path = build / str(cfg["study"]) / (f"run-config-{host}.json" if host else "run-config.json")
+    text = frozen_json(cfg)
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
 def _shown(path: Path) -> str:
     """A config file as the frozen config's source names it: relative to the working directory when it is
     inside it. Snakemake makes `--configfile` paths absolute and `--config config=` leaves them as given;

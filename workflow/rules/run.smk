@@ -4,7 +4,8 @@
 # Runs are ordered by the plan (interleaved repeats) through their priority. Inputs on other
 # stages' outputs are ancient(): a study folder copied from another machine (arbitrary mtimes)
 # is never re-run; a run re-runs only when its own parameters change (Snakemake's params trigger,
-# pgfslab.config.study.run_fingerprint / target_fingerprint).
+# pgfslab.config.study.run_fingerprint / target_fingerprint), in the same pass that freezes the changed
+# config (they read RUN_CONFIG, written at parse time: workflow_config.run_config says why).
 
 RUNS = {r.run_id: r for r in PLAN}
 
@@ -18,13 +19,13 @@ if not RAW_ONLY:
         params:
             cfg=workflow_config.frozen_json(STUDY_CFG),
             src=CONFIG_SOURCE,
+        priority: 10000  # first: the raw folder says what its runs were measured with before they are
         shell:
             "{PY} -m pgfslab freeze --json {params.cfg:q} --source {params.src:q} --out {output}"
 
     rule prepare_target:
         """mkfs on a loop-mounted image, initdb, bulk load (pgbench -i, timed)."""
         input:
-            frozen=ancient(FROZEN),
             # a target whose WAL lives on another target is prepared after it (and again when it is)
             wal=lambda w: labcfg.wal_target_inputs(STUDY_CFG, STUDY, w.target),
         output:
@@ -34,12 +35,11 @@ if not RAW_ONLY:
         priority: 1000
         threads: MACHINE_CORES  # alone on the machine
         shell:
-            "{PY} -m pgfslab prepare --config {input.frozen:q} --target {wildcards.target}"
+            "{PY} -m pgfslab prepare --config {RUN_CONFIG:q} --target {wildcards.target}"
 
     rule device_baseline:
         """The target measured without PostgreSQL: fio jobs and pg_test_fsync (pgfslab.run.device_baseline)."""
         input:
-            frozen=ancient(FROZEN),
             target=ancient(f"{RAW}/_setup/{{target}}/target.json"),
         output:
             f"{RAW}/_setup/{{target}}/device/baseline.json",
@@ -48,12 +48,11 @@ if not RAW_ONLY:
         priority: 999
         threads: MACHINE_CORES  # alone on the machine
         shell:
-            "{PY} -m pgfslab device-baseline --config {input.frozen:q} --target {wildcards.target}"
+            "{PY} -m pgfslab device-baseline --config {RUN_CONFIG:q} --target {wildcards.target}"
 
     rule run:
         """One run of the plan: raw logs + run.json under data/raw/<study>/<run-id>/."""
         input:
-            frozen=ancient(FROZEN),
             target=lambda w: ancient(f"{RAW}/_setup/{RUNS[w.run_id].target}/target.json"),
             # measured before the target's runs, when the study has a device baseline
             baseline=lambda w: [ancient(f) for f in labcfg.baseline_inputs(STUDY_CFG, STUDY, RUNS[w.run_id].target)],
@@ -64,7 +63,7 @@ if not RAW_ONLY:
         priority: lambda w: len(PLAN) - RUNS[w.run_id].plan_index
         threads: MACHINE_CORES  # alone on the machine
         shell:
-            "{PY} -m pgfslab run-one --config {input.frozen:q} --run-id {wildcards.run_id}"
+            "{PY} -m pgfslab run-one --config {RUN_CONFIG:q} --run-id {wildcards.run_id}"
 
 
     if HOSTS:
