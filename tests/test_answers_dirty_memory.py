@@ -183,3 +183,29 @@ def test_throughput_figure_data_puts_cells_side_by_side_with_snapshot_marks() ->
         ("a", 0.5, "ext4 · dirty-1gb"),
         ("b", 3.25, "ext4 · dirty-32mb"),
     ]
+
+
+def test_throughput_sums_the_threads_aggregate_logs(tmp_path) -> None:
+    """pgbench -j 2 writes an aggregate log per thread (`pgbench_log.<pid>` and `.<pid>.1`): a second's
+    throughput is the sum of both files' transactions in it (each alone is about half). Expected values are
+    read here from the recorded files with plain string operations."""
+    from pathlib import Path
+
+    from recorded import ingest
+
+    from pgfslab.analysis import queries
+
+    raw = Path(__file__).parent / "data" / "studies" / "two-hosts"
+    run = raw / "h2" / "ext4.tpcb.c2.r2@h2"
+    db = tmp_path / "t.duckdb"
+    ingest(raw, db)
+    files = sorted(run.glob("pgbench_log.*"))
+    assert len(files) == 2
+    want: dict[float, int] = {}
+    for f in files:
+        for line in f.read_text().splitlines():
+            start, n = line.split()[:2]
+            want[float(start)] = want.get(float(start), 0) + int(n)
+    got = queries.throughput_on_sampler_clock(db, "two-hosts").filter(pl.col("run_id") == run.name)
+    assert got["source"].unique().to_list() == ["pgbench aggregate log"]
+    assert dict(zip(got["epoch_s"].to_list(), got["tps"].to_list(), strict=True)) == want  # 1-s intervals

@@ -516,10 +516,12 @@ def throughput_on_sampler_clock(db: str | Path, study: str, targets: Sequence[st
             db,
             f"""
             SELECT {RUN_COLS}, a.interval_start_s::DOUBLE AS epoch_s,
-                   coalesce(try_cast(rp.value AS DOUBLE), 1.0) AS interval_s, a.n_tx
+                   coalesce(try_cast(any_value(rp.value) AS DOUBLE), 1.0) AS interval_s, sum(a.n_tx) AS n_tx
             FROM pgbench_aggregate a JOIN runs r USING (run_id)
             LEFT JOIN run_params rp ON rp.run_id = r.run_id AND rp.key = 'run.aggregate_interval_s'
-            WHERE r.study = ? AND r.status = 'ok' {tc}""",
+            WHERE r.study = ? AND r.status = 'ok' {tc}
+            -- pgbench -j N writes one aggregate log per thread: an interval's transactions are their sum
+            GROUP BY ALL""",
             [study, *tp],
         )
         if agg.height:
