@@ -1,11 +1,13 @@
 # Stage 1: targets and runs. Both touch the machine: each of their jobs takes every core Snakemake has
 # (threads: MACHINE_CORES, common.smk), so nothing runs beside a measurement even when `make run` gives
 # Snakemake all cores (which lets the study's notebooks run side by side once the runs are done).
-# Runs are ordered by the plan (interleaved repeats) through their priority. Inputs on other
-# stages' outputs are ancient(): a study folder copied from another machine (arbitrary mtimes)
-# is never re-run; a run re-runs only when its own parameters change (Snakemake's params trigger,
-# pgfslab.config.study.run_fingerprint / target_fingerprint), in the same pass that freezes the changed
-# config (they read RUN_CONFIG, written at parse time: workflow_config.run_config says why).
+# Runs are ordered by the plan (interleaved repeats) through their priority. A run re-runs when its own
+# parameters change (Snakemake's params trigger, pgfslab.config.study.run_fingerprint /
+# target_fingerprint), or when its target was prepared again, in the same pass that freezes the changed
+# config: the rules read RUN_CONFIG, written at parse time (workflow_config.run_config says why), and
+# depend on their target's target.json by its time. Other inputs on earlier stages (the device
+# baseline) are ancient(): they order the jobs and trigger nothing. A raw folder from another machine is
+# re-analysed with `make analyse` (raw_only), which has no run rules.
 
 RUNS = {r.run_id: r for r in PLAN}
 
@@ -40,7 +42,8 @@ if not RAW_ONLY:
     rule device_baseline:
         """The target measured without PostgreSQL: fio jobs and pg_test_fsync (pgfslab.run.device_baseline)."""
         input:
-            target=ancient(f"{RAW}/_setup/{{target}}/target.json"),
+            # not ancient: a target prepared again is measured again in the same pass (see rule run)
+            target=f"{RAW}/_setup/{{target}}/target.json",
         output:
             f"{RAW}/_setup/{{target}}/device/baseline.json",
         params:
@@ -53,7 +56,10 @@ if not RAW_ONLY:
     rule run:
         """One run of the plan: raw logs + run.json under data/raw/<study>/<run-id>/."""
         input:
-            target=lambda w: ancient(f"{RAW}/_setup/{RUNS[w.run_id].target}/target.json"),
+            # not ancient: only `prepare` writes target.json, and a target prepared again (its spec changed)
+            # must be measured again in the same pass; Snakemake 9 compares no parameters of a job while a
+            # job it takes input from must run, so the params trigger alone would wait for the next pass
+            target=lambda w: f"{RAW}/_setup/{RUNS[w.run_id].target}/target.json",
             # measured before the target's runs, when the study has a device baseline
             baseline=lambda w: [ancient(f) for f in labcfg.baseline_inputs(STUDY_CFG, STUDY, RUNS[w.run_id].target)],
         output:
