@@ -56,7 +56,7 @@ def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ing
 
 def test_every_captured_file_is_listed_in_origins() -> None:
     origins = (CAPTURED / "ORIGINS.md").read_text()
-    assert len(FILES) == 104
+    assert len(FILES) == 105
     assert set(UNSUPPORTED) <= {str(p.relative_to(CAPTURED)) for p in FILES}
     missing = [str(p.relative_to(CAPTURED)) for p in FILES if str(p.relative_to(CAPTURED)) not in origins]
     assert missing == []
@@ -757,3 +757,19 @@ def test_aggregate_log_of_pgbench_94_with_rate() -> None:
         "ORDER BY interval_start_s"
     ).fetchall()
     assert got == [(f[0], f[1], float(f[2]), float(f[6]), float(f[9]), None) for f in fields]
+
+
+def test_debug_output_of_pgbench_82() -> None:
+    """`pgbench -d` (8.3 and older): every client's commands on stderr, then the connection banner and the
+    report on stdout; the banner and the debug lines are pgbench's own noise, the report one run."""
+    path = BUILT / "pg8.2_debug_c1_t2.log"
+    con, res = ingest_one(path)
+    assert con.execute(
+        "SELECT clients, transaction_type, transactions_processed, tps_including_connections, tps FROM pgbench_summary"
+    ).fetchall() == report_of(path)
+    text = lines_of(path)
+    banner = [ln for ln in text if ln.startswith("pghost: ")]
+    assert len(banner) == 1 and "nclients: 1 nxacts: 2" in banner[0]
+    assert res.lines is not None and res.lines.not_understood == 0
+    noise = sum(1 for ln in text if ln.startswith(("client 0 ", "pghost: ", "starting vacuum")))
+    assert res.lines.noise == noise
