@@ -117,7 +117,11 @@ def test_a_settings_claim_compares_on_one_target_never_across():
         a={"synchronous_commit": "on"}, b={"synchronous_commit": True and "off"}, direction="greater", threshold=2.0
     )
     out = evaluate.evaluate(facts_frame(rows), c)
-    assert sorted(zip(out["a"], out["b"])) == [("ext4", "ext4"), ("xfs", "xfs")]
+    # one target against itself: each side's label names the setting that differs
+    assert sorted(zip(out["a"], out["b"])) == [
+        ("ext4 (synchronous_commit=on)", "ext4 (synchronous_commit=off)"),
+        ("xfs (synchronous_commit=on)", "xfs (synchronous_commit=off)"),
+    ]
     assert set(out["verdict"]) == {"holds"}
 
 
@@ -209,6 +213,7 @@ def test_the_verdict_table_says_the_coverage_of_an_interval_below_95_percent() -
 
     row = dict.fromkeys(evaluate.RESULT_SCHEMA)
     row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "cell": "tpcb-like, c=4", "a": "ext4", "b": "xfs"}
+    row |= {"compared": "xfs / ext4"}
     row |= {"n_a": 3, "n_b": 3, "test": "Hodges-Lehmann ratio, exact rank interval", "verdict": "not resolved"}
     few = row | {"estimate": 1.05, "lo": 0.9, "hi": 1.2, "coverage": 0.9}
     many = row | {"n_a": 6, "n_b": 6, "estimate": 1.05, "lo": 0.99, "hi": 1.1, "coverage": 0.9589}
@@ -277,7 +282,9 @@ def test_fsmicro_claims_pick_their_file_counts():
         match={"tool": "fsmicro", "ops": ["delete"]},
     )  # fmt: skip
     out = evaluate.evaluate(fs_facts(), ten_k)
-    assert out.height == 1 and out["cell"][0] == "delete, c=1"  # files named: not a cell key
+    # files named alike on both sides: the claim's condition, said in the cell; not a side's label
+    assert out.height == 1 and out["cell"][0] == "delete, c=1, files=10k"
+    assert (out["a"][0], out["b"][0]) == ("ext4", "zfs")
     assert out["estimate"][0] == pytest.approx(0.5) and out["verdict"][0] == "holds"
     hundred_k = claim(
         a={"fs": "ext4", "files": 100000}, b={"fs": "zfs", "files": 100000}, direction="less", threshold=0.1,
@@ -290,8 +297,8 @@ def test_fsmicro_claims_pick_their_file_counts():
         a={"fs": "ext4"}, b={"fs": "zfs"}, direction="less", threshold=1.0, match={"tool": "fsmicro", "ops": ["delete"]}
     )
     assert sorted(evaluate.evaluate(fs_facts(), both)["cell"]) == [
-        "delete, c=1, files=10000",
-        "delete, c=1, files=100000",
+        "delete, c=1, files=100k",
+        "delete, c=1, files=10k",
     ]
 
 
@@ -302,7 +309,9 @@ def test_a_directory_size_claim_compares_one_target_with_itself():
         direction="greater", threshold=1.0, match={"tool": "fsmicro", "ops": ["delete_small_dir", "delete_large_dir"]},
     )  # fmt: skip
     out = evaluate.evaluate(fs_facts(), c)
-    assert out.height == 1 and (out["a"][0], out["b"][0]) == ("ext4", "ext4")
+    assert out.height == 1
+    assert (out["a"][0], out["b"][0]) == ("ext4 (directory_files=1k)", "ext4 (directory_files=100k)")
+    assert out["compared"][0] == "ext4: directory_files 100k / 1k"
     # the Hodges-Lehmann ratio is the median of the 25 pairwise ratios (30..34k) / (15..17k): by hand
     pair = sorted(b / a for a in (15000, 15500, 16000, 16500, 17000) for b in (30000, 31000, 32000, 33000, 34000))
     assert out["estimate"][0] == pytest.approx(pair[12]) and out["verdict"][0] == "holds"
@@ -409,7 +418,63 @@ def test_a_saving_is_the_compressed_targets_own_an_uncompressed_a_side_has_none(
     assert (row["a"], row["b"], row["n_a"], row["n_b"]) == ("", "btrfs-zlib", 0, 4)
     assert (row["lo"], row["hi"], row["verdict"]) == (0.71, 0.85, "holds")
     shown = table.verdict_table(out, [c]).row(0, named=True)
-    assert shown["compared here"].startswith("btrfs-zlib: ") and shown["runs"] == "4"
+    assert shown["compared here"].startswith("btrfs-zlib · ") and shown["runs"] == "4"
     assert shown["here [interval]"] == "76 % [71, 85]"
     below = evaluate.evaluate(facts_frame(rows), claim(**{**c.__dict__, "threshold": 0.8}))
     assert below["verdict"].to_list() == ["not resolved"]  # 0.71..0.85 straddles 0.8
+
+
+def test_a_setting_reads_as_a_reader_reads_it() -> None:
+    assert evaluate.setting_text("write_size", 100_000_000) == "write_size=100 MB"
+    assert evaluate.setting_text("write_size", 1_000_000) == "write_size=1 MB"
+    assert evaluate.setting_text("dirty_background_bytes", "32MB") == "dirty_background_bytes=32 MB"
+    assert evaluate.setting_text("dirty_background_bytes", 2**30) == "dirty_background_bytes=1 GiB"
+    assert evaluate.setting_text("directory_files", 1500) == "directory_files=1,500"
+    assert evaluate.setting_text("synchronous_commit", False) == "synchronous_commit=off"
+
+
+def test_a_sync_size_claim_names_the_write_sizes_on_its_sides() -> None:
+    """seed 003's sync linearity: ext4 at 100 MB against ext4 at 10 MB; the second setting both sides share
+    (commit_delay here) is part of every cell."""
+    rows = [
+        {
+            "target": "ext4", "target_label": "ext4", "fs": "ext4", "tool": "fsmicro", "kind": "write_fsync",
+            "op": "write_fsync", "clients": 1, "regime": None, "write_size": size, "fsync": "on", "bytes_per_s": v + i,
+            "value": 1.0, "run_id": f"{size}.{i}",
+        }
+        for size, v in ((10_000_000, 100.0), (100_000_000, 300.0))
+        for i in range(5)
+    ]  # fmt: skip
+    c = claim(
+        a={"write_size": 10_000_000, "fsync": "on"}, b={"write_size": 100_000_000, "fsync": "on"},
+        direction="within", threshold=0.25, quantity="bandwidth", match={"tool": "fsmicro", "ops": ["write_fsync"]},
+    )  # fmt: skip
+    out = evaluate.evaluate(facts_frame(rows), c)
+    assert out.height == 1
+    assert (out["a"][0], out["b"][0]) == ("ext4 (write_size=10 MB)", "ext4 (write_size=100 MB)")
+    assert out["compared"][0] == "ext4: write_size 100 MB / 10 MB"
+    assert out["cell"][0] == "write_fsync, c=1, fsync=on"
+    assert out["estimate"][0] == pytest.approx(3.0, rel=0.02) and out["verdict"][0] == "does not hold"
+
+
+def test_settings_compared_on_one_target_read_as_one_phrase() -> None:
+    """seed 001's copy-on-write WAL settings: three settings off against on, on each target."""
+    rows = [
+        {"target": t, "target_label": t, "fs": t, "full_page_writes": v, "wal_init_zero": v, "wal_recycle": v,
+         "value": base + i, "run_id": f"{t}{v}{i}"}
+        for t in ("ext4", "btrfs")
+        for v, base in (("on", 100.0), ("off", 110.0))
+        for i in range(5)
+    ]  # fmt: skip
+    on = {"full_page_writes": "on", "wal_init_zero": "on", "wal_recycle": "on"}
+    off = dict.fromkeys(on, "off")
+    out = evaluate.evaluate(facts_frame(rows), claim(a=on, b=off, direction="greater", threshold=1.0))
+    assert out["compared"].to_list() == [
+        "ext4: full_page_writes, wal_init_zero, wal_recycle off / on",
+        "btrfs: full_page_writes, wal_init_zero, wal_recycle off / on",
+    ]
+    shown = table.verdict_table(out, [claim(a=on, b=off)])
+    assert (
+        shown["compared here"][0]
+        == "ext4: full_page_writes, wal_init_zero, wal_recycle off / on · tpcb-like, c=4, fits ram"
+    )

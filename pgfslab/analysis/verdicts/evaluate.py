@@ -43,6 +43,7 @@ RESULT_SCHEMA: dict[str, Any] = {
     "claim": pl.Utf8,
     "seed": pl.Utf8,
     "cell": pl.Utf8,
+    "compared": pl.Utf8,  # B against A in words (`xfs / ext4`, `ext4: write_size 100 MB / 10 MB`)
     "a": pl.Utf8,
     "b": pl.Utf8,
     "n_a": pl.Int64,
@@ -81,7 +82,35 @@ def side_filter(side: dict[str, Any]) -> pl.Expr:
     return expr
 
 
-def _cell_label(group: dict[str, Any]) -> str:
+def _count(n: int) -> str:
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}"
+
+
+def _size(n: int) -> str:
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n / 1e6:g} MB"
+
+
+def setting_value(key: str, value: Any) -> str:
+    """A run setting's value as a reader reads it: 10k files, 100 MB writes, 32 MiB, off."""
+    if key in ("files", "directory_files"):
+        return _count(int(value))
+    if key == "write_size":
+        return f"{int(value) / 1e6:g} MB"
+    if key == "dirty_background_bytes":
+        return _size(int(_normal(key, value)))
+    return str(_normal(key, value))
+
+
+def setting_text(key: str, value: Any) -> str:
+    """`files=10k`, `directory_files=100k`, `write_size=10 MB`, `dirty_background_bytes=32 MiB`,
+    `synchronous_commit=off`."""
+    return f"{key}={setting_value(key, value)}"
+
+
+def _cell_label(group: dict[str, Any], shared: dict[str, Any] | None = None) -> str:
     parts = [str(group.get("kind"))]
     if group.get("clients") is not None:
         parts.append(f"c={group['clients']}")
@@ -89,9 +118,47 @@ def _cell_label(group: dict[str, Any]) -> str:
         parts.append(f"d{group['rung']}")
     if group.get("regime"):
         parts.append(str(group["regime"]).replace("_", " "))
-    # the settings the cell shares that are not PostgreSQL's defaults (a default says nothing of the cell)
-    parts += [f"{k}={v}" for k, v in group.items() if k in RUN_KEYS and v is not None and v != PG_DEFAULTS.get(k)]
+    # the settings both sides of the claim name alike (the claim's own condition, e.g. files=10k), then the
+    # settings the cell shares that are not PostgreSQL's defaults (a default says nothing of the cell)
+    parts += [setting_text(k, v) for k, v in (shared or {}).items()]
+    parts += [
+        setting_text(k, v) for k, v in group.items() if k in RUN_KEYS and v is not None and v != PG_DEFAULTS.get(k)
+    ]
     return ", ".join(parts)
+
+
+def _named_settings(claim: Claim) -> tuple[dict[str, Any], list[str]]:
+    """The run settings the claim names: those both sides name alike (a condition of every cell) and those
+    that tell the sides apart (part of each side's label, so a claim comparing one target with itself says
+    what differs: `ext4 (write_size=100 MB) / ext4 (write_size=10 MB)`)."""
+    keys = [k for k in dict.fromkeys([*claim.a, *claim.b]) if k in RUN_KEYS]
+    shared = {
+        k: claim.a[k]
+        for k in keys
+        if k in claim.a and k in claim.b and _normal(k, claim.a[k]) == _normal(k, claim.b[k])
+    }
+    return shared, [k for k in keys if k not in shared]
+
+
+def _side_label(target: str, side: dict[str, Any], differ: list[str]) -> str:
+    text = ", ".join(setting_text(k, side[k]) for k in differ if k in side)
+    return f"{target} ({text})" if text and target else target
+
+
+def _compared(claim: Claim, ta: str, tb: str, differ: list[str]) -> str:
+    """B against A in a few words: `xfs / ext4`; one target against itself by the settings that differ,
+    `ext4: write_size 100 MB / 10 MB`, `ext4: full_page_writes, wal_init_zero, wal_recycle off / on`; a
+    saving, B alone."""
+    if claim.quantity == "saving":
+        return tb
+    if ta != tb or not differ:
+        return f"{_side_label(tb, claim.b, differ)} / {_side_label(ta, claim.a, differ)}"
+    va = {setting_value(k, claim.a[k]) for k in differ if k in claim.a}
+    vb = {setting_value(k, claim.b[k]) for k in differ if k in claim.b}
+    if len(va) == len(vb) == 1 and all(k in claim.a and k in claim.b for k in differ):
+        return f"{ta}: {', '.join(differ)} {vb.pop()} / {va.pop()}"
+    side = lambda s: ", ".join(setting_text(k, s[k]) for k in differ if k in s)  # noqa: E731
+    return f"{ta}: {side(claim.b)} / {side(claim.a)}"
 
 
 def scope(facts: pl.DataFrame, claim: Claim) -> pl.DataFrame:
@@ -140,12 +207,14 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     across = bool(named & set(TARGET_KEYS))
     by_target = [k for k in TARGET_KEYS if k not in named] if across else ["target_label"]
     dims = [*CELL_DIMS, *(k for k in run_dims(f, named, across)), *by_target]
+    shared, differ = _named_settings(claim)
     side_a, side_b = f.filter(side_filter(claim.a)), f.filter(side_filter(claim.b))
     if claim.quantity == "saving":  # B's own saving: an uncompressed A has none to compare, B alone decides
         side_a = side_b
     rows = []
     for key, part_a in side_a.group_by(dims, maintain_order=True):
         group = dict(zip(dims, key))
+        cell = _cell_label(group, shared)
         part_b = side_b.filter(pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items()]))
         for ta in part_a["target_label"].unique(maintain_order=True).to_list():
             for tb in part_b["target_label"].unique(maintain_order=True).to_list():
@@ -153,13 +222,13 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
                     continue
                 a = part_a.filter(pl.col("target_label") == ta)[column].to_numpy()
                 b = part_b.filter(pl.col("target_label") == tb)[column].to_numpy()
-                rows.append(_row(claim, group, ta, tb, a, b, alpha))
+                label_a, label_b = _side_label(ta, claim.a, differ), _side_label(tb, claim.b, differ)
+                row = _row(claim, cell, label_a, label_b, a, b, alpha)
+                rows.append(row | {"compared": _compared(claim, ta, tb, differ)})
     return pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
 
 
-def _row(
-    claim: Claim, group: dict[str, Any], ta: str, tb: str, a: np.ndarray, b: np.ndarray, alpha: float
-) -> dict[str, Any]:
+def _row(claim: Claim, cell: str, ta: str, tb: str, a: np.ndarray, b: np.ndarray, alpha: float) -> dict[str, Any]:
     threshold = float(claim.threshold) if isinstance(claim.threshold, (int, float)) else math.nan
     if claim.quantity == "saving":  # B's own saving against the threshold: the range over its runs
         lo, hi, est = float(b.min()), float(b.max()), float(np.median(b))
@@ -184,7 +253,7 @@ def _row(
     return {
         "claim": claim.id,
         "seed": claim.seed,
-        "cell": _cell_label(group),
+        "cell": cell,
         "a": ta,
         "b": tb,
         "n_a": len(a),

@@ -69,11 +69,8 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     ]  # formatting only: one string per row of a table of a few dozen rows
     return df.with_columns(pl.Series("here", text, dtype=pl.Utf8)).select(
         "claim",
-        # a saving is B's own (no A side): "btrfs-zlib: cell", its runs alone
-        pl.when(pl.col("a") == "")
-        .then(pl.concat_str([pl.col("b"), pl.lit(": "), pl.col("cell")]))
-        .otherwise(pl.concat_str([pl.col("b"), pl.lit(" / "), pl.col("a"), pl.lit(": "), pl.col("cell")]))
-        .alias("compared here"),
+        # "xfs / ext4 · cell"; one target against itself by its settings; a saving, B's own ("btrfs-zlib · cell")
+        pl.concat_str([pl.col("compared"), pl.lit(" · "), pl.col("cell")]).alias("compared here"),
         "expects",
         pl.col("here").alias("here [interval]"),
         pl.when(pl.col("a") == "")
@@ -143,7 +140,7 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
         return None
     cap = lambda c: pl.when(pl.col(c).is_infinite() | (pl.col(c) <= 0)).then(None).otherwise(pl.col(c))  # noqa: E731
     df = df.with_columns(
-        (pl.col("claim") + " · " + pl.col("b") + "/" + pl.col("a") + " · " + pl.col("cell")).alias("row"),
+        (pl.col("claim") + " · " + pl.col("compared") + " · " + pl.col("cell")).alias("row"),
         cap("lo").alias("lo"),
         cap("hi").alias("hi"),
     )
