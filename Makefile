@@ -69,10 +69,16 @@ analyse: setup
 	@set -- $(SNAKE) --config study=$(STUDY) raw_only=1; $(NOOP) check -- "$$@" && exit 0; \
 	$(NOOP) snapshot -- "$$@"; "$$@" || exit $$?; $(NOOP) certify -- "$$@"
 
+# Test files side by side (pytest-xdist): a real study in a test spends most of its time waiting (its runs'
+# fixed durations, Slurm, the disks), so more workers than cores. tests/conftest.py keeps each file on one
+# worker (its study runs once), runs the files that change machine-wide settings one after another, and
+# starts the longest first. TEST_WORKERS=0: one process, in file order.
+TEST_WORKERS ?= 3
+
 # Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
 # notebooks, the paper).
 test: setup setup-slurm lint
-	@cd $(LAB) && $(PY) -m pytest
+	@cd $(LAB) && $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The inner loop: the tests that need no root, no server and no notebook kernel (under a minute).
 test-fast: setup

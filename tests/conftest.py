@@ -13,6 +13,42 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 
+# `make test` runs test files side by side (pytest-xdist, `--dist loadgroup`): each file is one unit of work,
+# so a file's module-scoped study runs once. The files that change machine-wide state (vm.* settings, whose
+# lock is exclusive, and hundreds of MB through the page cache) form one unit: one after another.
+MACHINE_WIDE = ("test_sysctl.py", "test_faults.py", "test_workloads_real.py", "test_cgroups.py")
+# the longest units first, so that the workers end together (seconds measured on a fresh clone, one worker)
+LONGEST_FIRST = (
+    "test_slurm.py",  # 190
+    "test_integration.py",  # 180
+    "test_regimes_real.py",  # 145
+    "machine-wide",  # 140
+    "test_zfs.py",  # 95
+    "test_notebooks.py",  # 80
+    "test_hosts_paper.py",  # 50
+)
+# this test session's processes, the workers' and what they start (Slurm jobs keep the environment)
+SESSION = "PGFS_LAB_TEST_SESSION"
+
+
+def _unit(item: pytest.Item) -> str:
+    return "machine-wide" if item.path.name in MACHINE_WIDE else item.path.name
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controlling process: its workers inherit the environment
+        os.environ.setdefault(SESSION, str(os.getpid()))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """One xdist group per test file (the machine-wide files together), the longest first (a stable sort:
+    the order within a file stays)."""
+    rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_unit(item)))
+    items.sort(key=lambda item: rank.get(_unit(item), len(rank)))
+
 
 def machine_can_run_studies() -> tuple[bool, str]:
     if os.geteuid() != 0:
@@ -98,15 +134,34 @@ def loops(tmp_path: Path):
 BENCHMARK_CLIENTS = {"pgbench", "sysbench", "fio"}
 
 
+def _of_this_session(pid: str) -> bool:
+    """Was the process started by this test session (a descendant of its controlling process, or carrying
+    its marker in the environment, as Slurm jobs do)? Its runs are the tests' own, not a study's."""
+    session = os.environ.get(SESSION)
+    if not session:
+        return False
+    try:
+        if f"{SESSION}={session}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            return True
+        while pid not in ("0", "1"):
+            if pid == session:
+                return True
+            pid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        return False
+    return False
+
+
 def machine_is_quiet() -> tuple[bool, str]:
-    """Is no benchmark or lab run going on this machine? Tests that change machine-wide state (vm.*
-    sysctls, the page cache, heavy disk writes) would perturb another study's measurements — including
-    the setup between its runs. PGFS_LAB_ALLOW_HOST_CHANGES=1 overrides."""
+    """Is no benchmark or lab run going on this machine, besides this test session's own (the files running
+    side by side)? Tests that change machine-wide state (vm.* sysctls, the page cache, heavy disk writes)
+    would perturb another study's measurements, including the setup between its runs.
+    PGFS_LAB_ALLOW_HOST_CHANGES=1 overrides."""
     if os.environ.get("PGFS_LAB_ALLOW_HOST_CHANGES") == "1":
         return True, ""
     busy = []
     for p in Path("/proc").iterdir():
-        if not p.name.isdigit() or p.name == str(os.getpid()):
+        if not p.name.isdigit() or p.name == str(os.getpid()) or _of_this_session(p.name):
             continue
         try:
             comm = (p / "comm").read_text().strip()
