@@ -78,7 +78,7 @@ TEST_WORKERS ?= 3
 # Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
 # notebooks, the paper).
 test: setup setup-slurm lint
-	@cd $(LAB) && $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	@cd $(LAB) && $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The inner loop: the tests that need no root, no server and no notebook kernel (under a minute).
 test-fast: setup

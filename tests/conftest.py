@@ -13,9 +13,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 
-# `make test` runs test files side by side (pytest-xdist, `--dist loadgroup`): each file is one unit of work,
+# `make test` runs test files side by side (pytest-xdist, `--dist loadfile`): each file is one unit of work,
 # so a file's module-scoped study runs once. The files that change machine-wide state (vm.* settings, whose
 # lock is exclusive, and hundreds of MB through the page cache) form one unit: one after another.
+# (A scheduler of our own, not `xdist_group` marks: pytest >= 9.2 derives a node's id, so xdist 3.8's
+# `--dist loadgroup` no longer sees the group and spreads a file over the workers.)
 MACHINE_WIDE = ("test_sysctl.py", "test_faults.py", "test_workloads_real.py", "test_cgroups.py")
 # the longest units first, so that the workers end together (seconds measured on a fresh clone, one worker)
 LONGEST_FIRST = (
@@ -31,8 +33,9 @@ LONGEST_FIRST = (
 SESSION = "PGFS_LAB_TEST_SESSION"
 
 
-def _unit(item: pytest.Item) -> str:
-    return "machine-wide" if item.path.name in MACHINE_WIDE else item.path.name
+def _unit_of(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return "machine-wide" if name in MACHINE_WIDE else name
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,12 +45,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """One xdist group per test file (the machine-wide files together), the longest first (a stable sort:
-    the order within a file stays)."""
+    """The longest units first, so that the workers end together (a stable sort: a file's order stays)."""
     rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_unit(item)))
-    items.sort(key=lambda item: rank.get(_unit(item), len(rank)))
+    items.sort(key=lambda item: rank.get(_unit_of(item.nodeid.split("::", 1)[0]), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    """Under `--dist loadfile`: one unit per file, the machine-wide files one unit, in collection order."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit_of(nodeid.split("::", 1)[0])
+
+    return UnitScheduling(config, log)
 
 
 def machine_can_run_studies() -> tuple[bool, str]:
