@@ -2,7 +2,7 @@
 #   make run    set up what is missing, run the default study end to end, build paper/<study>.pdf
 #   make test   the test suite (CI's .ci/run calls exactly this)
 # More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make test-fast | make lint
-#       | make bench | make release | make lock | make setup-slurm
+#       | make bench | make release | make unlock | make lock | make setup-slurm
 # Many machines (README): make run CONFIG=... EXECUTOR=slurm HOSTS=node1,node2 [PIN_HOSTS=1]
 #       | make run CONFIG=... HOST=<key> (this machine's share) | make analyse STUDY=<name> (merges hosts)
 
@@ -39,7 +39,7 @@ endif
 NOOP := $(PY) -m pgfslab.noop
 HOST_CONFIG := $(if $(HOSTS),hosts=$(HOSTS) pin_hosts=$(PIN_HOSTS)) $(if $(HOST),host=$(HOST))
 
-.PHONY: setup setup-slurm run analyse test test-fast lint format bench release lock clean-build
+.PHONY: setup setup-slurm run analyse test test-fast lint format bench release unlock lock clean-build
 
 setup:
 	@bash $(LAB)/scripts/setup.sh
@@ -94,6 +94,11 @@ bench: setup
 	@cd $(LAB) && $(PY) -m benchmarks
 
 # Unmount/detach what a hard-killed study left behind (only the lab's own images and mounts).
+# After a run killed with SIGKILL (or a power loss): Snakemake's locks on the study's files (`make run`'s
+# status names them); only when no other Snakemake works in this folder.
+unlock: setup
+	@$(SNAKE) --configfile $(CONFIG) --unlock
+
 release: setup
 	@$(PY) -m pgfslab release --config $(CONFIG)
 

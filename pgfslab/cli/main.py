@@ -175,12 +175,39 @@ def _status(cfg: dict[str, Any]) -> int:
     left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if targets._is_mounted(targets.mountpoint(wd, t))]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
+    if _stale_snakemake_lock(cfg["study"]):
+        print(
+            "  a Snakemake lock left by a run that was killed holds this study's files (no Snakemake "
+            "runs in this folder): `make unlock CONFIG=...`, then run again"
+        )
     if "skipped" in status:
         print(
             "  skipped: optional rounds not needed (precision reached) or past the time budget: see "
             f"{raw / '_precision'}/"
         )
     return 0 if set(status) <= {"ok", "skipped"} else 1
+
+
+def _stale_snakemake_lock(study: str) -> bool:
+    """Does a lock in .snakemake/locks/ name this study's files while no Snakemake process works in this
+    folder? (A run killed with SIGKILL or by a power loss leaves its locks; Snakemake then refuses to start.)"""
+    locks = Path(".snakemake/locks")
+    names = (f"data/raw/{study}/", f"data/{study}.duckdb", f"paper/{study}.")
+    try:
+        ours = any(any(n in f.read_text() for n in names) for f in locks.glob("*.lock"))
+    except OSError:
+        return False
+    if not ours:
+        return False
+    here = Path.cwd().resolve()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"snakemake" in (proc / "cmdline").read_bytes():
+                if (proc / "cwd").resolve() == here:
+                    return False
+        except OSError:
+            continue
+    return True
 
 
 def _print_durability(raw: Path) -> None:
