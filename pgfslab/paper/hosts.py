@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pgfslab.analysis import charts, report
-from pgfslab.analysis.stats import blocked
+from pgfslab.analysis import report
 
 if TYPE_CHECKING:
     from pgfslab.paper.sections import Context
@@ -105,6 +104,9 @@ def setup_hosts(ctx: Context) -> None:
 
 def across_hosts(ctx: Context) -> None:
     """Target comparisons with the host as the block, the host's share of the variance, a figure by host."""
+    # imported here: a one-host study's paper needs neither scipy.stats nor altair (a second of start-up)
+    from pgfslab.analysis import charts
+    from pgfslab.analysis.stats import blocked
     from pgfslab.paper.sections import figure, show
 
     keys = host_keys(ctx)
