@@ -78,6 +78,35 @@ RUN_COLS = (
 )
 
 
+def _of_ok_runs(
+    db: str | Path,
+    study: str,
+    source: str,
+    columns: str,
+    order: str,
+    *,
+    workload: str | None = None,
+    targets: Sequence[str] | None = None,
+    join: str = "",
+    where: str = "",
+    params: Sequence[object] = (),
+) -> pl.DataFrame:
+    """`columns` of `source` (a table and its alias) for the study's successful runs (joined as `r`), of one
+    workload and some targets when given, in `order`. `join` adds joins; `where` adds conditions whose
+    `params` are bound after the study's."""
+    wc, wp = _wcond(workload)
+    tc, tp = _tcond(targets)
+    return _frame(
+        db,
+        f"""
+        SELECT {columns}
+        FROM {source} JOIN runs r USING (run_id) {join}
+        WHERE r.study = ? AND r.status = 'ok' {where} {wc} {tc}
+        ORDER BY {order}""",
+        [study, *params, *wp, *tp],
+    )
+
+
 # ---------------------------------------------------------------------------- study, runs, targets
 
 
@@ -216,16 +245,9 @@ def sysbench_qps(
     (sysbench's `(r/w/o: ...)`: SELECTs; INSERT/UPDATE/DELETE; BEGIN/COMMIT and the rest)."""
     if not _has(db, "sysbench_interval"):
         return pl.DataFrame()
-    wc, wp = _wcond(workload)
-    tc, tp = _tcond(targets)
-    return _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, s.t_s, s.tps, s.qps, s.qps_read, s.qps_write, s.qps_other
-        FROM sysbench_interval s JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index, s.t_s""",
-        [study, *wp, *tp],
+    cols = f"{RUN_COLS}, s.t_s, s.tps, s.qps, s.qps_read, s.qps_write, s.qps_other"
+    return _of_ok_runs(
+        db, study, "sysbench_interval s", cols, "r.plan_index, s.t_s", workload=workload, targets=targets
     )
 
 
@@ -342,53 +364,43 @@ def txlog_latency(db: str | Path, study: str, workload: str, targets: Sequence[s
     """Every logged transaction of the workload's successful runs: the run's cell columns, `t_s`
     (the second of the run the transaction finished in: 1 = the first second, like pgbench -P),
     latency_us and status. From pgbench's per-transaction log (`log: transactions`)."""
-    wc, wp = _wcond(workload)
-    tc, tp = _tcond(targets)
-    return _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, t.latency_us, t.status,
-               floor((t.epoch_us - min(t.epoch_us) OVER (PARTITION BY t.run_id)) / 1e6)::BIGINT + 1 AS t_s
-        FROM pgbench_txlog t JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index, t_s""",
-        [study, *wp, *tp],
-    )
+    cols = f"""{RUN_COLS}, t.latency_us, t.status,
+               floor((t.epoch_us - min(t.epoch_us) OVER (PARTITION BY t.run_id)) / 1e6)::BIGINT + 1 AS t_s"""
+    return _of_ok_runs(db, study, "pgbench_txlog t", cols, "r.plan_index, t_s", workload=workload, targets=targets)
 
 
 def aggregate_latency(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
     """pgbench's aggregate log rows (per interval: n_tx, latency sum/sum2/min/max in µs) of the
     workload's successful runs, with `t_s` = end of the interval in seconds since the run's first
     interval started (1 = the first second) and `epoch_s` = the interval's start (epoch)."""
-    wc, wp = _wcond(workload)
-    tc, tp = _tcond(targets)
-    return _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, a.interval_start_s AS epoch_s,
+    cols = f"""{RUN_COLS}, a.interval_start_s AS epoch_s,
                (a.interval_start_s - min(a.interval_start_s) OVER (PARTITION BY a.run_id)
                 + coalesce(try_cast(rp.value AS BIGINT), 1))::DOUBLE AS t_s,
-               a.n_tx, a.latency_sum_us, a.latency_sum2_us2, a.latency_min_us, a.latency_max_us, a.failures
-        FROM pgbench_aggregate a JOIN runs r USING (run_id)
-        LEFT JOIN run_params rp ON rp.run_id = r.run_id AND rp.key = 'run.aggregate_interval_s'
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index, a.interval_start_s""",
-        [study, *wp, *tp],
+               a.n_tx, a.latency_sum_us, a.latency_sum2_us2, a.latency_min_us, a.latency_max_us, a.failures"""
+    return _of_ok_runs(
+        db,
+        study,
+        "pgbench_aggregate a",
+        cols,
+        "r.plan_index, a.interval_start_s",
+        workload=workload,
+        targets=targets,
+        join="LEFT JOIN run_params rp ON rp.run_id = r.run_id AND rp.key = 'run.aggregate_interval_s'",
     )
 
 
 def sysbench_latency(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
     """sysbench's per-interval latency percentile (`--percentile`, default 95) of the workload's runs."""
-    wc, wp = _wcond(workload)
-    tc, tp = _tcond(targets)
-    return _frame(
+    cols = f"{RUN_COLS}, s.t_s, s.latency_pct, s.latency_ms"
+    return _of_ok_runs(
         db,
-        f"""
-        SELECT {RUN_COLS}, s.t_s, s.latency_pct, s.latency_ms
-        FROM sysbench_interval s JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' AND s.latency_ms IS NOT NULL {wc} {tc}
-        ORDER BY r.plan_index, s.t_s""",
-        [study, *wp, *tp],
+        study,
+        "sysbench_interval s",
+        cols,
+        "r.plan_index, s.t_s",
+        workload=workload,
+        targets=targets,
+        where="AND s.latency_ms IS NOT NULL",
     )
 
 
@@ -396,16 +408,9 @@ def sysbench_histogram(db: str | Path, study: str, workload: str, targets: Seque
     """sysbench's end-of-run latency histogram (`--histogram`) buckets of the workload's runs."""
     if not _has(db, "sysbench_histogram"):
         return pl.DataFrame()
-    wc, wp = _wcond(workload)
-    tc, tp = _tcond(targets)
-    return _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, h.value_ms, h.count
-        FROM sysbench_histogram h JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index, h.value_ms""",
-        [study, *wp, *tp],
+    cols = f"{RUN_COLS}, h.value_ms, h.count"
+    return _of_ok_runs(
+        db, study, "sysbench_histogram h", cols, "r.plan_index, h.value_ms", workload=workload, targets=targets
     )
 
 
@@ -414,17 +419,8 @@ def sysbench_summaries(
 ) -> pl.DataFrame:
     if not _has(db, "sysbench_summary"):
         return pl.DataFrame()
-    wc, wp = _wcond(workload)
-    tc, tp = _tcond(targets)
-    return _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, s.* EXCLUDE (file_id, source_file, run_id, threads)
-        FROM sysbench_summary s JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}
-        ORDER BY r.plan_index""",
-        [study, *wp, *tp],
-    )
+    cols = f"{RUN_COLS}, s.* EXCLUDE (file_id, source_file, run_id, threads)"
+    return _of_ok_runs(db, study, "sysbench_summary s", cols, "r.plan_index", workload=workload, targets=targets)
 
 
 # ---------------------------------------------------------------------------- samplers on the run's clock
@@ -433,16 +429,17 @@ def sysbench_summaries(
 def meminfo(db: str | Path, study: str, keys: list[str], targets: Sequence[str] | None = None) -> pl.DataFrame:
     """/proc/meminfo samples of `keys` per successful run; `t_s` = seconds since the run's first
     sample, `epoch_s` the sample's time."""
-    tc, tp = _tcond(targets)
-    return _frame(
+    cols = f"""{RUN_COLS}, epoch(m.ts) AS epoch_s,
+               epoch(m.ts) - epoch(min(m.ts) OVER (PARTITION BY m.run_id)) AS t_s, m.key, m.kb"""
+    return _of_ok_runs(
         db,
-        f"""
-        SELECT {RUN_COLS}, epoch(m.ts) AS epoch_s,
-               epoch(m.ts) - epoch(min(m.ts) OVER (PARTITION BY m.run_id)) AS t_s, m.key, m.kb
-        FROM meminfo m JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' AND list_contains(?, m.key) {tc}
-        ORDER BY r.plan_index, m.ts""",
-        [study, keys, *tp],
+        study,
+        "meminfo m",
+        cols,
+        "r.plan_index, m.ts",
+        targets=targets,
+        where="AND list_contains(?, m.key)",
+        params=[keys],
     )
 
 
@@ -464,16 +461,8 @@ def snapshot_events(db: str | Path, study: str, targets: Sequence[str] | None = 
         return pl.DataFrame(
             schema={"run_id": pl.Utf8, "epoch_s": pl.Float64, "action": pl.Utf8, "duration_ms": pl.Float64}
         )
-    tc, tp = _tcond(targets)
-    return _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, epoch(s.ts) AS epoch_s, s.action, s.duration_ms
-        FROM snapshots s JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {tc}
-        ORDER BY r.plan_index, s.ts""",
-        [study, *tp],
-    )
+    cols = f"{RUN_COLS}, epoch(s.ts) AS epoch_s, s.action, s.duration_ms"
+    return _of_ok_runs(db, study, "snapshots s", cols, "r.plan_index, s.ts", targets=targets)
 
 
 def pgstat(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -738,17 +727,9 @@ def fs_ops(db: str | Path, study: str, targets: Sequence[str] | None = None) -> 
     ops_per_s, avg/p50/p95/p99/max latency in ms, errors."""
     if not _has(db, "fs_ops"):
         return pl.DataFrame()
-    tc, tp = _tcond(targets)
-    df = _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, f.table_no, f.optype, f.elapsed_s, f.ops, f.ops_per_s, f.avg_ms, f.p50_ms, f.p95_ms,
-               f.p99_ms, f.max_ms, coalesce(f.errors, 0) AS errors
-        FROM fs_ops f JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {tc}
-        ORDER BY r.plan_index, f.table_no""",
-        [study, *tp],
-    )
+    cols = f"""{RUN_COLS}, f.table_no, f.optype, f.elapsed_s, f.ops, f.ops_per_s, f.avg_ms, f.p50_ms, f.p95_ms,
+               f.p99_ms, f.max_ms, coalesce(f.errors, 0) AS errors"""
+    df = _of_ok_runs(db, study, "fs_ops f", cols, "r.plan_index, f.table_no", targets=targets)
     if df.height == 0:
         return df
     names = fs_benchmark_names(db, study)
@@ -779,17 +760,9 @@ def fs_op_latencies(db: str | Path, study: str, targets: Sequence[str] | None = 
     t_s (seconds since the run's first operation started)."""
     if not _has(db, "fsmicro_ops"):
         return pl.DataFrame()
-    tc, tp = _tcond(targets)
-    return _frame(
-        db,
-        f"""
-        SELECT {RUN_COLS}, o.op AS benchmark, o.latency_ns / 1e6 AS latency_ms,
-               (o.start_ns - min(o.start_ns) OVER (PARTITION BY o.run_id)) / 1e9 AS t_s
-        FROM fsmicro_ops o JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {tc}
-        ORDER BY r.plan_index, o.start_ns""",
-        [study, *tp],
-    )
+    cols = f"""{RUN_COLS}, o.op AS benchmark, o.latency_ns / 1e6 AS latency_ms,
+               (o.start_ns - min(o.start_ns) OVER (PARTITION BY o.run_id)) / 1e9 AS t_s"""
+    return _of_ok_runs(db, study, "fsmicro_ops o", cols, "r.plan_index, o.start_ns", targets=targets)
 
 
 def benchmark_family(name: str) -> str:
