@@ -140,13 +140,14 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
         return None
     cap = lambda c: pl.when(pl.col(c).is_infinite() | (pl.col(c) <= 0)).then(None).otherwise(pl.col(c))  # noqa: E731
     df = df.with_columns(
-        (pl.col("claim") + " · " + pl.col("compared") + " · " + pl.col("cell")).alias("row"),
+        (pl.col("claim") + "\n" + pl.col("compared") + " · " + pl.col("cell")).alias("row"),
         cap("lo").alias("lo"),
         cap("hi").alias("hi"),
     )
     data = df
-    # whole labels: two cells of one claim differ only at their end (e.g. ", fsync=off")
-    y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600))
+    # whole labels, on two lines (the claim; what was compared, in which cell): two cells of one claim differ
+    # only at their end (e.g. ", fsync=off")
+    y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600, labelExpr="split(datum.label, '\\n')"))
     x = alt.X("estimate:Q", scale=alt.Scale(type="log"), title="B / A (log scale), with its interval")
     color = alt.Color(
         "verdict:N", scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())), title=None
@@ -155,11 +156,11 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     edges = base.mark_tick(color="#555", thickness=2, size=14).encode(y=y, x="edge_lo:Q") + base.mark_tick(
         color="#555", thickness=2, size=14
     ).encode(y=y, x="edge_hi:Q")
-    bars = base.mark_rule(strokeWidth=3).encode(y=y, x=alt.X("lo:Q"), x2="hi:Q", color=color)
-    dots = base.mark_point(filled=True, size=60).encode(
+    bars = base.mark_rule(strokeWidth=4).encode(y=y, x=alt.X("lo:Q"), x2="hi:Q", color=color)
+    dots = base.mark_point(filled=True, size=110).encode(
         y=y, x=x, color=color, tooltip=["claim", "a", "b", "cell", "estimate", "lo", "hi", "verdict"]
     )
-    return alt.layer(bars, edges, dots).properties(width=320)
+    return alt.layer(bars, edges, dots).properties(width=360, height=alt.Step(30))
 
 
 def _line(c: Claim) -> tuple[float | None, float | None]:
