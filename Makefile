@@ -94,13 +94,13 @@ bench: setup
 	@cd $(LAB) && $(PY) -m benchmarks
 
 # Unmount/detach what a hard-killed study left behind (only the lab's own images and mounts).
+release: setup
+	@$(PY) -m pgfslab release --config $(CONFIG)
+
 # After a run killed with SIGKILL (or a power loss): Snakemake's locks on the study's files (`make run`'s
 # status names them); only when no other Snakemake works in this folder.
 unlock: setup
 	@$(SNAKE) --configfile $(CONFIG) --unlock
-
-release: setup
-	@$(PY) -m pgfslab release --config $(CONFIG)
 
 lock:
 	cd $(LAB) && uv pip compile pyproject.toml --extra dev -o requirements.lock --python-version 3.11 -q \
