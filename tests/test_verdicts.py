@@ -429,6 +429,7 @@ def test_a_setting_reads_as_a_reader_reads_it() -> None:
     assert evaluate.setting_text("write_size", 1_000_000) == "write_size=1 MB"
     assert evaluate.setting_text("dirty_background_bytes", "32MB") == "dirty_background_bytes=32 MB"
     assert evaluate.setting_text("dirty_background_bytes", 2**30) == "dirty_background_bytes=1 GiB"
+    assert evaluate.setting_text("dirty_background_bytes", "1GB") == "dirty_background_bytes=1 GB"  # not 1000 MB
     assert evaluate.setting_text("directory_files", 1500) == "directory_files=1,500"
     assert evaluate.setting_text("synchronous_commit", False) == "synchronous_commit=off"
 

@@ -87,7 +87,7 @@ def _count(n: int) -> str:
 
 
 def _size(n: int) -> str:
-    for unit, div in (("GiB", 2**30), ("MiB", 2**20)):
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("GB", 10**9)):
         if n >= div and n % div == 0:
             return f"{n // div} {unit}"
     return f"{n / 1e6:g} MB"
