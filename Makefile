@@ -63,11 +63,12 @@ run: setup
 	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 
-# Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs).
+# Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs). The notebooks'
+# warm interpreter (pgfslab.warm) starts importing while Snakemake starts.
 analyse: setup
 	@test -n "$(STUDY)" || { echo "usage: make analyse STUDY=<name of a folder in data/raw/>"; exit 2; }
 	@set -- $(SNAKE) --config study=$(STUDY) raw_only=1; $(NOOP) check -- "$$@" && exit 0; \
-	$(NOOP) snapshot -- "$$@"; "$$@" || exit $$?; $(NOOP) certify -- "$$@"
+	$(PY) -m pgfslab.warm start; $(NOOP) snapshot -- "$$@"; "$$@" || exit $$?; $(NOOP) certify -- "$$@"
 
 # Test files side by side (pytest-xdist): a real study in a test spends most of its time waiting (its runs'
 # fixed durations, Slurm, the disks), so more workers than cores. tests/conftest.py keeps each file on one
@@ -103,7 +104,7 @@ unlock: setup
 	@$(SNAKE) --configfile $(CONFIG) --unlock
 
 lock:
-	cd $(LAB) && uv pip compile pyproject.toml --extra dev -o requirements.lock --python-version 3.11 -q \
+	cd $(LAB) && uv pip compile pyproject.toml --extra dev -o requirements.lock --python-version 3.11 -q --override requirements-overrides.txt \
 	  && python3 scripts/environment_from_lock.py
 
 clean-build:

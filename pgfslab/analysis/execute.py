@@ -28,6 +28,10 @@ def run(
     quiet_nbformat()
     import papermill as pm
 
+    from pgfslab.warm import kernel as warm_kernel
+
+    papermill_options = {**warm_kernel.papermill_options(), **papermill_options}
+
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         pm.execute_notebook(

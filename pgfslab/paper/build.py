@@ -59,6 +59,7 @@ def build(
     import papermill
 
     from pgfslab.paper import pdf_export
+    from pgfslab.warm import kernel as warm_kernel
 
     executed, pdf, html = Path(executed), Path(pdf), Path(html)
     build_dir = executed.parent
@@ -78,7 +79,7 @@ def build(
                 "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
                 "build_dir": str(build_dir.absolute()),
             },
-            **(papermill_options or {}),
+            **{**warm_kernel.papermill_options(), **(papermill_options or {})},
         )
     except papermill.PapermillExecutionError as exc:
         raise LabError(

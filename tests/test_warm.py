@@ -1,0 +1,249 @@
+"""The warm interpreter (pgfslab.warm): a command or kernel forked from it behaves as the cold one, with the
+client's streams, folder, environment and exit status; a kernel is a real ipykernel that answers interrupts
+and ends with its client; a server serves only the code it imported and leaves by itself when idle."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgfslab.warm import protocol
+
+pytestmark = pytest.mark.slow  # starts servers and kernels
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+@pytest.fixture
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A runtime folder of this test's own (short: a socket's path has at most 107 bytes), its servers
+    stopped afterwards."""
+    d = Path(tempfile.mkdtemp(prefix="pw", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
+    monkeypatch.delenv("PGFSLAB_WARM", raising=False)
+    yield d
+    for pid in server_pids(d):
+        os.kill(pid, signal.SIGTERM)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def server_pids(runtime: Path) -> list[int]:
+    """The servers started under `runtime`: the pid each one's log names."""
+    pids = []
+    for log in runtime.glob("pgfslab-warm-*/*.log"):
+        pids += [int(p) for p in re.findall(r"pgfslab warm server (\d+):", log.read_text())]
+    return [p for p in pids if Path(f"/proc/{p}").exists()]
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid: int, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def pgfslab(
+    args: list[str], *, warm: bool, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    module = "pgfslab.warm" if warm else "pgfslab"
+    return subprocess.run(
+        [PY, "-m", module, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})}
+    )
+
+
+def test_a_command_forked_from_the_server_is_the_cold_command(runtime: Path, tmp_path: Path) -> None:
+    """Same stdout, stderr and exit status, a relative path read against the client's folder, and it really
+    went through a server (one was started under this runtime folder)."""
+    (tmp_path / "configs").mkdir()
+    shutil.copy(REPO / "config" / "default.yaml", tmp_path / "configs" / "mine.yaml")
+    bad = tmp_path / "configs" / "bad.yaml"
+    bad.write_text((REPO / "config" / "default.yaml").read_text().replace("fs: ext4", "fs: ntfs", 1))
+    for args in (["plan", "configs/mine.yaml"], ["validate", "configs/bad.yaml"]):
+        cold = pgfslab(args, warm=False, cwd=tmp_path)
+        warm = pgfslab(args, warm=True, cwd=tmp_path)
+        assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr), args
+    assert cold.returncode != 0 and "ntfs" in cold.stderr  # the second one: the bad config, refused
+    assert len(list(runtime.glob("pgfslab-warm-*/*.sock"))) == 1
+    assert server_pids(runtime)
+
+
+def test_disabled_runs_cold_without_a_server(runtime: Path, tmp_path: Path) -> None:
+    res = pgfslab(["plan", str(REPO / "config" / "default.yaml")], warm=True, cwd=tmp_path, env={"PGFSLAB_WARM": "0"})
+    assert res.returncode == 0 and res.stdout.count("\n") > 10
+    assert not list(runtime.glob("pgfslab-warm-*/*.sock"))
+
+
+def test_the_key_follows_the_code_and_the_import_time_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "mod.py").write_text("x = 1\n")
+    monkeypatch.setattr(protocol, "PACKAGE", pkg)
+    first = protocol.code_key()
+    assert protocol.code_key() == first
+    (pkg / "mod.py").write_text("x = 22\n")
+    second = protocol.code_key()
+    assert second != first
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert protocol.code_key() != second
+
+
+def test_an_idle_server_leaves_and_takes_its_socket(runtime: Path) -> None:
+    sock = runtime / "idle.sock"
+    proc = subprocess.Popen([PY, "-m", "pgfslab.warm", "serve", "--socket", str(sock), "--idle-s", "1"])
+    try:
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    assert not sock.exists()
+
+
+def _kernel(runtime: Path, cwd: Path):  # type: ignore[no-untyped-def]
+    from pgfslab.warm.kernel import WarmKernelManager
+
+    km = WarmKernelManager(kernel_name="python3")
+    km_sync = _sync(km)
+    km_sync("start_kernel", cwd=str(cwd), env={**os.environ, "PGFS_WARM_TEST": "yes"})
+    kc = km.client()
+    kc.start_channels()
+    _sync(kc)("wait_for_ready", timeout=120)
+    return km, km_sync, kc
+
+
+def _sync(obj):  # type: ignore[no-untyped-def]
+    """Call an async jupyter_client method to completion."""
+    import asyncio
+
+    def call(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        result = getattr(obj, name)(*args, **kwargs)
+        return asyncio.get_event_loop().run_until_complete(result) if asyncio.iscoroutine(result) else result
+
+    return call
+
+
+def _run(kc, code: str, timeout: float = 60):  # type: ignore[no-untyped-def]
+    """Execute `code`; its stdout and the error's name if it raised."""
+    out: list[str] = []
+    error: list[str] = []
+
+    def hook(msg: dict) -> None:
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            error.append(msg["content"]["ename"])
+
+    _sync(kc)("execute_interactive", code, timeout=timeout, output_hook=hook)
+    return "".join(out), error
+
+
+def test_a_kernel_is_a_fork_that_ends_with_its_client(runtime: Path, tmp_path: Path) -> None:
+    km, km_sync, kc = _kernel(runtime, tmp_path)
+    client_pid = km.provisioner.process.pid
+    try:
+        out, error = _run(
+            kc,
+            "import os, sys, json\n"
+            "print(json.dumps({'pid': os.getpid(), 'ppid': os.getppid(), 'cwd': os.getcwd(),"
+            " 'env': os.environ.get('PGFS_WARM_TEST'), 'polars': 'polars' in sys.modules}))",
+        )
+        assert not error
+        seen = json.loads(out)
+        (server,) = server_pids(runtime)
+        assert seen["ppid"] == server  # forked by the server, not exec'd by the client
+        assert seen["pid"] != client_pid
+        assert seen["polars"]  # imported before the notebook asked for it
+        assert Path(seen["cwd"]) == tmp_path and seen["env"] == "yes"
+        # an interrupt (SIGINT to the client's process group) reaches the kernel through the client
+        msg_id = kc.execute("import time; time.sleep(60)")
+        time.sleep(1.0)
+        km_sync("interrupt_kernel")
+        t0 = time.monotonic()
+        while True:
+            reply = _sync(kc)("get_shell_msg", timeout=30)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        assert time.monotonic() - t0 < 20
+        out, error = _run(kc, "print(6 * 7)")  # still alive after the interrupt
+        assert out.strip() == "42" and not error
+    finally:
+        kc.stop_channels()
+        km_sync("shutdown_kernel", now=False)
+    assert wait_gone(seen["pid"]) and wait_gone(client_pid)
+
+
+def test_a_killed_client_takes_its_kernel_with_it(runtime: Path, tmp_path: Path) -> None:
+    km, km_sync, kc = _kernel(runtime, tmp_path)
+    try:
+        out, _ = _run(kc, "import os; print(os.getpid())")
+        kernel = int(out)
+        os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no chance to pass anything on
+        assert wait_gone(kernel), "the kernel outlived its killed client"
+        assert server_pids(runtime), "the server went with it"
+    finally:
+        kc.stop_channels()
+        km_sync("cleanup_resources")
+
+
+def test_a_notebook_executed_warm_has_the_outputs_of_a_cold_one(runtime: Path, tmp_path: Path) -> None:
+    """One recorded study's notebook, executed by the lab (execute.run) warm and with PGFSLAB_WARM=0: the same
+    outputs (text and which kinds of display data), the same table."""
+    import polars as pl
+
+    raw = tmp_path / "raw" / "dirty-bytes"
+    shutil.copytree(REPO / "tests" / "data" / "studies" / "dirty-bytes", raw)
+    db = tmp_path / "study.duckdb"
+    subprocess.run(
+        [PY, "-m", "pgfslab", "ingest-study", "--raw", str(raw), "--db", str(db)], check=True, capture_output=True
+    )
+    outputs, tables = {}, {}
+    for mode in ("1", "0"):  # into the same folders (paths are part of the outputs)
+        res = subprocess.run(
+            [PY, "-m", "pgfslab.warm", "notebook", "--config", str(raw / "study.yaml"), "--name", "scaling"]
+            + ["--db", str(db), "--figures", "figs", "--tables", "tables", "--out", f"nb{mode}.ipynb"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PGFSLAB_WARM": mode},
+        )
+        assert res.returncode == 0, res.stderr[-2000:]
+        nb = json.loads((tmp_path / f"nb{mode}.ipynb").read_text())
+        outputs[mode] = [
+            (
+                o["output_type"],
+                sorted(o.get("data", {})),
+                "".join(o.get("text") or o.get("data", {}).get("text/plain", "")),
+            )
+            for c in nb["cells"]
+            for o in c.get("outputs", [])
+        ]
+        assert (tmp_path / "figs" / "scaling.svg").stat().st_size > 1000
+        tables[mode] = pl.read_parquet(tmp_path / "tables" / "scaling.parquet")
+        shutil.rmtree(tmp_path / "figs")
+        shutil.rmtree(tmp_path / "tables")
+    assert outputs["1"] == outputs["0"] and outputs["1"]
+    assert tables["1"].equals(tables["0"])
+    assert len(server_pids(runtime)) == 1  # the warm run went through a server; the cold one started none
