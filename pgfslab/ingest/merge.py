@@ -25,6 +25,7 @@ import yaml
 
 from pgfslab.errors import LabError
 from pgfslab.ingest import load
+from pgfslab.ingest.folders import host_folders
 
 HOST_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 # Keys of a resolved study config that may differ between the hosts of one study.
@@ -68,16 +69,6 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise LabError(f"{study_file}: not a study config")
     return cfg
-
-
-def host_folders(root: Path) -> list[Path]:
-    """The host folders of a study folder: subfolders that carry a study.yaml of their own (run folders
-    and _setup/ never do). Empty for a study run on one machine."""
-    if not root.is_dir():
-        return []
-    return sorted(
-        p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")) and (p / "study.yaml").exists()
-    )
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:

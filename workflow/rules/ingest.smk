@@ -1,12 +1,12 @@
 # Stage 2: every raw log of the study into data/<study>.duckdb (rebuilt atomically); what it said, warnings
 # included, also in build/<study>/logs/ingest.log. Its inputs: common.smk's _ingest_inputs.
 
-from pgfslab.ingest import merge as labmerge
+from pgfslab.ingest import folders as labfolders
 
 # A study whose data/raw/<study>/ holds host folders (<host>/study.yaml: several machines, or one with a
 # host key) is merged into one database with a `host` column (pgfslab.ingest.merge); re-analysing one
 # without a study.yaml of its own reads their common config, frozen here.
-MERGED = bool(HOSTS or STUDY_CFG.get("host") or labmerge.host_folders(labcfg.raw_dir(STUDY)))
+MERGED = bool(HOSTS or STUDY_CFG.get("host") or labfolders.host_folders(labcfg.raw_dir(STUDY)))
 if RAW_ONLY and MERGED and not Path(FROZEN).exists():
     FROZEN = f"build/{STUDY}/study.yaml"
 
