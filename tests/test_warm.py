@@ -47,6 +47,10 @@ def server_pids(runtime: Path) -> list[int]:
     return [p for p in pids if Path(f"/proc/{p}").exists()]
 
 
+def server_sockets(runtime: Path) -> list[Path]:
+    return [p for p in runtime.glob("pgfslab-warm-*/*.sock") if not p.name.endswith(".render.sock")]
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -85,14 +89,14 @@ def test_a_command_forked_from_the_server_is_the_cold_command(runtime: Path, tmp
         warm = pgfslab(args, warm=True, cwd=tmp_path)
         assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr), args
     assert cold.returncode != 0 and "ntfs" in cold.stderr  # the second one: the bad config, refused
-    assert len(list(runtime.glob("pgfslab-warm-*/*.sock"))) == 1
+    assert len(server_sockets(runtime)) == 1
     assert server_pids(runtime)
 
 
 def test_disabled_runs_cold_without_a_server(runtime: Path, tmp_path: Path) -> None:
     res = pgfslab(["plan", str(REPO / "config" / "default.yaml")], warm=True, cwd=tmp_path, env={"PGFSLAB_WARM": "0"})
     assert res.returncode == 0 and res.stdout.count("\n") > 10
-    assert not list(runtime.glob("pgfslab-warm-*/*.sock"))
+    assert not list(runtime.glob("pgfslab-warm-*/*.sock"))  # no server, no renderer
 
 
 def test_the_key_follows_the_code_and_the_import_time_environment(
@@ -119,6 +123,15 @@ def test_an_idle_server_leaves_and_takes_its_socket(runtime: Path) -> None:
     finally:
         proc.kill()
     assert not sock.exists()
+    # its renderer (a process of its own, pgfslab.warm.render) went with it, and took its socket
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (
+        list(runtime.glob("idle.*.render.sock"))
+        or subprocess.run(["pgrep", "-f", str(runtime)], capture_output=True).returncode == 0
+    ):
+        time.sleep(0.2)
+    assert not list(runtime.glob("idle.*.render.sock"))
+    assert subprocess.run(["pgrep", "-f", str(runtime)], capture_output=True).returncode == 1
 
 
 def _kernel(runtime: Path, cwd: Path):  # type: ignore[no-untyped-def]
@@ -176,6 +189,19 @@ def test_a_kernel_is_a_fork_that_ends_with_its_client(runtime: Path, tmp_path: P
         assert seen["pid"] != client_pid
         assert seen["polars"]  # imported before the notebook asked for it
         assert Path(seen["cwd"]) == tmp_path and seen["env"] == "yes"
+        # charts drawn by the server's renderer (its vl-convert already started), the same SVG as drawn here
+        out, error = _run(
+            kc,
+            "import os, vl_convert as vlc\n"
+            "from pgfslab.warm import render\n"
+            "spec = {'mark': 'bar', 'data': {'values': [{'a': 'x', 'b': 3}, {'a': 'y', 'b': 5}]},"
+            " 'encoding': {'x': {'field': 'a', 'type': 'nominal'}, 'y': {'field': 'b', 'type': 'quantitative'}}}\n"
+            "version = vlc.get_vegalite_versions()[-1]\n"
+            "remote = render.remote_svg(spec, version)\n"
+            "print(bool(os.environ.get(render.ENV)), remote is not None, remote == vlc.vegalite_to_svg(spec, vl_version=version))",
+            timeout=120,
+        )
+        assert not error and out.split() == ["True", "True", "True"]
         # an interrupt (SIGINT to the client's process group) reaches the kernel through the client
         msg_id = kc.execute("import time; time.sleep(60)")
         time.sleep(1.0)
@@ -219,7 +245,7 @@ def test_a_notebook_executed_warm_has_the_outputs_of_a_cold_one(runtime: Path, t
     subprocess.run(
         [PY, "-m", "pgfslab", "ingest-study", "--raw", str(raw), "--db", str(db)], check=True, capture_output=True
     )
-    outputs, tables = {}, {}
+    outputs, tables, svgs = {}, {}, {}
     for mode in ("1", "0"):  # into the same folders (paths are part of the outputs)
         res = subprocess.run(
             [PY, "-m", "pgfslab.warm", "notebook", "--config", str(raw / "study.yaml"), "--name", "scaling"]
@@ -240,10 +266,12 @@ def test_a_notebook_executed_warm_has_the_outputs_of_a_cold_one(runtime: Path, t
             for c in nb["cells"]
             for o in c.get("outputs", [])
         ]
-        assert (tmp_path / "figs" / "scaling.svg").stat().st_size > 1000
+        svgs[mode] = (tmp_path / "figs" / "scaling.svg").read_bytes()
+        assert len(svgs[mode]) > 1000
         tables[mode] = pl.read_parquet(tmp_path / "tables" / "scaling.parquet")
         shutil.rmtree(tmp_path / "figs")
         shutil.rmtree(tmp_path / "tables")
     assert outputs["1"] == outputs["0"] and outputs["1"]
     assert tables["1"].equals(tables["0"])
+    assert svgs["1"] == svgs["0"]  # drawn by the warm renderer and by vl-convert in the process: the same
     assert len(server_pids(runtime)) == 1  # the warm run went through a server; the cold one started none

@@ -809,7 +809,13 @@ def chart_spec(chart: alt.TopLevelMixin, theme: str | None = THEME) -> dict[str,
 
 
 def _svg(spec: dict[str, Any]) -> str:
-    return vlc.vegalite_to_svg(spec, vl_version=_vl_version())
+    """The spec's SVG: from the warm interpreter's renderer when this process is one of its children
+    (pgfslab.warm.render: vl-convert already started, the same SVG), else by vl-convert here."""
+    from pgfslab.warm import render
+
+    version = _vl_version()
+    svg = render.remote_svg(spec, version)
+    return svg if svg is not None else vlc.vegalite_to_svg(spec, vl_version=version)
 
 
 def _write(path: Path, data: bytes) -> None:

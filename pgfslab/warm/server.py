@@ -15,6 +15,7 @@ import selectors
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import time
 import traceback
@@ -115,6 +116,8 @@ class Server:
         self.last = time.monotonic()
         self.stopping = False
         self.told = False
+        self.render_path: Path | None = None  # where the renderer listens (pgfslab.warm.render)
+        self.render_pipe: int | None = None  # its standard input: closed, it ends
 
     # -- set-up and the loop
     def listen(self) -> None:
@@ -171,6 +174,19 @@ class Server:
                 self.path.unlink()
                 for suffix in (".lock", ".log"):
                     self.path.with_suffix(suffix).unlink(missing_ok=True)
+
+    def spawn_renderer(self) -> subprocess.Popen:
+        self.render_path = self.path.with_name(f"{self.path.stem}.{os.getpid()}.render.sock")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgfslab.warm.render", str(self.render_path)],
+            stdin=subprocess.PIPE,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+        )
+        assert proc.stdin is not None
+        self.render_pipe = os.dup(proc.stdin.fileno())
+        proc.stdin.close()
+        return proc
 
     # -- connections
     def _accept(self) -> None:
@@ -254,7 +270,7 @@ class Server:
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
             keep = set(range(3))
-            for fd in [*fds, self.wake_r, self.wake_w]:
+            for fd in [*fds, self.wake_r, self.wake_w, *([self.render_pipe] if self.render_pipe is not None else [])]:
                 if fd not in keep:
                     os.close(fd)
             self.sel.close()
@@ -264,6 +280,10 @@ class Server:
             os.chdir(request["cwd"])
             os.environ.clear()
             os.environ.update(request["env"])
+            if self.render_path is not None:
+                from pgfslab.warm import render
+
+                os.environ[render.ENV] = str(self.render_path)
             sys.path[0] = request["cwd"]  # as `python -m ...` started there would have it
             code = _exit_code(_entry(request["entry"], list(request["argv"])))
         except SystemExit as exc:
@@ -280,7 +300,7 @@ class Server:
             os._exit(code)
 
     def _reap(self) -> None:
-        while self.children:
+        while True:  # our requests' children, and the renderer should it end
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -303,16 +323,23 @@ def main(path: Path, idle_s: float = protocol.IDLE_S, lock_fd: int | None = None
     """Import, listen, then release the start lock (`lock_fd`, inherited from the client that started us),
     and serve until idle."""
     t0 = time.monotonic()
+    server = Server(path, idle_s)
+    renderer = server.spawn_renderer()  # spawned, not forked: it starts vl-convert's engine (threads)
     failed = prewarm()
     print(
         f"pgfslab warm server {os.getpid()}: imported in {time.monotonic() - t0:.1f} s"
         + (f" (not importable: {', '.join(failed)})" if failed else ""),
         flush=True,
     )
-    server = Server(path, idle_s)
     server.listen()
     if lock_fd is not None:
         os.close(lock_fd)
-    server.serve()
+    try:
+        server.serve()
+    finally:
+        if server.render_pipe is not None:
+            os.close(server.render_pipe)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            renderer.wait(timeout=10)
     print(f"pgfslab warm server {os.getpid()}: idle, exiting", flush=True)
     return 0
