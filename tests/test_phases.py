@@ -68,3 +68,27 @@ def test_report_reads_a_run_without_phases_as_duration_and_rest() -> None:
     lines = report([{"duration_s": 20, "wall_s": 24.0}], stage_s=30.0)
     assert any(line.split() == ["unsplit", "4.00"] for line in lines)
     assert "measuring share: 66.7%" in "\n".join(lines)
+
+
+def test_report_splits_snakemakes_start_up_from_the_gaps_between_runs() -> None:
+    """Two runs' clocks: Snakemake starts its first run's process 2 s into the stage, the second 1 s after the
+    first one ended, and ends 3 s after the last: 5 s once per invocation, 0.5 s per run between them."""
+    from datetime import UTC, datetime
+
+    def iso(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
+
+    def run(launch: float, end: float) -> dict:
+        return {
+            "phases_s": {"process_start": 0.5, "measured": 10.0, "server_stop": end - launch - 10.5},
+            "duration_s": 10,
+            "started_at": iso(launch + 0.5),
+            "ended_at": iso(end),
+        }
+
+    runs = [run(1_000_002.0, 1_000_014.0), run(1_000_015.0, 1_000_027.0)]
+    lines = report(runs, stage_s=30.0, stage_start=1_000_000.0)
+    text = "\n".join(lines)
+    assert "start-up and wind-down, once per invocation: 5.0 s; per run without it 2.50 s" in text
+    assert any(line.split() == ["snakemake", "(between", "runs'", "processes)", "0.50"] for line in lines)
+    assert "20 s runs (the default study's) would be 88.9% measuring (Snakemake's start-up aside)" in text
