@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,49 +98,14 @@ def ingest(raw: Path, db: Path, *extra: str) -> None:
         raise RuntimeError(f"ingest-study {raw} failed:\n{res.stdout}\n{res.stderr}")
 
 
-_local = threading.local()
-_kernels: list = []
-
-
-def warm_kernel():  # type: ignore[no-untyped-def]
-    """This worker thread's kernel, started once and reused: a notebook here is mostly kernel start
-    and imports (polars, duckdb, altair, scipy: several seconds of CPU each time). Before each notebook
-    its namespace is reset (`%reset -f`), so a notebook still sees none of another's variables; only
-    imported modules stay cached. PGFS_TEST_FRESH_KERNELS=1: a fresh kernel per notebook, as the
-    pipeline runs them."""
-    if os.environ.get("PGFS_TEST_FRESH_KERNELS") == "1":
-        return None
-    from jupyter_client.manager import KernelManager
-
-    km = getattr(_local, "km", None)
-    if km is None:
-        km = KernelManager(kernel_name="python3")
-        km.start_kernel(cwd=str(NOTEBOOKS))
-        _local.km = km
-        _kernels.append(km)
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=120)
-        kc.execute_interactive("get_ipython().run_line_magic('reset', '-f')", timeout=120)
-    finally:
-        kc.stop_channels()
-    return km
-
-
-def stop_kernels() -> None:
-    while _kernels:
-        _kernels.pop().shutdown_kernel(now=True)
-
-
-atexit.register(stop_kernels)
-
-
 def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int, str]:
-    """Execute a notebook with papermill in this process (in this thread's warm kernel)."""
+    """Execute a notebook with papermill in this process, in a fresh kernel as the pipeline runs it: forked
+    from the warm interpreter (pgfslab.warm), or started cold with PGFSLAB_WARM=0."""
     import papermill as pm
 
-    kwargs = {"km": km} if (km := warm_kernel()) is not None else {}
+    from pgfslab.warm import kernel as warm_kernel
+
+    kwargs = warm_kernel.papermill_options()
     try:
         pm.execute_notebook(
             str(NOTEBOOKS / f"{notebook}.ipynb"),
@@ -173,7 +137,6 @@ def _paper(st: Study) -> tuple[Path | None, str]:
     out.mkdir(parents=True, exist_ok=True)
     pdf = out / f"{st.study}.pdf"
     try:
-        km = warm_kernel()
         paper.build(
             st.db,
             st.study,
@@ -183,7 +146,6 @@ def _paper(st: Study) -> tuple[Path | None, str]:
             out / f"{st.study}.html",
             figures_dir=st.figures,
             tables_dir=st.tables,
-            papermill_options={"km": km} if km is not None else None,
         )
     except Exception as exc:  # reported by the paper tests
         return None, f"{type(exc).__name__}: {exc}"
@@ -216,7 +178,6 @@ def studies() -> dict[str, Study]:
         for st, fut in zip(out.values(), papers):
             st.paper_pdf, st.paper_log = fut.result()
         _MISSING.update({ex.notebook: ex for ex in (f.result() for f in missing)})
-    stop_kernels()
     return out
 
 

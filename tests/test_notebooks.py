@@ -613,7 +613,6 @@ def test_targets_parameter_keeps_only_those_targets(st: dict[str, recorded.Study
             "tables_dir": out / "tables",
         },
     )
-    recorded.stop_kernels()
     assert rc == 0, log
     table = pl.read_parquet(out / "tables" / f"throughput_stability-{wl}.parquet")
     assert table["target"].unique().to_list() == keep
