@@ -49,6 +49,7 @@ def _spawn(path: Path, lock_fd: int) -> subprocess.Popen:
             stderr=subprocess.STDOUT,
             pass_fds=(lock_fd,),
             start_new_session=True,  # not in the job's process group: a stopped job leaves it to idle out
+            cwd="/",  # holds no folder of a study (a child works in its client's)
             env={**os.environ, "PGFSLAB_WARM_SERVER": "1"},
         )
 

@@ -53,6 +53,11 @@ PREWARM = (
     "pgfslab.paper.build",
     "pgfslab.paper.sections",
     "pgfslab.paper.pdf_export",
+    # a run (`pgfslab run-one`): its modules, PostgreSQL's driver, a precision round's statistics
+    "psycopg",
+    "pgfslab.config.study",
+    "pgfslab.run.execute",
+    "pgfslab.run.precision",
 )
 PREWARM_PACKAGES = ("pgfslab.analysis.answers", "pgfslab.analysis.stats", "pgfslab.analysis.verdicts")
 
