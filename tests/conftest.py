@@ -198,7 +198,8 @@ def machine_is_quiet() -> tuple[bool, str]:
 
 def leftovers(root: Path, study: str | None = None) -> list[str]:
     """What a study under `root` must have released: mounts and loop devices under it, processes
-    working in its data/work folder or naming it on their command line (servers, clients, runs), and,
+    working in its data/work folder or naming it on their command line (servers, clients, runs), children
+    of the warm interpreter working in it, and,
     given the study's name, the lab cgroups of its runs."""
     found: list[str] = []
     root_s = str(root.resolve())
@@ -216,9 +217,15 @@ def leftovers(root: Path, study: str | None = None) -> list[str]:
             cwd = os.readlink(p / "cwd")
         except OSError:
             continue
-        if cwd.startswith(root_s + "/data/work") or (
-            root_s in cmdline
-            and any(t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "pgfslab.runners."))
+        if (
+            cwd.startswith(root_s + "/data/work")
+            or (
+                root_s in cmdline
+                and any(t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "pgfslab.runners."))
+            )
+            # a child of the warm interpreter (a run, a notebook, its kernel) carries the server's command line
+            # and works in its client's folder (the server itself works in /)
+            or ("pgfslab.warm serve" in cmdline and (cwd == root_s or cwd.startswith(root_s + "/")))
         ):
             found.append(f"process {p.name}: {cmdline}")
     if study:
