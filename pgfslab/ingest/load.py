@@ -36,6 +36,7 @@ from pgfslab import paths
 from pgfslab.errors import LabError
 from pgfslab.ingest import parsers
 from pgfslab.ingest.parsers._common import FileScan, scan_file
+from pgfslab.ingest.prefetch import Prefetch
 from pgfslab.ingest.store import (
     COMPACT,
     COMPACT_OK,
@@ -397,12 +398,14 @@ def ingest_file(
     run_record: dict[str, Any] | None = None,
     direct: bool = True,
     strict: bool = False,
+    parsed: dict[str, pl.DataFrame] | None = None,
 ) -> FileResult:
     """Parse one file and replace its rows in one transaction. Raises ParseError/LabError on failure,
     and then the database is exactly as before. `run_record` (a `runs` row) is stored in the same
     transaction, replacing the run of the same run_id. `direct=False` forces the polars parser.
     Every line is accounted for (`FileResult.lines`, `files.lines_*`, `unparsed_lines`); with
-    `strict` a line not understood is an error (LabError naming the lines; nothing stored)."""
+    `strict` a line not understood is an error (LabError naming the lines; nothing stored). `parsed`: the
+    file's tables as parsers.parse gave them for `fmt` (pgfslab.ingest.prefetch), instead of parsing it here."""
     path = Path(path)
     fmt = fmt or parsers.detect_format(path)
     if fmt is None:
@@ -431,7 +434,7 @@ def ingest_file(
                 return done
     if file_id is None:
         file_id = sha256(path)
-    tables = parsers.parse(path, fmt)
+    tables = dict(parsed) if parsed is not None else parsers.parse(path, fmt)
     warn_frame = tables.pop(parsers.WARNINGS_KEY, None)
     items = [] if warn_frame is None else [(r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)]
     warnings = warning_texts(path, items)
@@ -913,6 +916,23 @@ def ingest_folder(
     for bj in sorted(raw.glob("_setup/*/device/baseline.json")):
         summary.files += _ingest_baseline(con, bj, raw, cfg["study"], summary.warnings)
     run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    logs = [f for d in run_dirs if (d / "run.json").exists() for f in _run_files(d) if f.stat().st_size]
+    with Prefetch(logs) as ahead:
+        _ingest_runs(con, raw, run_dirs, cfg, summary, ahead, progress=progress, host=host, prefix=prefix)
+
+
+def _ingest_runs(
+    con: duckdb.DuckDBPyConnection,
+    raw: Path,
+    run_dirs: list[Path],
+    cfg: dict[str, Any],
+    summary: StudySummary,
+    ahead: Prefetch,
+    *,
+    progress: bool,
+    host: str | None,
+    prefix: Path,
+) -> None:
     for i, rdir in enumerate(run_dirs, 1):
         rj = rdir / "run.json"
         if not rj.exists():
@@ -940,9 +960,16 @@ def ingest_folder(
                 summary.warnings.append(f"{f}: not ingested (empty file)")
                 continue
             # source_file is <study>/<run-id>/<file>: the same on every machine the folder is copied to
+            got = ahead.take(f)
             try:
                 res = ingest_file(
-                    con, f, run_id=rec["run_id"], study=cfg["study"], source_name=str(prefix / f.relative_to(raw))
+                    con,
+                    f,
+                    fmt=got[0] if got else None,
+                    run_id=rec["run_id"],
+                    study=cfg["study"],
+                    source_name=str(prefix / f.relative_to(raw)),
+                    parsed=got[1] if got else None,
                 )
             except (parsers.ParseError, LabError) as exc:
                 if rec.get("status") == "ok":
