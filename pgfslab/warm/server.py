@@ -259,6 +259,8 @@ class Server:
         pid = os.fork()
         if pid == 0:
             self._child(request, fds)  # never returns
+        with contextlib.suppress(OSError):  # here too: a signal relayed before the child's own call finds its group
+            os.setpgid(pid, pid)
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
