@@ -275,3 +275,14 @@ def test_a_notebook_executed_warm_has_the_outputs_of_a_cold_one(runtime: Path, t
     assert tables["1"].equals(tables["0"])
     assert svgs["1"] == svgs["0"]  # drawn by the warm renderer and by vl-convert in the process: the same
     assert len(server_pids(runtime)) == 1  # the warm run went through a server; the cold one started none
+
+
+def test_a_command_started_without_standard_input_is_forked_all_the_same(runtime: Path, tmp_path: Path) -> None:
+    """A process with stdin closed (its first socket takes fd 0): the child gets /dev/null, not that socket."""
+    cfg = REPO / "config" / "default.yaml"
+    cold = pgfslab(["plan", str(cfg)], warm=False, cwd=tmp_path)
+    warm = subprocess.run(
+        ["bash", "-c", f"exec {PY} -m pgfslab.warm plan {cfg} <&-"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    assert "running cold" not in warm.stderr and server_pids(runtime)

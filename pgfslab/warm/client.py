@@ -118,10 +118,32 @@ def _read_message(sock: socket.socket, buffer: bytearray) -> dict | None:
         buffer += data
 
 
+def _streams(sock: socket.socket) -> list[int]:
+    """This process's stdin, stdout and stderr to pass on; /dev/null for one that is closed (a process started
+    without standard input), or that is the server's connection itself (which then took its number)."""
+    out = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            usable = fd != sock.fileno()
+        except OSError:
+            usable = False
+        out.append(fd if usable else os.open(os.devnull, os.O_RDWR))
+    return out
+
+
 def forward(entry: str, argv: list[str], sock: socket.socket) -> int:
     """Have the server run `entry argv` with this process's streams; relay signals; its exit status."""
     request = {"entry": entry, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
-    socket.send_fds(sock, [protocol.encode(request)], [0, 1, 2])
+    streams = _streams(sock)
+    try:
+        socket.send_fds(sock, [protocol.encode(request)], streams)
+    except OSError as exc:
+        raise Unavailable(f"could not pass the standard streams: {exc}") from None
+    finally:
+        for fd in streams:
+            if fd > 2:
+                os.close(fd)
     buffer = bytearray()
     first = _read_message(sock, buffer)
     if first is None or "pid" not in first:
