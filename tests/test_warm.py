@@ -286,3 +286,43 @@ def test_a_command_started_without_standard_input_is_forked_all_the_same(runtime
     )
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
     assert "running cold" not in warm.stderr and server_pids(runtime)
+
+
+def test_a_snakemake_dry_run_is_forked_only_from_a_running_server(runtime: Path, tmp_path: Path) -> None:
+    """pgfslab.noop's certifying dry run: `python -m pgfslab.warm snakemake ARGV` says what `python -m snakemake
+    ARGV` says (output, exit status, also of a broken workflow); forked when a server runs, cold (and no server
+    started) when none does."""
+    (tmp_path / "in.txt").write_text("x\n")
+    (tmp_path / "Snakefile").write_text(
+        "import os, sys\n"
+        "print('parent', os.getppid(), file=sys.stderr)\n"
+        "rule all:\n    input: 'out.txt'\n"
+        "rule copy:\n    input: 'in.txt'\n    output: 'out.txt'\n    shell: 'cp {input} {output}'\n"
+    )
+    (tmp_path / "Broken").write_text("rule all:\n    input: undefined_name\n")
+
+    def snake(module: list[str], snakefile: str) -> subprocess.CompletedProcess:
+        argv = ["--snakefile", snakefile, "--cores", "1", "--dry-run", "--quiet", "rules"]
+        return subprocess.run([PY, "-m", *module, *argv], cwd=tmp_path, capture_output=True, text=True)
+
+    def same(res: subprocess.CompletedProcess) -> tuple[int, str, str]:
+        out = re.sub(r"(Date|Workflow ID): .*", r"\1: -", res.stdout)  # Snakemake's header
+        return res.returncode, out, re.sub(r"parent \d+", "parent N", res.stderr)
+
+    cold = {f: snake(["snakemake"], f) for f in ("Snakefile", "Broken")}
+    assert cold["Snakefile"].returncode == 0 and "copy" in cold["Snakefile"].stdout
+    assert cold["Broken"].returncode != 0 and "undefined_name" in cold["Broken"].stdout + cold["Broken"].stderr
+    alone = snake(["pgfslab.warm", "snakemake"], "Snakefile")
+    assert same(alone) == same(cold["Snakefile"])
+    assert not server_sockets(runtime)  # none started for it
+
+    subprocess.run([PY, "-m", "pgfslab.warm", "start"], check=True)
+    deadline = time.monotonic() + 120
+    while not server_sockets(runtime) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    (server,) = server_pids(runtime)
+    for f in ("Snakefile", "Broken"):
+        warm = snake(["pgfslab.warm", "snakemake"], f)
+        assert same(warm) == same(cold[f]), f
+    assert f"parent {server}" in snake(["pgfslab.warm", "snakemake"], "Snakefile").stderr
+    assert not (tmp_path / "out.txt").exists()

@@ -2,6 +2,7 @@
 
 python -m pgfslab.warm notebook --config ... --name ... --out ...   # as `python -m pgfslab notebook ...`
 python -m pgfslab.warm kernel -f CONNECTION_FILE                    # an IPython kernel (ipykernel_launcher)
+python -m pgfslab.warm snakemake ARGV...    # `python -m snakemake ARGV`, forked if a server runs, else cold
 python -m pgfslab.warm start                                        # start the server now, don't wait
 python -m pgfslab.warm serve --socket PATH [--idle-s S]             # the server (the client starts it)
 """
@@ -35,6 +36,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["kernel"]:
         return client.run("kernel", argv[1:])
+    if argv[:1] == ["snakemake"]:  # forked only from a server already running
+        return client.run("snakemake", argv[1:], start=False)
     return client.run("pgfslab", argv)
 
 

@@ -79,11 +79,14 @@ def start() -> None:
         _spawn(path, lock.fileno())
 
 
-def connect() -> socket.socket:
-    """A connection to this code's server; started (and waited for) when there is none."""
+def connect(start: bool = True) -> socket.socket:
+    """A connection to this code's server; started (and waited for) when there is none, unless `start` is
+    false (then Unavailable)."""
     path = _path()
     if (s := _connect(path)) is not None:
         return s
+    if not start:
+        raise Unavailable(f"no warm server at {path}")
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # held by a server while it starts: then it is ready below
         if (s := _connect(path)) is not None:
@@ -177,17 +180,22 @@ def cold(entry: str, argv: list[str]) -> int:
     """The same command without a server, in this process (a kernel: exec'd, as jupyter_client would)."""
     if entry == "kernel":
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
+    if entry == "snakemake":
+        os.execv(sys.executable, [sys.executable, "-m", "pgfslab.cli.snakemake_main", *argv])
     from pgfslab.cli.main import main
 
     return main(argv)
 
 
-def run(entry: str, argv: list[str]) -> int:
+def run(entry: str, argv: list[str], start: bool = True) -> int:
+    """`entry argv` forked from the warm server, or cold; `start`: start a server when none runs (else cold,
+    quietly: a lone command is quicker cold than a server's start-up)."""
     if protocol.enabled() and not os.environ.get("PGFSLAB_WARM_SERVER"):
         try:
-            sock = connect()
+            sock = connect(start)
         except Unavailable as exc:
-            print(f"pgfslab warm: {exc}; running cold", file=sys.stderr)
+            if start:
+                print(f"pgfslab warm: {exc}; running cold", file=sys.stderr)
         else:
             try:
                 return forward(entry, argv, sock)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 # seconds a server waits, with no child and no connection, before it exits
 IDLE_S = 90.0
-# what a child may run: the lab's command line, and an IPython kernel (ipykernel_launcher's arguments)
-ENTRIES = ("pgfslab", "kernel")
+# what a child may run: the lab's command line, an IPython kernel (ipykernel_launcher's arguments) and
+# Snakemake's command line
+ENTRIES = ("pgfslab", "kernel", "snakemake")
 IMPORT_TIME_ENV = ("OPENBLAS_", "OMP_", "MKL_", "POLARS_", "PYTHON", "JUPYTER_", "IPYTHON")
 PACKAGE = Path(__file__).resolve().parent.parent
 

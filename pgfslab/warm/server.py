@@ -33,6 +33,7 @@ PREWARM = (
     "jupyter_client",
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
+    "ipykernel.debugger",  # a kernel's start-up imports debugpy through it: 0.2 s of a forked kernel's 0.3
     "IPython",
     "numpy",
     "polars",
@@ -60,6 +61,19 @@ PREWARM = (
     "pgfslab.run.precision",
 )
 PREWARM_PACKAGES = ("pgfslab.analysis.answers", "pgfslab.analysis.stats", "pgfslab.analysis.verdicts")
+# Imported after the server listens, one module at a time while no request waits (a notebook never waits for
+# them): Snakemake, whose dry run certifies a finished study for pgfslab.noop (`snakemake` entry; its imports
+# are 1.7 s of a 4 s dry run cold), with the executor plugins its command line loads.
+PREWARM_IDLE = (
+    "snakemake.cli",
+    "snakemake.api",
+    "snakemake.workflow",
+    "snakemake.dag",
+    "snakemake.scheduling.job_scheduler",
+    "snakemake_interface_executor_plugins.registry",
+    "snakemake_executor_plugin_slurm",
+    "pgfslab.cli.snakemake_main",
+)
 
 
 def prewarm() -> list[str]:
@@ -82,6 +96,20 @@ def prewarm() -> list[str]:
     return failed
 
 
+def prewarm_one(name: str) -> None:
+    """Import one module of PREWARM_IDLE, leaving the warning filters as they were (pandas, which the Slurm
+    plugin imports, adds some: a kernel forked later must see a fresh interpreter's)."""
+    import warnings
+
+    filters = list(warnings.filters)
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass  # imported (or failed again) in the child that needs it
+    finally:
+        warnings.filters[:] = filters
+
+
 def _entry(entry: str, argv: list[str]) -> int:
     """Run a request's entry point in this (child) process; its exit status."""
     if entry == "pgfslab":
@@ -89,6 +117,14 @@ def _entry(entry: str, argv: list[str]) -> int:
 
         sys.argv = ["pgfslab", *argv]
         return main(argv) or 0
+    if entry == "snakemake":  # what `python -m snakemake ARGV` does
+        from snakemake.workflow import Workflow
+
+        from pgfslab.cli import snakemake_main
+
+        Workflow._rundir = os.getcwd()  # a class attribute Snakemake sets when it is imported (here: in /)
+        snakemake_main.main(argv)
+        return 0
     if entry == "kernel":  # what `python -m ipykernel_launcher -f CONNECTION_FILE` does
         from ipykernel import kernelapp
 
@@ -123,6 +159,7 @@ class Server:
         self.told = False
         self.render_path: Path | None = None  # where the renderer listens (pgfslab.warm.render)
         self.render_pipe: int | None = None  # its standard input: closed, it ends
+        self.later = list(PREWARM_IDLE)  # imported while nothing waits
 
     # -- set-up and the loop
     def listen(self) -> None:
@@ -164,7 +201,10 @@ class Server:
                 if self.stopping and not self.told:  # our children are told once, then waited for
                     self.told = True
                     self._signal_children(signal.SIGTERM)
-                for key, _ in self.sel.select(timeout=1.0):
+                events = self.sel.select(timeout=0 if self.later and not self.stopping else 1.0)
+                if not events and self.later and not self.stopping:
+                    prewarm_one(self.later.pop(0))
+                for key, _ in events:
                     if key.data == "accept":
                         self._accept()
                     elif key.data == "wake":
