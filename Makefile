@@ -25,10 +25,12 @@ PY := $(LAB)/.venv/bin/python
 # target's preparation and every run take all of them (workflow/rules/run.smk: threads), so nothing runs
 # beside a measurement.
 CORES ?= all
-SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores $(CORES) --scheduler greedy --rerun-incomplete \
+# Snakemake through pgfslab.cli.snakemake_main: `python -m snakemake`, without the second its exit waited for
+# a scheduler timer after every invocation that ran a job
+SNAKE := $(PY) -m pgfslab.cli.snakemake_main --snakefile $(LAB)/workflow/Snakefile --cores $(CORES) --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
 ifeq ($(EXECUTOR),slurm)
-RUN_SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --profile $(LAB)/workflow/profiles/slurm --quiet rules
+RUN_SNAKE := $(PY) -m pgfslab.cli.snakemake_main --snakefile $(LAB)/workflow/Snakefile --profile $(LAB)/workflow/profiles/slurm --quiet rules
 else ifeq ($(EXECUTOR),local)
 RUN_SNAKE := $(SNAKE)
 else

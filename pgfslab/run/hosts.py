@@ -98,7 +98,7 @@ def snakemake_command(frozen: Path, host: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "snakemake",
+        "pgfslab.cli.snakemake_main",  # `python -m snakemake`, without a last second at exit (see there)
         "--snakefile",
         str(paths.LAB / "workflow" / "Snakefile"),
         "--cores",
