@@ -13,9 +13,13 @@ Conventions:
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import functools
 import json
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,14 +39,84 @@ class MissingData(Exception):
 
 
 def connect(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """A new read-only connection (the caller closes it)."""
     p = Path(db)
     if not p.exists():
         raise MissingData(f"{p}: no such database (run the study, or `make analyse STUDY=...` on its raw folder)")
     return duckdb.connect(str(p), read_only=True)
 
 
+# Opening the database costs about 35 ms here (DuckDB reads its catalog) and a notebook or the paper asks a
+# few dozen questions, so questions asked together share one read-only connection per database: inside
+# `sharing()`, and in IPython (a notebook's kernel, the paper's) within one cell. The shared connection is
+# closed when the scope or the cell ends, so no lock is held between cells (`pgfslab ingest` writes into a
+# database in place, and a kernel left open in JupyterLab must not block it), and a database replaced since
+# (a new ingest) is opened afresh.
+_shared: dict[str, tuple[tuple[int, int, int], duckdb.DuckDBPyConnection]] = {}
+_depth = 0
+_ipython_hooked = False
+
+
+def _identity(p: Path) -> tuple[int, int, int]:
+    st = p.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def close_shared() -> None:
+    """Close the shared connections (the end of a scope or cell)."""
+    while _shared:
+        _, (_, con) = _shared.popitem()
+        con.close()
+
+
+@contextlib.contextmanager
+def sharing() -> Iterator[None]:
+    """The questions asked inside share one read-only connection per database, closed at the end."""
+    global _depth
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if not _depth:
+            close_shared()
+
+
+def _in_ipython_cell() -> bool:
+    """True in an IPython shell, whose cells end by closing the shared connections (hooked once)."""
+    global _ipython_hooked
+    if _ipython_hooked:
+        return True
+    if "IPython" not in sys.modules:
+        return False
+    shell = sys.modules["IPython"].get_ipython()
+    if shell is None:
+        return False
+    shell.events.register("post_run_cell", lambda *_: close_shared())
+    _ipython_hooked = True
+    return True
+
+
+@contextlib.contextmanager
+def _reading(db: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    if not (_depth or _in_ipython_cell()):
+        with connect(db) as con:
+            yield con
+        return
+    p = Path(db)
+    if not p.exists():
+        connect(p)  # raises MissingData
+    key, ident = str(p.resolve()), _identity(p)
+    held = _shared.get(key)
+    if held is None or held[0] != ident:
+        if held is not None:
+            held[1].close()
+        _shared[key] = held = (ident, connect(p))
+    yield held[1]
+
+
 def _frame(db: str | Path, sql: str, params: list[object] | None = None) -> pl.DataFrame:
-    with connect(db) as con:
+    with _reading(db) as con:
         return con.sql(sql, params=params or None).pl()
 
 
@@ -53,10 +127,10 @@ def require(df: pl.DataFrame, what: str) -> pl.DataFrame:
 
 
 def _has(db: str | Path, table: str) -> bool:
-    with connect(db) as con:
-        return bool(
-            con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
-        )
+    with _reading(db) as con:
+        # fetchall: a shared connection must not be left with an unfinished result
+        rows = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchall()
+        return bool(rows[0][0])
 
 
 def _tcond(targets: Sequence[str] | None, alias: str = "r") -> tuple[str, list[object]]:
@@ -110,17 +184,33 @@ def _of_ok_runs(
 # ---------------------------------------------------------------------------- study, runs, targets
 
 
+# the study's record and its parsed config, by database file (path and identity): asked by most sections
+_study_rows: dict[tuple[str, tuple[int, int, int]], dict[str, object]] = {}
+
+
 def study_info(db: str | Path) -> dict[str, object]:
-    df = _frame(db, "SELECT * FROM study")
-    require(df, "study record")
-    return df.row(0, named=True)
+    p = Path(db)
+    key = (str(p.resolve()), _identity(p)) if p.exists() else None
+    row = _study_rows.get(key) if key else None
+    if row is None:
+        df = _frame(db, "SELECT * FROM study")  # MissingData without the file
+        row = require(df, "study record").row(0, named=True)
+        if key:
+            _study_rows.clear()
+            _study_rows[key] = row
+    return dict(row)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_config(text: str) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(text)  # type: ignore[no-any-return]
 
 
 def study_config(db: str | Path) -> dict[str, Any]:
-    """The study's resolved config (study.yaml as ingested)."""
-    import yaml
-
-    return yaml.safe_load(str(study_info(db)["config_yaml"]))
+    """The study's resolved config (study.yaml as ingested); the caller's own copy."""
+    return copy.deepcopy(_parsed_config(str(study_info(db)["config_yaml"])))
 
 
 def runs(db: str | Path, study: str, *, only_ok: bool = False, targets: Sequence[str] | None = None) -> pl.DataFrame:
