@@ -42,6 +42,9 @@ def run(
             progress_bar=False,
             cwd=str(kernel_cwd),
             log_output=False,
+            # written once, at the end (also after a failed cell, with its traceback), instead of after every
+            # cell's start and end: each write serialises and validates the whole notebook, figures included
+            request_save_on_cell_execute=False,
             **papermill_options,
         )
     except pm.PapermillExecutionError as exc:
