@@ -1,6 +1,8 @@
 """Raw logs -> DuckDB.
 
-* Every file is ingested in one transaction: a file that fails leaves the database as it was.
+* Every file is ingested in one transaction: a file that fails leaves the database as it was. A new
+  study database (all or nothing as a whole, see below) instead stores many files' rows together, one
+  INSERT per table (`batched`, pgfslab.ingest.batch): the same rows, in the same order.
 * Rows carry `file_id` (SHA-256 of the file's bytes): re-ingesting a file replaces its rows, and
   so does ingesting a changed file under the same `source_file` name (its old rows go).
 * Big pgbench per-transaction logs go straight from DuckDB's CSV reader into their table when the
@@ -35,6 +37,7 @@ import yaml
 from pgfslab import paths
 from pgfslab.errors import LabError
 from pgfslab.ingest import parsers
+from pgfslab.ingest.batch import Batch
 from pgfslab.ingest.parsers._common import FileScan, scan_file
 from pgfslab.ingest.prefetch import Prefetch
 from pgfslab.ingest.store import (
@@ -53,7 +56,7 @@ from pgfslab.ingest.store import (
     storage_table,
     warning_texts,
 )
-from pgfslab.ingest.store import insert_row as _insert_row
+from pgfslab.ingest.store import insert_row as _insert_row_now
 
 # Tables the lab itself defines (parsers define theirs in their module's TABLES).
 RUNS: dict[str, Any] = {
@@ -293,7 +296,64 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+# ---------------------------------------------------------------- writes, held back while a study is built
+
+# the connections whose writes a Batch holds (`batched`; pgfslab.ingest.batch says why)
+_BATCHES: dict[int, Batch] = {}
+
+
+@contextlib.contextmanager
+def batched(con: duckdb.DuckDBPyConnection) -> Iterator[Batch]:
+    """The rows written through this module to `con` inside the block are held and stored together, one
+    INSERT per table, when the block ends without an error (on an error they are dropped: for a database
+    that is then thrown away, as `new_study_database`'s is)."""
+    batch = Batch(con, _insert_now)
+    _BATCHES[id(con)] = batch
+    try:
+        yield batch
+        batch.flush()
+    finally:
+        _BATCHES.pop(id(con), None)
+
+
+def store_held(con: duckdb.DuckDBPyConnection) -> None:
+    """Store what a batch holds for `con` now (before reading what was written through it)."""
+    batch = _BATCHES.get(id(con))
+    if batch is not None:
+        batch.flush()
+
+
+@contextlib.contextmanager
+def _unbatched(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Writes inside go to the database at once (after what a batch holds): a direct load's transaction."""
+    batch = _BATCHES.pop(id(con), None)
+    if batch is None:
+        yield
+        return
+    batch.flush()
+    try:
+        yield
+    finally:
+        _BATCHES[id(con)] = batch
+
+
 def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    batch = _BATCHES.get(id(con))
+    if batch is not None:
+        batch.frame(table, frame)
+    else:
+        _insert_now(con, table, frame)
+
+
+def _insert_row(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
+    batch = _BATCHES.get(id(con))
+    if batch is not None:
+        batch.row(table, row)
+    else:
+        _insert_row_now(con, table, row)
+
+
+def _insert_now(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
     if frame.height == 0:
         return
     con.register("_frame", frame)
@@ -418,20 +478,21 @@ def ingest_file(
     file_id: str | None = None
     if loader is not None:
         (table,) = mod.TABLES
-        if table in COMPACT and numeric_head(path, mod.NUMERIC_ALPHABET):
-            # the rows do not need the file's hash: hash and check it while DuckDB reads
-            done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, None)
-            if done is not None:
-                return done
-        try:
-            scan = scan_file(path, mod.DIRECT_ALPHABET, mod.DIRECT_COUNT)  # type: ignore[attr-defined]
-        except OSError as exc:
-            raise parsers.ParseError(path, None, f"cannot read file: {exc.strerror or exc}") from None
-        file_id = scan.sha256
-        if not scan.foreign:
-            done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, scan)
-            if done is not None:
-                return done
+        with _unbatched(con):  # a direct load is a transaction of its own
+            if table in COMPACT and numeric_head(path, mod.NUMERIC_ALPHABET):
+                # the rows do not need the file's hash: hash and check it while DuckDB reads
+                done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, None)
+                if done is not None:
+                    return done
+            try:
+                scan = scan_file(path, mod.DIRECT_ALPHABET, mod.DIRECT_COUNT)  # type: ignore[attr-defined]
+            except OSError as exc:
+                raise parsers.ParseError(path, None, f"cannot read file: {exc.strerror or exc}") from None
+            file_id = scan.sha256
+            if not scan.foreign:
+                done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, scan)
+                if done is not None:
+                    return done
     if file_id is None:
         file_id = sha256(path)
     tables = dict(parsed) if parsed is not None else parsers.parse(path, fmt)
@@ -447,7 +508,13 @@ def ingest_file(
         )
     rows = 0
     per_table: dict[str, int] = {}
-    con.execute("BEGIN TRANSACTION")
+    # one transaction per file; inside `batched` the batch's, which stores this file's rows with the others'
+    # (and first what it holds of an earlier copy of this file, which `_forget` must find)
+    batch = _BATCHES.get(id(con))
+    if batch is not None and batch.holds_file(file_id, run_id, source):
+        batch.flush()
+    if batch is None:
+        con.execute("BEGIN TRANSACTION")
     try:
         _forget(con, file_id, source, fmt, run_id)
         if run_record is not None:
@@ -469,9 +536,13 @@ def ingest_file(
             rows += frame.height
             per_table[table] = frame.height
         _file_row(con, path, file_id, source, fmt, run_id, study, rows, len(warnings), origin, file_no, lines)
-        con.execute("COMMIT")
+        if batch is None:
+            con.execute("COMMIT")
+        else:
+            batch.file(file_id, run_id, source)
     except BaseException:
-        rollback(con)
+        if batch is None:
+            rollback(con)
         raise
     return FileResult(path, fmt, rows, None, warnings, lines=lines, tables=per_table)
 
@@ -505,6 +576,9 @@ def _direct(
 
 
 def _store_run(con: duckdb.DuckDBPyConnection, record: dict[str, Any]) -> None:
+    batch = _BATCHES.get(id(con))
+    if batch is not None and batch.holds_run(record["run_id"]):
+        batch.flush()  # the run held is the one replaced
     con.execute("DELETE FROM runs WHERE run_id = ?", [record["run_id"]])
     _insert_row(con, "runs", {c: record.get(c) for c in RUNS})
 
@@ -559,7 +633,14 @@ def published_run_id(path: str) -> str:
     return f"{PUBLISHED}/{path.rsplit('.', 1)[0]}"
 
 
-def ingest_external(con: duckdb.DuckDBPyConnection, root: Path = EXTERNAL_DIR) -> ExternalSummary:
+def external_files(root: Path = EXTERNAL_DIR) -> list[tuple[Path, str]]:
+    """The published files of `root` and their formats, in the order `ingest_external` takes them."""
+    return [(root / e["path"], e["format"]) for e in external_manifest(root)]
+
+
+def ingest_external(
+    con: duckdb.DuckDBPyConnection, root: Path = EXTERNAL_DIR, ahead: Prefetch | None = None
+) -> ExternalSummary:
     """Ingest the published results of `root` (data/external/) with the lab's parsers: files get
     origin 'published' and a null study; a manifest entry with a `run` block also gets a `runs` row
     (origin 'published', study null, run_id 'published/<path without suffix>'), in the same
@@ -584,6 +665,7 @@ def ingest_external(con: duckdb.DuckDBPyConnection, root: Path = EXTERNAL_DIR) -
                     "run_json": json.dumps({**e, "run_id": run_id}, sort_keys=True),
                 }
             )
+        got = ahead.take(path) if ahead is not None else None
         res = ingest_file(
             con,
             path,
@@ -593,6 +675,7 @@ def ingest_external(con: duckdb.DuckDBPyConnection, root: Path = EXTERNAL_DIR) -
             source_name=f"external/{e['path']}",
             origin=PUBLISHED,
             run_record=record,
+            parsed=got[1] if got else None,
         )
         summary.files += 1
         summary.rows += res.rows
@@ -795,7 +878,9 @@ def baseline_id(target: str) -> str:
     return f"device-baseline:{target}"
 
 
-def _ingest_baseline(con: duckdb.DuckDBPyConnection, bj: Path, raw: Path, study: str, warnings: list[str]) -> int:
+def _ingest_baseline(
+    con: duckdb.DuckDBPyConnection, bj: Path, raw: Path, study: str, warnings: list[str], ahead: Prefetch | None
+) -> int:
     """A target's device baseline: its record into `device_baselines`, its fio reports and pg_test_fsync
     output into their tables. Returns the number of files ingested."""
     rec = json.loads(bj.read_text())
@@ -821,15 +906,31 @@ def _ingest_baseline(con: duckdb.DuckDBPyConnection, bj: Path, raw: Path, study:
     }
     _insert(con, "device_baselines", pl.DataFrame([row], schema=DEVICE_BASELINES))
     n = 0
-    for f in sorted(bj.parent.iterdir()):
-        fmt = "fio" if f.suffix == ".json" and f.name not in ("baseline.json", "manifest.json") else None
-        fmt = "pg-test-fsync" if f.name == "pg_test_fsync.txt" else fmt
-        if fmt is None or f.stat().st_size == 0:
-            continue
-        res = ingest_file(con, f, fmt=fmt, run_id=bid, study=study, source_name=str(f.relative_to(raw.parent)))
+    for f, fmt in baseline_files(bj):
+        got = ahead.take(f) if ahead is not None else None
+        res = ingest_file(
+            con,
+            f,
+            fmt=fmt,
+            run_id=bid,
+            study=study,
+            source_name=str(f.relative_to(raw.parent)),
+            parsed=got[1] if got else None,
+        )
         warnings += res.warnings
         n += 1
     return n
+
+
+def baseline_files(bj: Path) -> list[tuple[Path, str]]:
+    """A device baseline's fio reports and pg_test_fsync output (not empty), with their formats."""
+    out = []
+    for f in sorted(bj.parent.iterdir()):
+        fmt = "fio" if f.suffix == ".json" and f.name not in ("baseline.json", "manifest.json") else None
+        fmt = "pg-test-fsync" if f.name == "pg_test_fsync.txt" else fmt
+        if fmt is not None and f.stat().st_size:
+            out.append((f, fmt))
+    return out
 
 
 @dataclass
@@ -855,14 +956,25 @@ def ingest_study(
         raise LabError(f"{study_file}: missing (every study folder carries its resolved config)")
     cfg = yaml.safe_load(study_file.read_text())
     summary = StudySummary()
-    with new_study_database(db_path, cfg, study_file.read_text(), external, summary) as con:
-        ingest_folder(con, raw, cfg, summary, progress=progress)
+    # every file parsed ahead, in the order stored: the published ones, the device baselines, the runs' logs
+    files = [*(external_files(external) if external is not None else []), *folder_files(raw)]
+    with (
+        Prefetch(files) as ahead,
+        new_study_database(db_path, cfg, study_file.read_text(), external, summary, ahead=ahead) as con,
+    ):
+        ingest_folder(con, raw, cfg, summary, progress=progress, ahead=ahead)
     return summary
 
 
 @contextlib.contextmanager
 def new_study_database(
-    db_path: Path, cfg: dict[str, Any], config_yaml: str, external: Path | None, summary: StudySummary
+    db_path: Path,
+    cfg: dict[str, Any],
+    config_yaml: str,
+    external: Path | None,
+    summary: StudySummary,
+    *,
+    ahead: Prefetch | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A study database built beside `db_path` (`.building`) and put in its place only when the block
     succeeds: a failed ingest leaves the old database as it was. Inside: the schema, the `study` row and
@@ -879,12 +991,13 @@ def new_study_database(
             "authors": json.dumps(cfg.get("authors", [])),
             "config_yaml": config_yaml,
         }
-        _insert(con, "study", pl.DataFrame([row], schema=STUDY))
-        if external is not None:
-            ext = ingest_external(con, external)
-            summary.published_files = ext.files
-            summary.warnings += ext.warnings
-        yield con
+        with batched(con):  # a new database, all or nothing anyway: rows stored together (batch.py)
+            _insert(con, "study", pl.DataFrame([row], schema=STUDY))
+            if external is not None:
+                ext = ingest_external(con, external, ahead)
+                summary.published_files = ext.files
+                summary.warnings += ext.warnings
+            yield con
         con.execute("CHECKPOINT")
     except BaseException:
         con.close()
@@ -903,22 +1016,40 @@ def ingest_folder(
     progress: bool = True,
     host: str | None = None,
     source_prefix: str | None = None,
+    ahead: Prefetch | None = None,
 ) -> None:
     """Targets, runs and logs of one raw folder into an open database. `host` (a merge of several
     machines' folders, pgfslab.ingest.merge) labels its runs and targets and ends its run ids in
-    `@<host>`; `source_file` names are `<source_prefix>/<run-id>/<file>` (default prefix: the folder's name)."""
+    `@<host>`; `source_file` names are `<source_prefix>/<run-id>/<file>` (default prefix: the folder's name).
+    `ahead`: a Prefetch holding `folder_files(raw)` (else the folder gets its own)."""
+    if ahead is None:
+        with Prefetch(folder_files(raw)) as own:
+            ingest_folder(con, raw, cfg, summary, progress=progress, host=host, source_prefix=source_prefix, ahead=own)
+        return
     prefix = Path(raw.name if source_prefix is None else source_prefix)
     for tj in sorted(raw.glob("_setup/*/target.json")):
         trec = json.loads(tj.read_text())
         if host is not None:
             trec["host_key"] = host
         _insert(con, "targets", pl.DataFrame([target_row(trec)], schema=TARGETS))
-    for bj in sorted(raw.glob("_setup/*/device/baseline.json")):
-        summary.files += _ingest_baseline(con, bj, raw, cfg["study"], summary.warnings)
-    run_dirs = sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
-    logs = [f for d in run_dirs if (d / "run.json").exists() for f in _run_files(d) if f.stat().st_size]
-    with Prefetch(logs) as ahead:
-        _ingest_runs(con, raw, run_dirs, cfg, summary, ahead, progress=progress, host=host, prefix=prefix)
+    for bj in _baselines(raw):
+        summary.files += _ingest_baseline(con, bj, raw, cfg["study"], summary.warnings, ahead)
+    _ingest_runs(con, raw, _run_dirs(raw), cfg, summary, ahead, progress=progress, host=host, prefix=prefix)
+
+
+def _baselines(raw: Path) -> list[Path]:
+    return sorted(raw.glob("_setup/*/device/baseline.json"))
+
+
+def _run_dirs(raw: Path) -> list[Path]:
+    return sorted(p for p in raw.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def folder_files(raw: Path) -> list[Path | tuple[Path, str]]:
+    """The files `ingest_folder` parses, in its order: the device baselines' (with their formats), then the
+    runs' logs (not empty)."""
+    logs = [f for d in _run_dirs(raw) if (d / "run.json").exists() for f in _run_files(d) if f.stat().st_size]
+    return [*(item for bj in _baselines(raw) for item in baseline_files(bj)), *logs]
 
 
 def _ingest_runs(

@@ -255,5 +255,6 @@ def merge_study(
             )
             load._insert(con, "hosts", pl.DataFrame([host_row(hf, summary.runs - before)], schema=HOSTS))
             files[hf.host] = summary.files - files_before
+        load.store_held(con)  # the check reads the files stored so far
         _check_no_file_twice(con, study, files)
     return summary
