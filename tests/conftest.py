@@ -56,6 +56,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(_unit_of(item.nodeid.split("::", 1)[0]), len(rank)))
 
 
+# Where the suite's wall time goes: each unit's worker and span (first set-up start to last teardown end),
+# printed at the end of a run with workers, so a CI log shows which unit ends last and what it waited on.
+_SPANS: dict[str, tuple[str, float, float]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    node = getattr(report, "node", None)  # set on the controlling process's copy of a worker's report
+    if node is None:
+        return
+    unit = _unit_of(report.nodeid.split("::", 1)[0])
+    worker, start, stop = _SPANS.get(unit, (node.gateway.id, report.start, report.stop))
+    _SPANS[unit] = (worker, min(start, report.start), max(stop, report.stop))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _SPANS:
+        return
+    t0 = min(start for _, start, _ in _SPANS.values())
+    terminalreporter.section("units by worker (seconds from the first test's start)")
+    for unit, (worker, start, stop) in sorted(_SPANS.items(), key=lambda kv: kv[1][:2]):
+        terminalreporter.write_line(
+            f"{worker:>4}  {start - t0:6.1f} -> {stop - t0:6.1f}  ({stop - start:6.1f} s)  {unit}"
+        )
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
     """Under `--dist loadfile`: one unit per file, the machine-wide files one unit, in collection order."""
