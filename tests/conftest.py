@@ -23,15 +23,22 @@ MACHINE_WIDE = ("test_sysctl.py", "test_faults.py", "test_workloads_real.py", "t
 # its paper built: the suite's largest set-up) form one unit, so that the set-up runs once, in one worker
 # (apart, each built it in its own worker: 190 s and 154 s of set-up, side by side on two cores).
 RECORDED = ("test_notebooks.py", "test_paper.py")
-# the longest units first, so that the workers end together (seconds measured on a fresh clone, one worker)
+# the longest units first, so that the workers end together: a unit of a minute left for the end (it was
+# test_warm.py) kept one worker busy a minute after the others. Seconds measured in `make test` (3 workers,
+# 2 cores: 2026-11-26, the summary `units by worker` prints).
 LONGEST_FIRST = (
-    "recorded",  # 190 (notebooks and paper; busy on the CPU while the studies below mostly wait)
-    "test_slurm.py",  # 190
-    "test_integration.py",  # 180
-    "test_regimes_real.py",  # 145
-    "machine-wide",  # 140
-    "test_zfs.py",  # 95
-    "test_hosts_paper.py",  # 50
+    "recorded",  # 130 (notebooks and paper; busy on the CPU while the studies below mostly wait)
+    "test_slurm.py",  # 170
+    "test_integration.py",  # 148
+    "test_regimes_real.py",  # 119
+    "machine-wide",  # 174
+    "test_zfs.py",  # 144
+    "test_ingest.py",  # 70
+    "test_warm.py",  # 58
+    "test_captured.py",  # 46
+    "test_parsers.py",  # 34
+    "test_hosts_paper.py",  # 32
+    "test_config_safety.py",  # 25
 )
 # this test session's processes, the workers' and what they start (Slurm jobs keep the environment)
 SESSION = "PGFS_LAB_TEST_SESSION"
