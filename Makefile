@@ -66,11 +66,12 @@ run: setup
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 
 # Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs). The notebooks'
-# warm interpreter (pgfslab.warm) starts importing while Snakemake starts.
+# warm interpreter (pgfslab.warm) starts importing while Snakemake starts (in a one-thread job's environment,
+# as Snakemake gives the notebooks theirs: the same server).
 analyse: setup
 	@test -n "$(STUDY)" || { echo "usage: make analyse STUDY=<name of a folder in data/raw/>"; exit 2; }
 	@set -- $(SNAKE) --config study=$(STUDY) raw_only=1; $(NOOP) check -- "$$@" && exit 0; \
-	$(PY) -m pgfslab.warm start; $(NOOP) snapshot -- "$$@"; "$$@" || exit $$?; $(NOOP) certify -- "$$@"
+	$(PY) -m pgfslab.warm --job-threads 1 start; $(NOOP) snapshot -- "$$@"; "$$@" || exit $$?; $(NOOP) certify -- "$$@"
 
 # Test files side by side (pytest-xdist): a real study in a test spends most of its time waiting (its runs'
 # fixed durations, Slurm, the disks), so more workers than cores. tests/conftest.py keeps each file on one

@@ -151,7 +151,7 @@ def _dry_run_says_nothing(argv: list[str]) -> bool:
     # `PY -m snakemake ...`: forked from the lab's warm interpreter when one runs (the notebooks' and runs'
     # server, which imports Snakemake while idle): the same command without 1.7 s of imports
     if len(cmd) > 2 and cmd[1] == "-m" and cmd[2] in ("snakemake", "pgfslab.cli.snakemake_main"):
-        cmd = [cmd[0], "-m", "pgfslab.warm", "snakemake", *cmd[3:]]
+        cmd = [cmd[0], "-m", "pgfslab.warm", "--job-threads", "1", "snakemake", *cmd[3:]]  # the notebooks' server
     res = subprocess.run([*cmd, "--dry-run"], capture_output=True, text=True)
     return res.returncode == 0 and "Nothing to be done" in res.stdout + res.stderr
 

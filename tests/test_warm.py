@@ -326,3 +326,33 @@ def test_a_snakemake_dry_run_is_forked_only_from_a_running_server(runtime: Path,
         assert same(warm) == same(cold[f]), f
     assert f"parent {server}" in snake(["pgfslab.warm", "snakemake"], "Snakefile").stderr
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_a_one_thread_job_and_make_find_the_same_server(tmp_path: Path) -> None:
+    """Snakemake gives a job of one thread OMP_NUM_THREADS=1 and the like (read by BLAS at import, so part of the
+    key); `--job-threads 1` puts `make`'s own commands (the early start, the certifying dry run) in that
+    environment, so they find the notebooks' server instead of starting a second. Checked against a real
+    Snakemake job's environment."""
+    key = "from pgfslab.warm import protocol; print(protocol.code_key())"
+    env = {k: v for k, v in os.environ.items() if k not in protocol.JOB_THREADS_ENV}
+    (tmp_path / "Snakefile").write_text(
+        f"rule all:\n    output: 'key.txt'\n    threads: 1\n    shell: '{PY} -c \"{key}\" > {{output}}'\n"
+    )
+    subprocess.run(
+        [PY, "-m", "snakemake", "--cores", "2", "--quiet", "all"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    in_job = (tmp_path / "key.txt").read_text().strip()
+    bare = subprocess.run([PY, "-c", key], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    as_job = subprocess.run(
+        [PY, "-c", f"from pgfslab.warm import protocol; protocol.as_job(1); {key.split('; ', 1)[1]}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert in_job != bare  # the job's thread settings are part of the key
+    assert as_job == in_job

@@ -4,6 +4,7 @@ python -m pgfslab.warm notebook --config ... --name ... --out ...   # as `python
 python -m pgfslab.warm kernel -f CONNECTION_FILE                    # an IPython kernel (ipykernel_launcher)
 python -m pgfslab.warm snakemake ARGV...    # `python -m snakemake ARGV`, forked if a server runs, else cold
 python -m pgfslab.warm start                                        # start the server now, don't wait
+python -m pgfslab.warm --job-threads 1 COMMAND ...   # in the environment of a Snakemake job of 1 thread
 python -m pgfslab.warm serve --socket PATH [--idle-s S]             # the server (the client starts it)
 """
 
@@ -14,6 +15,11 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--job-threads"] and len(argv) > 1:  # as a Snakemake job of N threads (protocol.as_job)
+        from pgfslab.warm import protocol
+
+        protocol.as_job(int(argv[1]))
+        argv = argv[2:]
     if argv[:1] == ["serve"]:
         import argparse
 

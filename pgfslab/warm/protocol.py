@@ -19,6 +19,24 @@ IDLE_S = 90.0
 # Snakemake's command line
 ENTRIES = ("pgfslab", "kernel", "snakemake")
 IMPORT_TIME_ENV = ("OPENBLAS_", "OMP_", "MKL_", "POLARS_", "PYTHON", "JUPYTER_", "IPYTHON")
+# What Snakemake sets in the environment of a job of `threads` threads (snakemake/shell.py), so in a
+# notebook's or the ingest's job (1 thread) but not in `make`'s own commands: those that want the jobs'
+# server (its start ahead of Snakemake, pgfslab.noop's dry run) set them alike (`--job-threads 1`), or
+# their key would name a second server, started and imported for nothing.
+JOB_THREADS_ENV = (
+    "OMP_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def as_job(threads: int) -> None:
+    """This process's environment as a Snakemake job's of `threads` threads (JOB_THREADS_ENV)."""
+    for name in JOB_THREADS_ENV:
+        os.environ[name] = str(threads)
 PACKAGE = Path(__file__).resolve().parent.parent
 
 
