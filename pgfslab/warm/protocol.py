@@ -37,6 +37,8 @@ def as_job(threads: int) -> None:
     """This process's environment as a Snakemake job's of `threads` threads (JOB_THREADS_ENV)."""
     for name in JOB_THREADS_ENV:
         os.environ[name] = str(threads)
+
+
 PACKAGE = Path(__file__).resolve().parent.parent
 
 
