@@ -265,3 +265,36 @@ def test_error_output_stops_the_export() -> None:
 def test_pandoc_error_is_reported() -> None:
     with pytest.raises(PDFExportError, match="pandoc failed"):
         TypstPDFExporter(typst_template="/nonexistent/paper.typ").from_notebook_node(tiny(new_markdown_cell("x")))
+
+
+def _svg(text: str) -> str:
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="60" viewBox="0 0 200 60">'
+        f'<text x="10" y="40" font-family="Liberation Sans" font-size="20">{text}</text></svg>'
+    )
+
+
+@needs_poppler
+def test_an_svg_uses_the_pdf_drawn_from_it_only_when_written_after_it(tmp_path: Path) -> None:
+    """charts.save_chart writes a figure's PDF from the same SVG, after it: the export embeds that PDF instead
+    of converting the SVG again; a PDF older than its SVG (the SVG redrawn since) is not used."""
+    import os
+
+    import vl_convert as vlc
+
+    fig = tmp_path / "fig.svg"
+    fig.write_text(_svg("from the svg"))
+    sibling = tmp_path / "fig.pdf"
+    sibling.write_bytes(vlc.svg_to_pdf(_svg("from the sibling")))  # a different drawing, to tell which one is used
+    nb = tiny(new_markdown_cell(f"![A caption]({fig})"))
+
+    def text_of_export() -> str:
+        out = tmp_path / "out.pdf"
+        out.write_bytes(TypstPDFExporter().from_notebook_node(nb)[0])
+        return subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
+
+    assert "from the sibling" in text_of_export()
+    old = fig.stat().st_mtime_ns - 10**9
+    os.utime(sibling, ns=(old, old))
+    text = text_of_export()
+    assert "from the svg" in text and "from the sibling" not in text

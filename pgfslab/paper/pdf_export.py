@@ -20,7 +20,8 @@ Conventions for notebook authors (see `pgfslab.analysis.charts.figure`):
 - Headings: the shallowest heading level in the document becomes a numbered section (1, 1.1);
   deeper levels are unnumbered.
 - Images: SVG is converted to PDF with vl-convert (Typst would draw SVG text in its own fonts, and
-  has no Liberation Sans), PDF and PNG/JPEG are embedded as they are. Relative image paths are looked
+  has no Liberation Sans), or the PDF `charts.save_chart` drew from it is taken (the SVG file's `.pdf`
+  sibling, written after it); PDF and PNG/JPEG are embedded as they are. Relative image paths are looked
   up next to the notebook, then in the current directory, then in `image_search_paths`.
 - Output types: Markdown, images and plain text appear; HTML-only outputs (e.g. a DataFrame's
   table) cannot be typeset and fall back to their plain text, with a warning. stderr is left out,
@@ -288,15 +289,16 @@ class _Images:
 
     def local(self, url: str) -> str:
         if url not in self.done:
-            data, suffix = self._load(url)
+            data, suffix, path = self._load(url)
             if suffix == ".svg":
-                data, suffix = vlc.svg_to_pdf(data.decode("utf-8")), ".pdf"
+                data, suffix = _drawn_pdf(path) or vlc.svg_to_pdf(data.decode("utf-8")), ".pdf"
             name = f"img-{len(self.done) + 1:03d}{suffix}"
             (self.work / name).write_bytes(data)
             self.done[url] = name
         return self.done[url]
 
-    def _load(self, url: str) -> tuple[bytes, str]:
+    def _load(self, url: str) -> tuple[bytes, str, Path | None]:
+        """The image's bytes, its type (a suffix) and the file it came from (None: the notebook's own)."""
         if url.startswith("data:"):
             head, _, payload = url.partition(",")
             mime = head[5:].split(";")[0]
@@ -309,20 +311,34 @@ class _Images:
             }.get(mime)
             if ext is None:
                 raise PDFExportError(f"unsupported data URI image type {mime!r}")
-            return (base64.b64decode(payload) if ";base64" in head else unquote(payload).encode()), ext
+            return (base64.b64decode(payload) if ";base64" in head else unquote(payload).encode()), ext, None
         if urlparse(url).scheme in ("http", "https", "ftp"):
             raise PDFExportError(f"remote image {url!r}: the PDF build is offline, save the file and link it")
         key = unquote(url)
         for k in (url, key):
             if k in self.files:
                 data = self.files[k]
-                return (data.encode() if isinstance(data, str) else data), Path(key).suffix.lower()
+                return (data.encode() if isinstance(data, str) else data), Path(key).suffix.lower(), None
         path = Path(key)
         candidates = [path] if path.is_absolute() else [base / path for base in self.search]
         for cand in candidates:
             if cand.is_file():
-                return cand.read_bytes(), cand.suffix.lower()
+                return cand.read_bytes(), cand.suffix.lower(), cand
         raise PDFExportError(f"image {url!r} not found (looked in: {', '.join(str(c) for c in candidates)})")
+
+
+def _drawn_pdf(svg: Path | None) -> bytes | None:
+    """The PDF `charts.save_chart` drew from this SVG file (its sibling `.pdf`, converted from the same SVG by
+    the same vl-convert call, so the same PDF; written after the SVG), or None: convert it here."""
+    if svg is None:
+        return None
+    pdf = svg.with_suffix(".pdf")
+    try:
+        if pdf.stat().st_mtime_ns >= svg.stat().st_mtime_ns:
+            return pdf.read_bytes()
+    except OSError:
+        pass
+    return None
 
 
 def _keep_with_heading(ast: dict[str, Any]) -> None:
