@@ -303,7 +303,7 @@ def test_ctrl_c_to_the_whole_pipeline_then_resume(lab: Lab) -> None:
     snake = [
         sys.executable,
         "-m",
-        "snakemake",
+        "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
         "--snakefile",
         str(REPO / "workflow" / "Snakefile"),
         "--cores",
@@ -473,7 +473,7 @@ def test_sigterm_to_the_whole_pipeline_then_resume(lab: Lab) -> None:
     snake = [
         sys.executable,
         "-m",
-        "snakemake",
+        "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
         "--snakefile",
         str(REPO / "workflow" / "Snakefile"),
         "--cores",

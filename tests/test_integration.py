@@ -54,7 +54,7 @@ def snakemake(cwd: Path, *config: str, dry_run: bool = False, timeout: float = 9
     cmd = [
         sys.executable,
         "-m",
-        "snakemake",
+        "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
         "--snakefile",
         str(REPO / "workflow" / "Snakefile"),
         # every core, as `make run` gives it: the runs still take all of them (nothing runs beside a

@@ -86,7 +86,7 @@ def study() -> Iterator[Path]:
         cmd = [
             sys.executable,
             "-m",
-            "snakemake",
+            "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
             "--snakefile",
             str(REPO / "workflow" / "Snakefile"),
             "--cores",
