@@ -11,6 +11,11 @@ from the runs' run.json (`phases_s`, pgfslab.run.phases):
   time not inside any run's process) included;
 * the share the default study's runs would have at the same per-run overhead (its runs are 20 s).
 
+`--raw data/raw/<study>` reads a study that has already run instead (the default study after `make run`): the
+same breakdown over its runs, from the first run's start to the last one's end, and the share of the whole
+study from the first target's preparation on (targets, device baselines, runs; the analysis after them is
+not in a raw folder's records).
+
 Real runs take the lab's machine lock (`--lock`, /tmp/pgfslab-real.lock by default) for the whole study.
 The machine's load is printed: on a loaded machine every overhead is larger than on an idle one.
 """
@@ -73,8 +78,10 @@ def machine_lock(path: str | None) -> Iterator[None]:
 
 def snakemake(work: Path, *targets: str, lab: Path = REPO) -> float:
     py = lab / ".venv" / "bin" / "python" if lab != REPO else Path(sys.executable)
-    # every core, as `make run` gives it; `--` ends --config's list, which would take the targets as config items
-    cmd = [str(py), "-m", "snakemake", "--snakefile", str(lab / "workflow" / "Snakefile"), "--cores", "all"]
+    # Snakemake as `make run` runs it (an older checkout: plain Snakemake), every core, as `make run` gives it;
+    # `--` ends --config's list, which would take the targets as config items
+    entry = "pgfslab.cli.snakemake_main" if (lab / "pgfslab" / "cli" / "snakemake_main.py").exists() else "snakemake"
+    cmd = [str(py), "-m", entry, "--snakefile", str(lab / "workflow" / "Snakefile"), "--cores", "all"]
     cmd += ["--scheduler", "greedy", "--quiet", "rules", "--config", "config=study.yaml", "--", *targets]
     t0 = time.monotonic()
     res = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
@@ -153,6 +160,57 @@ def report(
     return lines
 
 
+def baseline_measured_s(bj: Path) -> float:
+    """A device baseline's measured intervals: its fio jobs' runtimes and pg_test_fsync's timed tests."""
+    total = 0.0
+    for f in bj.parent.glob("*.json"):
+        if f.name in ("baseline.json", "manifest.json"):
+            continue
+        text = f.read_text()
+        try:
+            report = json.loads(text[text.index("{") :])
+        except ValueError:
+            continue
+        total += sum(float(j.get("job_runtime") or 0) for j in report.get("jobs", [])) / 1000
+    pgtf = bj.parent / "pg_test_fsync.txt"
+    secs = float((json.loads(bj.read_text()).get("settings") or {}).get("pg_test_fsync_s") or 0)
+    if pgtf.exists():
+        total += secs * sum(1 for line in pgtf.read_text().splitlines() if "ops/sec" in line)
+    return total
+
+
+def from_raw(raw: Path) -> list[str]:
+    """The lines for a study that has run: its ok runs' breakdown over the runs' span, and its share from the
+    first target's preparation to the last run's end."""
+    runs = [json.loads(f.read_text()) for f in sorted(raw.glob("*/run.json"))]
+    runs = [r for r in runs if r.get("status") == "ok" and r.get("started_at") and r.get("ended_at")]
+    if not runs:
+        return [f"{raw}: no finished run"]
+    first = min(_epoch(r["started_at"]) - float((r.get("phases_s") or {}).get("process_start", 0.0)) for r in runs)
+    last = max(_epoch(r["ended_at"]) for r in runs)
+    lines = [f"{raw}: {len(runs)} runs, the first run's start to the last one's end"]
+    lines += report(runs, last - first, 20.0, first)
+    targets = [json.loads(f.read_text()) for f in sorted(raw.glob("_setup/*/target.json"))]
+    baselines = [json.loads(f.read_text()) for f in sorted(raw.glob("_setup/*/device/baseline.json"))]
+    starts = [_epoch(t["started_at"]) for t in targets if t.get("started_at")]
+    if starts:
+        prepare = sum(_epoch(t["ended_at"]) - _epoch(t["started_at"]) for t in targets if t.get("ended_at"))
+        device = sum(float(b.get("wall_s") or 0.0) for b in baselines)
+        whole = last - min(starts)
+        measured = sum(float((r.get("phases_s") or {}).get("measured", r["duration_s"])) for r in runs)
+        device_measured = sum(baseline_measured_s(bj) for bj in sorted(raw.glob("_setup/*/device/baseline.json")))
+        lines.append(
+            f"from the first target's preparation: {whole:.0f} s (preparing {len(targets)} targets {prepare:.0f} s, "
+            f"device baselines {device:.0f} s, of it {device_measured:.0f} s fio's and pg_test_fsync's intervals)"
+        )
+        lines.append(
+            f"  measuring, the runs' intervals alone: {measured / whole:.1%}; after the targets' preparation "
+            f"{measured / (whole - prepare):.1%}; with the device baselines' intervals "
+            f"{(measured + device_measured) / (whole - prepare):.1%}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.measuring", description=__doc__)
     p.add_argument("--repeats", type=int, default=4, help="runs of the tiny study [4]")
@@ -165,7 +223,12 @@ def main(argv: list[str] | None = None) -> int:
         default=REPO,
         help="the lab checkout (its Snakefile and .venv) to measure, e.g. main beside a branch [this one]",
     )
+    p.add_argument("--raw", type=Path, help="a finished study's raw folder: read it instead of running one")
     args = p.parse_args(argv)
+    if args.raw is not None:
+        for line in from_raw(args.raw):
+            print(line)
+        return 0
     if os.geteuid() != 0:
         print("measuring: needs root (loop devices, mounts, PostgreSQL); skipped")
         return 0
