@@ -356,3 +356,28 @@ def test_a_one_thread_job_and_make_find_the_same_server(tmp_path: Path) -> None:
     ).stdout.strip()
     assert in_job != bare  # the job's thread settings are part of the key
     assert as_job == in_job
+
+
+def test_a_server_imports_nothing_while_a_run_measures(tmp_path: Path) -> None:
+    """The idle imports (Snakemake, for the dry run) take the CPU: not while a child runs a measurement
+    (`pgfslab run-one`), and else while nothing waits. The server's own loop, in a process of its own."""
+    code = """
+import sys
+from pathlib import Path
+from pgfslab.warm import server as srv
+s = srv.Server(Path(sys.argv[1]), idle_s=0.5)
+s.listen()
+s.later = ["json.tool", "pgfslab.cli.snakemake_main"]
+s.measuring = {int(sys.argv[2])} if sys.argv[2] != "none" else set()
+s.serve()
+print(" ".join(s.later) or "-", "json.tool" in sys.modules)
+"""
+    out = {}
+    for child in ("4242", "none"):  # a measuring child (its pid), or none
+        res = subprocess.run(
+            [PY, "-c", code, str(tmp_path / f"s{child}.sock"), child], capture_output=True, text=True, timeout=60
+        )
+        assert res.returncode == 0, res.stderr[-2000:]
+        out[child] = res.stdout.split()
+    assert out["4242"] == ["json.tool", "pgfslab.cli.snakemake_main", "False"]
+    assert out["none"] == ["-", "True"]

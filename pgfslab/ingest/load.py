@@ -541,6 +541,8 @@ def ingest_file(
         else:
             batch.file(file_id, run_id, source)
     except BaseException:
+        # inside a batch, what this file put in it stays there: the error ends the batch unstored, and the new
+        # database with it (a caller that goes on after a file's error catches only the parse errors above)
         if batch is None:
             rollback(con)
         raise

@@ -60,10 +60,13 @@ PREWARM = (
     "pgfslab.run.execute",
     "pgfslab.run.precision",
 )
+# the lab commands that measure (a run): the server imports nothing while one of them runs
+MEASURING = (["run-one"],)
 PREWARM_PACKAGES = ("pgfslab.analysis.answers", "pgfslab.analysis.stats", "pgfslab.analysis.verdicts")
 # Imported after the server listens, one module at a time while no request waits (a notebook never waits for
-# them): Snakemake, whose dry run certifies a finished study for pgfslab.noop (`snakemake` entry; its imports
-# are 1.7 s of a 4 s dry run cold), with the executor plugins its command line loads.
+# them) and no run is measuring (they take the CPU): Snakemake, whose dry run certifies a finished study for
+# pgfslab.noop (`snakemake` entry; its imports are 1.7 s of a 4 s dry run cold), with the executor plugins its
+# command line loads.
 PREWARM_IDLE = (
     "snakemake.cli",
     "snakemake.api",
@@ -160,6 +163,7 @@ class Server:
         self.render_path: Path | None = None  # where the renderer listens (pgfslab.warm.render)
         self.render_pipe: int | None = None  # its standard input: closed, it ends
         self.later = list(PREWARM_IDLE)  # imported while nothing waits
+        self.measuring: set[int] = set()  # children running a measurement (MEASURING): no idle imports then
 
     # -- set-up and the loop
     def listen(self) -> None:
@@ -201,8 +205,9 @@ class Server:
                 if self.stopping and not self.told:  # our children are told once, then waited for
                     self.told = True
                     self._signal_children(signal.SIGTERM)
-                events = self.sel.select(timeout=0 if self.later and not self.stopping else 1.0)
-                if not events and self.later and not self.stopping:
+                idle_work = bool(self.later) and not self.stopping and not self.measuring
+                events = self.sel.select(timeout=0 if idle_work else 1.0)
+                if not events and idle_work:
                     prewarm_one(self.later.pop(0))
                 for key, _ in events:
                     if key.data == "accept":
@@ -304,6 +309,8 @@ class Server:
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
+        if entry == "pgfslab" and list(request.get("argv", []))[:1] in MEASURING:
+            self.measuring.add(pid)
         self._answer(conn, {"pid": pid})
 
     def _child(self, request: dict, fds: list[int]) -> None:
@@ -355,6 +362,7 @@ class Server:
             if pid == 0:
                 return
             conn = self.children.pop(pid, None)
+            self.measuring.discard(pid)
             self.last = time.monotonic()
             if conn is not None:
                 self._answer(conn, {"status": status})
