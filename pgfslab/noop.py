@@ -148,8 +148,9 @@ def _dry_run_says_nothing(argv: list[str]) -> bool:
             continue
         skip = False
         cmd.append(a)
-    # `PY -m snakemake ...`: forked from the lab's warm interpreter when one runs (the notebooks' and runs'
-    # server, which imports Snakemake while idle): the same command without 1.7 s of imports
+    # `PY -m snakemake ...`: forked from the lab's warm interpreter when one runs (the notebooks' server, found
+    # through a one-thread job's environment, `--job-threads 1`; it imports Snakemake while idle): the same
+    # command without 1.7 s of imports
     if len(cmd) > 2 and cmd[1] == "-m" and cmd[2] in ("snakemake", "pgfslab.cli.snakemake_main"):
         cmd = [cmd[0], "-m", "pgfslab.warm", "--job-threads", "1", "snakemake", *cmd[3:]]  # the notebooks' server
     res = subprocess.run([*cmd, "--dry-run"], capture_output=True, text=True)
