@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -63,9 +64,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(_unit_of(item.nodeid.split("::", 1)[0]), len(rank)))
 
 
-# Where the suite's wall time goes: each unit's worker and span (first set-up start to last teardown end),
-# printed at the end of a run with workers, so a CI log shows which unit ends last and what it waited on.
+# Where the suite's time goes: each unit's worker and span (first set-up start to last teardown end) and the
+# CPU its worker and the children it waited for used (the machine's two cores are busy through the whole
+# suite: CPU, not waiting, sets its length), printed at the end of a run with workers, with the tests that
+# used the most CPU, so a CI log shows which unit ends last and what it spent.
 _SPANS: dict[str, tuple[str, float, float]] = {}
+_CPU_BY_UNIT: dict[str, tuple[float, float]] = {}
+_CPU_BY_TEST: dict[str, tuple[float, float]] = {}
+_CPU_MARK = [(0.0, 0.0)]
+
+
+def _cpu_s() -> tuple[float, float]:
+    """CPU seconds of this process and of the children it waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """The CPU used since the previous report (this phase, and for a set-up the gap before it)."""
+    outcome = yield
+    now = _cpu_s()
+    before = _CPU_MARK[0]
+    outcome.get_result().user_properties.append(("cpu_s", (now[0] - before[0], now[1] - before[1])))
+    _CPU_MARK[0] = now
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -75,17 +97,25 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     unit = _unit_of(report.nodeid.split("::", 1)[0])
     worker, start, stop = _SPANS.get(unit, (node.gateway.id, report.start, report.stop))
     _SPANS[unit] = (worker, min(start, report.start), max(stop, report.stop))
+    own, children = dict(report.user_properties).get("cpu_s", (0.0, 0.0))
+    for table, key in ((_CPU_BY_UNIT, unit), (_CPU_BY_TEST, f"{report.when:<8} {report.nodeid}")):
+        was = table.get(key, (0.0, 0.0))
+        table[key] = (was[0] + own, was[1] + children)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _SPANS:
         return
     t0 = min(start for _, start, _ in _SPANS.values())
-    terminalreporter.section("units by worker (seconds from the first test's start)")
+    terminalreporter.section("units by worker (seconds from the first test's start; CPU of the worker + its children)")
     for unit, (worker, start, stop) in sorted(_SPANS.items(), key=lambda kv: kv[1][:2]):
         terminalreporter.write_line(
-            f"{worker:>4}  {start - t0:6.1f} -> {stop - t0:6.1f}  ({stop - start:6.1f} s)  {unit}"
+            f"{worker:>4}  {start - t0:6.1f} -> {stop - t0:6.1f}  ({stop - start:6.1f} s, CPU"
+            f" {_CPU_BY_UNIT[unit][0]:5.1f} + {_CPU_BY_UNIT[unit][1]:5.1f} s)  {unit}"
         )
+    terminalreporter.write_line("the most CPU (seconds: the worker + the children it waited for):")
+    for key, (own, children) in sorted(_CPU_BY_TEST.items(), key=lambda kv: -sum(kv[1]))[:15]:
+        terminalreporter.write_line(f"  {own:5.1f} + {children:5.1f}  {key}")
 
 
 @pytest.hookimpl(optionalhook=True)

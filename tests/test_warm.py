@@ -4,6 +4,7 @@ and ends with its client; a server serves only the code it imported and leaves b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -26,17 +27,34 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
-@pytest.fixture
-def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A runtime folder of this test's own (short: a socket's path has at most 107 bytes), its servers
-    stopped afterwards."""
-    d = Path(tempfile.mkdtemp(prefix="pw", dir="/tmp"))
+@contextlib.contextmanager
+def _runtime_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    d = Path(tempfile.mkdtemp(prefix="pw", dir="/tmp"))  # short: a socket's path has at most 107 bytes
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
     monkeypatch.delenv("PGFSLAB_WARM", raising=False)
-    yield d
-    for pid in server_pids(d):
-        os.kill(pid, signal.SIGTERM)
-    shutil.rmtree(d, ignore_errors=True)
+    try:
+        yield d
+    finally:
+        for pid in server_pids(d):
+            os.kill(pid, signal.SIGTERM)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A runtime folder of this test's own, its servers stopped afterwards: for the tests that say whether
+    a server was started at all."""
+    with _runtime_folder(monkeypatch) as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def shared_runtime() -> Iterator[Path]:
+    """One runtime folder for the tests that use a server, as a user's commands do: the first one starts it,
+    the others fork from it (a server's start costs about 6 s of CPU, its renderer 2 s more, and the suite is
+    bound by CPU); stopped when the module ends."""
+    with pytest.MonkeyPatch.context() as monkeypatch, _runtime_folder(monkeypatch) as d:
+        yield d
 
 
 def server_pids(runtime: Path) -> list[int]:
@@ -77,7 +95,7 @@ def pgfslab(
     )
 
 
-def test_a_command_forked_from_the_server_is_the_cold_command(runtime: Path, tmp_path: Path) -> None:
+def test_a_command_forked_from_the_server_is_the_cold_command(shared_runtime: Path, tmp_path: Path) -> None:
     """Same stdout, stderr and exit status, a relative path read against the client's folder, and it really
     went through a server (one was started under this runtime folder)."""
     (tmp_path / "configs").mkdir()
@@ -89,8 +107,8 @@ def test_a_command_forked_from_the_server_is_the_cold_command(runtime: Path, tmp
         warm = pgfslab(args, warm=True, cwd=tmp_path)
         assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr), args
     assert cold.returncode != 0 and "ntfs" in cold.stderr  # the second one: the bad config, refused
-    assert len(server_sockets(runtime)) == 1
-    assert server_pids(runtime)
+    assert len(server_sockets(shared_runtime)) == 1
+    assert server_pids(shared_runtime)
 
 
 def test_disabled_runs_cold_without_a_server(runtime: Path, tmp_path: Path) -> None:
@@ -172,8 +190,8 @@ def _run(kc, code: str, timeout: float = 60):  # type: ignore[no-untyped-def]
     return "".join(out), error
 
 
-def test_a_kernel_is_a_fork_that_ends_with_its_client(runtime: Path, tmp_path: Path) -> None:
-    km, km_sync, kc = _kernel(runtime, tmp_path)
+def test_a_kernel_is_a_fork_that_ends_with_its_client(shared_runtime: Path, tmp_path: Path) -> None:
+    km, km_sync, kc = _kernel(shared_runtime, tmp_path)
     client_pid = km.provisioner.process.pid
     try:
         out, error = _run(
@@ -184,7 +202,7 @@ def test_a_kernel_is_a_fork_that_ends_with_its_client(runtime: Path, tmp_path: P
         )
         assert not error
         seen = json.loads(out)
-        (server,) = server_pids(runtime)
+        (server,) = server_pids(shared_runtime)
         assert seen["ppid"] == server  # forked by the server, not exec'd by the client
         assert seen["pid"] != client_pid
         assert seen["polars"]  # imported before the notebook asked for it
@@ -221,20 +239,20 @@ def test_a_kernel_is_a_fork_that_ends_with_its_client(runtime: Path, tmp_path: P
     assert wait_gone(seen["pid"]) and wait_gone(client_pid)
 
 
-def test_a_killed_client_takes_its_kernel_with_it(runtime: Path, tmp_path: Path) -> None:
-    km, km_sync, kc = _kernel(runtime, tmp_path)
+def test_a_killed_client_takes_its_kernel_with_it(shared_runtime: Path, tmp_path: Path) -> None:
+    km, km_sync, kc = _kernel(shared_runtime, tmp_path)
     try:
         out, _ = _run(kc, "import os; print(os.getpid())")
         kernel = int(out)
         os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no chance to pass anything on
         assert wait_gone(kernel), "the kernel outlived its killed client"
-        assert server_pids(runtime), "the server went with it"
+        assert server_pids(shared_runtime), "the server went with it"
     finally:
         kc.stop_channels()
         km_sync("cleanup_resources")
 
 
-def test_a_notebook_executed_warm_has_the_outputs_of_a_cold_one(runtime: Path, tmp_path: Path) -> None:
+def test_a_notebook_executed_warm_has_the_outputs_of_a_cold_one(shared_runtime: Path, tmp_path: Path) -> None:
     """One recorded study's notebook, executed by the lab (execute.run) warm and with PGFSLAB_WARM=0: the same
     outputs (text and which kinds of display data), the same table."""
     import polars as pl
@@ -274,10 +292,10 @@ def test_a_notebook_executed_warm_has_the_outputs_of_a_cold_one(runtime: Path, t
     assert outputs["1"] == outputs["0"] and outputs["1"]
     assert tables["1"].equals(tables["0"])
     assert svgs["1"] == svgs["0"]  # drawn by the warm renderer and by vl-convert in the process: the same
-    assert len(server_pids(runtime)) == 1  # the warm run went through a server; the cold one started none
+    assert len(server_pids(shared_runtime)) == 1  # the warm run went through a server; the cold one started none
 
 
-def test_a_command_started_without_standard_input_is_forked_all_the_same(runtime: Path, tmp_path: Path) -> None:
+def test_a_command_started_without_standard_input_is_forked_all_the_same(shared_runtime: Path, tmp_path: Path) -> None:
     """A process with stdin closed (its first socket takes fd 0): the child gets /dev/null, not that socket."""
     cfg = REPO / "config" / "default.yaml"
     cold = pgfslab(["plan", str(cfg)], warm=False, cwd=tmp_path)
@@ -285,7 +303,7 @@ def test_a_command_started_without_standard_input_is_forked_all_the_same(runtime
         ["bash", "-c", f"exec {PY} -m pgfslab.warm plan {cfg} <&-"], cwd=tmp_path, capture_output=True, text=True
     )
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
-    assert "running cold" not in warm.stderr and server_pids(runtime)
+    assert "running cold" not in warm.stderr and server_pids(shared_runtime)
 
 
 def test_a_snakemake_dry_run_is_forked_only_from_a_running_server(runtime: Path, tmp_path: Path) -> None:
