@@ -376,6 +376,41 @@ def test_a_one_thread_job_and_make_find_the_same_server(tmp_path: Path) -> None:
     assert as_job == in_job
 
 
+def test_a_run_is_forked_from_the_notebooks_server_and_keeps_its_environment(runtime: Path, tmp_path: Path) -> None:
+    """A run is a job of every core (OMP_NUM_THREADS=2 and the like here): `pgfslab.warm run-one` finds the
+    server of a one-thread job (the notebooks' one) instead of starting a second, and the command keeps its
+    own job's environment, as every `--job-threads` command does."""
+    from pgfslab.warm import protocol
+
+    run_env = {**os.environ, **dict.fromkeys(protocol.JOB_THREADS_ENV, "2")}
+    key = "from pgfslab.warm import protocol; protocol.as_job(1); print(protocol.code_key())"
+    notebooks_key = subprocess.run([PY, "-c", key], env=run_env, capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [PY, "-m", "pgfslab.warm", "run-one", "--config", "missing.json", "--run-id", "x"],
+        cwd=tmp_path,
+        env=run_env,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode != 0 and "missing.json" in res.stderr, res.stderr  # refused, by a forked child
+    assert "running cold" not in res.stderr
+    assert [p.stem for p in server_sockets(runtime)] == [notebooks_key.stdout.strip()]
+    (server,) = server_pids(runtime)
+    # the command's own environment: a Snakefile that prints it, dry-run by a child of that server
+    (tmp_path / "Snakefile").write_text(
+        "import os, sys\nprint('omp', os.environ.get('OMP_NUM_THREADS'), 'parent', os.getppid(), file=sys.stderr)\n"
+        "rule all:\n    output: 'never.txt'\n    shell: 'touch {output}'\n"
+    )
+    dry = subprocess.run(
+        [PY, "-m", "pgfslab.warm", "--job-threads", "1", "snakemake", "--cores", "1", "--dry-run", "--quiet", "rules"],
+        cwd=tmp_path,
+        env=run_env,
+        capture_output=True,
+        text=True,
+    )
+    assert dry.returncode == 0 and f"omp 2 parent {server}" in dry.stderr, dry.stderr
+
+
 def test_a_server_imports_nothing_while_a_run_measures(tmp_path: Path) -> None:
     """The idle imports (Snakemake, for the dry run) take the CPU: not while a child runs a measurement
     (`pgfslab run-one`), and else while nothing waits. The server's own loop, in a process of its own."""

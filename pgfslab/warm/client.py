@@ -135,9 +135,10 @@ def _streams(sock: socket.socket) -> list[int]:
     return out
 
 
-def forward(entry: str, argv: list[str], sock: socket.socket) -> int:
-    """Have the server run `entry argv` with this process's streams; relay signals; its exit status."""
-    request = {"entry": entry, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+def forward(entry: str, argv: list[str], sock: socket.socket, env: dict[str, str] | None = None) -> int:
+    """Have the server run `entry argv` with this process's streams and environment (or `env`); relay
+    signals; its exit status."""
+    request = {"entry": entry, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ) if env is None else env}
     streams = _streams(sock)
     try:
         socket.send_fds(sock, [protocol.encode(request)], streams)
@@ -187,9 +188,10 @@ def cold(entry: str, argv: list[str]) -> int:
     return main(argv)
 
 
-def run(entry: str, argv: list[str], start: bool = True) -> int:
+def run(entry: str, argv: list[str], start: bool = True, env: dict[str, str] | None = None) -> int:
     """`entry argv` forked from the warm server, or cold; `start`: start a server when none runs (else cold,
-    quietly: a lone command is quicker cold than a server's start-up)."""
+    quietly: a lone command is quicker cold than a server's start-up). `env`: the command's environment when
+    it is not this process's (which then chose the server: `--job-threads`)."""
     if protocol.enabled() and not os.environ.get("PGFSLAB_WARM_SERVER"):
         try:
             sock = connect(start)
@@ -198,7 +200,10 @@ def run(entry: str, argv: list[str], start: bool = True) -> int:
                 print(f"pgfslab warm: {exc}; running cold", file=sys.stderr)
         else:
             try:
-                return forward(entry, argv, sock)
+                return forward(entry, argv, sock, env)
             except Unavailable as exc:
                 print(f"pgfslab warm: {exc}; running cold", file=sys.stderr)
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
     return cold(entry, argv)
