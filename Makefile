@@ -76,8 +76,9 @@ analyse: setup
 # Test files side by side (pytest-xdist): a real study in a test spends most of its time waiting (its runs'
 # fixed durations, Slurm, the disks), so more workers than cores. tests/conftest.py keeps each file on one
 # worker (its study runs once), runs the files that change machine-wide settings one after another, and
-# starts the longest first. TEST_WORKERS=0: one process, in file order. Four here (2 cores; the suite averages
-# 1.2 busy cores): 7:38 against 7:49-7:56 with three (2026-11-26).
+# starts the longest first. TEST_WORKERS=0: one process, in file order. Four here, on 2 cores: /proc/stat
+# shows both busy 94-98 % of the suite (its length is CPU, not waiting: the summary prints each unit's), four
+# fill the gaps while a study waits on its runs; 7:38 against 7:49-7:56 with three (2026-11-26).
 TEST_WORKERS ?= 4
 
 # Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
