@@ -37,6 +37,7 @@ BEFORE = "pgfslab-before.json"
 # machine's images and mounts: data/work, the default workdir); Snakemake's own logs and locks, and this
 # module's files
 SKIP_DIRS = {".git", "__pycache__", ".ruff_cache", ".pytest_cache", ".mypy_cache", ".ipynb_checkpoints"}
+SKIP_DIRS |= {".hypothesis"}  # the test suite's example database, written while its property tests run
 # (.snakemake/iocache: Snakemake rewrites its file-listing cache at every start, and reads it only when told
 # --trust-io-cache, which the lab never passes)
 SKIP_PATHS = {"data/work", ".venv", f"{STATE_DIR}/log", f"{STATE_DIR}/locks", f"{STATE_DIR}/iocache"}

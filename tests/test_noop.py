@@ -133,4 +133,7 @@ def test_mounted_or_work_trees_and_caches_are_not_part_of_the_state(lab: Path) -
     # Snakemake's file-listing cache, rewritten at each of its starts (a no-op one included)
     (lab / ".snakemake" / "iocache").mkdir(parents=True)
     (lab / ".snakemake" / "iocache" / "latest.pkl").write_text("x")
+    # the test suite's example database (hypothesis), written while the suite runs in the checkout
+    (lab / ".hypothesis" / "examples").mkdir(parents=True)
+    (lab / ".hypothesis" / "examples" / "1a2b").write_text("x")
     assert run("check") == 0
