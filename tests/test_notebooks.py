@@ -7,7 +7,6 @@ data it stops with the one-line MissingData message.
 from __future__ import annotations
 
 import contextlib
-
 import datetime
 import json
 import math
