@@ -273,3 +273,24 @@ def test_pgbench_scripts_resolve_next_to_the_config(tmp_path):
     path.write_text(yaml.safe_dump(cfg))
     loaded = config.load(path)
     assert loaded["workloads"]["w"]["scripts"] == [{"file": str(tmp_path / "my.sql"), "weight": 3}]
+
+
+def test_the_schema_is_parsed_once_per_version_of_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schema is cached (every command validates a config) and read with libyaml where PyYAML has it: the
+    same document as PyYAML's pure-Python loader gives, and an edited schema file is read again."""
+    text = config.SCHEMA_PATH.read_text()
+    schema, _ = config._schema()
+    assert schema == yaml.load(text, Loader=yaml.SafeLoader)
+    raw = yaml.safe_load((REPO / "config" / "default.yaml").read_text())
+    raw["run"]["duration_s"] = 30
+    copy = tmp_path / "config.schema.yaml"
+    copy.write_text(text)
+    monkeypatch.setattr(config, "SCHEMA_PATH", copy)
+    assert config.validate(raw)["run"]["duration_s"] == 30
+    edited = text.replace(
+        "duration_s: {type: integer, minimum: 1, default: 20}", "duration_s: {type: integer, minimum: 60, default: 60}"
+    )
+    assert edited != text
+    copy.write_text(edited)
+    with pytest.raises(LabError, match="duration_s"):
+        config.validate(raw)
