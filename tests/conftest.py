@@ -25,21 +25,20 @@ MACHINE_WIDE = ("test_sysctl.py", "test_faults.py", "test_workloads_real.py", "t
 # (apart, each built it in its own worker: 190 s and 154 s of set-up, side by side on two cores).
 RECORDED = ("test_notebooks.py", "test_paper.py")
 # the longest units first, so that the workers end together: a unit of a minute left for the end (it was
-# test_warm.py) kept one worker busy a minute after the others. Seconds measured in `make test` (3 workers,
-# 2 cores: 2026-11-26, the summary `units by worker` prints).
+# test_warm.py) kept one worker busy a minute after the others. Seconds measured in a fresh clone's `make test`
+# (4 workers, 2 cores: 2026-11-26, the summary `units by worker` prints).
 LONGEST_FIRST = (
-    "recorded",  # 130 (notebooks and paper; busy on the CPU while the studies below mostly wait)
-    "test_slurm.py",  # 170
-    "test_integration.py",  # 148
-    "test_regimes_real.py",  # 119
-    "machine-wide",  # 174
-    "test_zfs.py",  # 144
-    "test_ingest.py",  # 70
-    "test_warm.py",  # 58
-    "test_captured.py",  # 46
-    "test_parsers.py",  # 34
-    "test_hosts_paper.py",  # 32
-    "test_config_safety.py",  # 25
+    "recorded",  # 158 (notebooks and paper)
+    "test_slurm.py",  # 186
+    "test_integration.py",  # 189
+    "test_regimes_real.py",  # 146
+    "machine-wide",  # 207
+    "test_zfs.py",  # 162
+    "test_ingest.py",  # 93
+    "test_warm.py",  # 96
+    "test_captured.py",  # 75
+    "test_parsers.py",  # 53
+    "test_hosts_paper.py",  # 42
 )
 # this test session's processes, the workers' and what they start (Slurm jobs keep the environment)
 SESSION = "PGFS_LAB_TEST_SESSION"
