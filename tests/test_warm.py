@@ -348,8 +348,8 @@ def test_a_snakemake_dry_run_is_forked_only_from_a_running_server(runtime: Path,
 
 def test_a_one_thread_job_and_make_find_the_same_server(tmp_path: Path) -> None:
     """Snakemake gives a job of one thread OMP_NUM_THREADS=1 and the like (read by BLAS at import, so part of the
-    key); `--job-threads 1` puts `make`'s own commands (the early start, the certifying dry run) in that
-    environment, so they find the notebooks' server instead of starting a second. Checked against a real
+    key); `--job-threads 1` has `make`'s own commands (the early start, the certifying dry run) find that
+    job's server, the notebooks', instead of starting a second. Checked against a real
     Snakemake job's environment."""
     key = "from pgfslab.warm import protocol; print(protocol.code_key())"
     env = {k: v for k, v in os.environ.items() if k not in protocol.JOB_THREADS_ENV}
