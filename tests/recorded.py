@@ -117,6 +117,8 @@ def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int,
             progress_bar=False,
             cwd=str(NOTEBOOKS),
             log_output=False,
+            # as pgfslab.analysis.execute runs it: the executed copy is written once, at the end
+            request_save_on_cell_execute=False,
             **kwargs,
         )
     except pm.PapermillExecutionError as exc:

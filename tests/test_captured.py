@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import labdb
 import pytest
 
 from pgfslab.cli import main as cli
@@ -43,9 +44,7 @@ def lines_of(path: Path) -> list[str]:
 
 
 def new_db() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(":memory:")
-    ingest.create_schema(con)
-    return con
+    return labdb.new_db()
 
 
 def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ingest.FileResult]:

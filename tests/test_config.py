@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from pgfslab.config import study as config
+from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -294,3 +295,23 @@ def test_the_schema_is_parsed_once_per_version_of_its_file(tmp_path: Path, monke
     copy.write_text(edited)
     with pytest.raises(LabError, match="duration_s"):
         config.validate(raw)
+
+
+def test_yaml_is_read_as_pyyamls_pure_python_loader_reads_it(tmp_path: Path) -> None:
+    """The lab reads YAML with libyaml where PyYAML has it (every ingest reads data/external's manifest): every
+    YAML file of the repository gives the document PyYAML's pure-Python safe loader gives, and a syntax error
+    in a study config still names its file and line."""
+    assert yaml_text.LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    files = sorted(
+        p
+        for p in REPO.rglob("*.y*ml")
+        if not {".venv", "build", ".snakemake", "node_modules"} & set(p.relative_to(REPO).parts)
+    )
+    assert len(files) > 20
+    for p in files:
+        text = p.read_text()
+        assert yaml_text.safe_load(text) == yaml.load(text, Loader=yaml.SafeLoader), p
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("study: x\ntargets:\n  ext4: {fs: ext4\nworkloads: {}\n")
+    with pytest.raises(LabError, match=rf"^{bad}:4: not valid YAML"):
+        config.load(bad)

@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from pgfslab import paths
+from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 REPO = paths.LAB
@@ -39,13 +40,9 @@ class RunSpec:
         return asdict(self)
 
 
-# libyaml's parser where PyYAML has it (the same documents, about 10 times quicker than the pure-Python one)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 @functools.lru_cache(maxsize=2)
 def _schema_of(stamp: tuple[int, int]) -> tuple[dict[str, Any], jsonschema.Draft202012Validator]:
-    schema = yaml.load(SCHEMA_PATH.read_text(), Loader=_YAML_LOADER)
+    schema = yaml_text.safe_load(SCHEMA_PATH.read_text())
     return schema, jsonschema.Draft202012Validator(schema)
 
 
@@ -369,7 +366,7 @@ def load(path: str | Path) -> dict[str, Any]:
     if not p.exists():
         raise LabError(f"{p}: config file not found")
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = yaml_text.safe_load(p.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from pgfslab.config import study as labcfg
+from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 CONTROL_KEYS = ("raw_only", "config", "hosts", "pin_hosts")
@@ -62,7 +63,7 @@ def _typed(value: Any) -> Any:
         return [_typed(v) for v in value]
     if isinstance(value, str):
         try:
-            parsed = yaml.safe_load(value)
+            parsed = yaml_text.safe_load(value)
         except yaml.YAMLError:
             return value
         return (
@@ -77,7 +78,7 @@ def _read(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise LabError(f"{path}: config file not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml_text.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise LabError(f"{path}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
@@ -143,7 +144,7 @@ def resolve(
                 source = f"{labcfg.raw_dir(str(study))}/<host>/study.yaml"
                 return True, labcfg.validate(common, source), source
             raise LabError(f"{frozen}: missing; is data/raw/{study}/ a study folder?")
-        return True, labcfg.validate(yaml.safe_load(frozen.read_text()), str(frozen)), str(frozen)
+        return True, labcfg.validate(yaml_text.safe_load(frozen.read_text()), str(frozen)), str(frozen)
     files = [Path(f) for f in cli_files]
     if cli_overrides.get("config"):
         files.append(Path(str(cli_overrides["config"])))

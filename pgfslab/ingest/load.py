@@ -35,6 +35,7 @@ import polars as pl
 import yaml
 
 from pgfslab import paths
+from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 from pgfslab.ingest import parsers
 from pgfslab.ingest.batch import Batch
@@ -602,7 +603,7 @@ def external_manifest(root: Path = EXTERNAL_DIR) -> list[dict[str, Any]]:
     if not mf.exists():
         raise LabError(f"{mf}: missing (it lists the published files and their formats)")
     try:
-        doc = yaml.safe_load(mf.read_text())
+        doc = yaml_text.safe_load(mf.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise LabError(f"{mf}:{mark.line + 1 if mark else '?'}: not valid YAML: {exc}") from None
@@ -956,7 +957,7 @@ def ingest_study(
     study_file = raw / "study.yaml"
     if not study_file.exists():
         raise LabError(f"{study_file}: missing (every study folder carries its resolved config)")
-    cfg = yaml.safe_load(study_file.read_text())
+    cfg = yaml_text.safe_load(study_file.read_text())
     summary = StudySummary()
     # every file parsed ahead, in the order stored: the published ones, the device baselines, the runs' logs
     files = [*(external_files(external) if external is not None else []), *folder_files(raw)]

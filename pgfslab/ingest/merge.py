@@ -23,6 +23,7 @@ import duckdb
 import polars as pl
 import yaml
 
+from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 from pgfslab.ingest import load
 from pgfslab.ingest.folders import host_folders
@@ -65,7 +66,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     study_file = folder / "study.yaml"
     if not study_file.exists():
         raise LabError(f"{study_file}: missing (every study folder carries its resolved config)")
-    cfg = yaml.safe_load(study_file.read_text())
+    cfg = yaml_text.safe_load(study_file.read_text())
     if not isinstance(cfg, dict):
         raise LabError(f"{study_file}: not a study config")
     return cfg

@@ -14,8 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 CLAIMS = Path(__file__).with_name("claims.yaml")
@@ -67,7 +66,7 @@ def _check(item: dict[str, Any], path: Path) -> Claim:
 
 @cache
 def claims(path: Path = CLAIMS) -> tuple[Claim, ...]:
-    items = yaml.safe_load(path.read_text())
+    items = yaml_text.safe_load(path.read_text())
     out = tuple(_check(item, path) for item in items)
     ids = [c.id for c in out]
     if len(ids) != len(set(ids)):
