@@ -79,6 +79,24 @@ def _cpu_s() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The CPU of this process's start-up and collection (every worker imports and collects every test file),
+    kept apart from its first test's."""
+    _CPU_MARK[0] = _cpu_s()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints it
+        workeroutput["startup_cpu_s"] = sum(_CPU_MARK[0])
+
+
+_STARTUP_CPU: dict[str, float] = {}
+
+
+def pytest_testnodedown(node, error) -> None:  # type: ignore[no-untyped-def]
+    cpu = getattr(node, "workeroutput", {}).get("startup_cpu_s")
+    if cpu is not None:
+        _STARTUP_CPU[node.gateway.id] = cpu
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     """The CPU used since the previous report (this phase, and for a set-up the gap before it)."""
@@ -112,6 +130,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{worker:>4}  {start - t0:6.1f} -> {stop - t0:6.1f}  ({stop - start:6.1f} s, CPU"
             f" {_CPU_BY_UNIT[unit][0]:5.1f} + {_CPU_BY_UNIT[unit][1]:5.1f} s)  {unit}"
         )
+    if _STARTUP_CPU:
+        each = ", ".join(f"{w} {cpu:.1f}" for w, cpu in sorted(_STARTUP_CPU.items()))
+        terminalreporter.write_line(f"start-up and collection, CPU s: {each} ({sum(_STARTUP_CPU.values()):.1f} in all)")
     terminalreporter.write_line("the most CPU (seconds: the worker + the children it waited for):")
     for key, (own, children) in sorted(_CPU_BY_TEST.items(), key=lambda kv: -sum(kv[1]))[:15]:
         terminalreporter.write_line(f"  {own:5.1f} + {children:5.1f}  {key}")
