@@ -26,7 +26,8 @@ PY := $(LAB)/.venv/bin/python
 # beside a measurement.
 CORES ?= all
 # Snakemake through pgfslab.cli.snakemake_main: `python -m snakemake`, without the second its exit waited for
-# a scheduler timer after every invocation that ran a job
+# a scheduler timer after every invocation that ran a job, and without the Slurm plugin's import (pandas, 0.5 s)
+# where the command line cannot use it
 SNAKE := $(PY) -m pgfslab.cli.snakemake_main --snakefile $(LAB)/workflow/Snakefile --cores $(CORES) --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
 ifeq ($(EXECUTOR),slurm)

@@ -64,3 +64,50 @@ def test_the_scheduler_timer_is_cancelled_once_snakemake_returned(tmp_path: Path
     # and a failing workflow's status is Snakemake's
     (tmp_path / "Snakefile").write_text(SNAKEFILE.replace("sleep 1.5; touch {output}", "sleep 1.5; exit 3"))
     assert _probe(tmp_path, "lab")[:2] == ["status", "1"]
+
+
+# Runs the lab's entry in this process with ARGV, then says whether the Slurm plugin and pandas were imported.
+PLUGIN_PROBE = """
+import sys
+from pgfslab.cli import snakemake_main
+try:
+    snakemake_main.main(sys.argv[1:])
+except SystemExit as exc:
+    status = exc.code
+print("status", status, "slurm", snakemake_main.SLURM_PLUGIN in sys.modules, "pandas", "pandas" in sys.modules)
+"""
+
+
+def test_the_slurm_plugin_is_loaded_only_where_a_command_can_use_it(tmp_path: Path) -> None:
+    """Snakemake imports every executor plugin at its start; the Slurm one (pandas with it) only when the command
+    line may use it: a Slurm option must still parse, a local command line starts without both."""
+    from pgfslab.cli.snakemake_main import slurm_may_be_used
+
+    assert not slurm_may_be_used(["--snakefile", "workflow/Snakefile", "--cores", "all", "--configfile", "c.yaml"], {})
+    assert not slurm_may_be_used(["--snakefile", "/studies/slurm-notes/Snakefile", "--executor", "local"], {})
+    for argv in (
+        ["--executor", "slurm"],
+        ["-e", "slurm"],
+        ["--profile", "workflow/profiles/slurm"],
+        ["--profile=some-site-profile"],
+        ["--workflow-profile", "elsewhere"],
+        ["--slurm-status-command", "squeue"],
+    ):
+        assert slurm_may_be_used(["--cores", "1", *argv], {}), argv
+    assert slurm_may_be_used(["--cores", "1"], {"SNAKEMAKE_PROFILE": "site"})
+    (tmp_path / "profiles" / "default").mkdir(parents=True)  # a workflow's default profile is read unnamed
+    assert slurm_may_be_used(["--snakefile", str(tmp_path / "Snakefile")], {})
+
+    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    work = tmp_path / "work"
+    work.mkdir()
+    base = [sys.executable, "-c", PLUGIN_PROBE, "--snakefile", str(tmp_path / "Snakefile"), "--cores", "1"]
+    base += ["--dry-run", "--quiet", "all"]
+
+    def probe(*extra: str) -> list[str]:
+        res = subprocess.run([*base, *extra], cwd=work, capture_output=True, text=True, timeout=120)
+        return res.stdout.splitlines()[-1].split()  # the probe's line, after Snakemake's own
+
+    (tmp_path / "profiles" / "default").rmdir()
+    assert probe() == ["status", "0", "slurm", "False", "pandas", "False"]
+    assert probe("--slurm-init-seconds-before-status-checks", "1") == ["status", "0", "slurm", "True", "pandas", "True"]
