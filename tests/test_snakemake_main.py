@@ -78,7 +78,9 @@ print("status", status, "slurm", snakemake_main.SLURM_PLUGIN in sys.modules, "pa
 """
 
 
-def test_the_slurm_plugin_is_loaded_only_where_a_command_can_use_it(tmp_path: Path) -> None:
+def test_the_slurm_plugin_is_loaded_only_where_a_command_can_use_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Snakemake imports every executor plugin at its start; the Slurm one (pandas with it) only when the command
     line may use it: a Slurm option must still parse, a local command line starts without both."""
     from pgfslab.cli.snakemake_main import slurm_may_be_used
@@ -97,6 +99,8 @@ def test_the_slurm_plugin_is_loaded_only_where_a_command_can_use_it(tmp_path: Pa
     assert slurm_may_be_used(["--cores", "1"], {"SNAKEMAKE_PROFILE": "site"})
     (tmp_path / "profiles" / "default").mkdir(parents=True)  # a workflow's default profile is read unnamed
     assert slurm_may_be_used(["--snakefile", str(tmp_path / "Snakefile")], {})
+    monkeypatch.chdir(tmp_path)  # ... beside the Snakefile or in the working directory
+    assert slurm_may_be_used(["--snakefile", "/elsewhere/Snakefile"], {})
 
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     work = tmp_path / "work"

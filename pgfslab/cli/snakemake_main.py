@@ -57,13 +57,14 @@ def _executor(argv: list[str]) -> str | None:
 def slurm_may_be_used(argv: list[str], env: dict[str, str] | None = None) -> bool:
     """Whether this Snakemake command line may run or configure the Slurm executor: it names it (`--executor
     slurm`, a `--slurm-...` option), or reads a profile this does not look into (any `--profile` or
-    `--workflow-profile`, SNAKEMAKE_PROFILE, a workflow's profiles/default)."""
+    `--workflow-profile`, SNAKEMAKE_PROFILE, a profiles/default in the working directory or beside the Snakefile)."""
     env = os.environ if env is None else env
     if env.get("SNAKEMAKE_PROFILE") or (_executor(argv) or "").startswith("slurm"):
         return True
     if any(arg.startswith("--slurm-") or arg.split("=", 1)[0] in _PROFILE_OPTIONS for arg in argv):
         return True
-    return (_snakefile(argv).parent / "profiles" / "default").exists()
+    # Snakemake reads profiles/default unnamed: beside the working directory, else beside the Snakefile
+    return any((where / "profiles" / "default").exists() for where in (Path.cwd(), _snakefile(argv).parent))
 
 
 @contextlib.contextmanager
