@@ -42,7 +42,7 @@ endif
 NOOP := $(PY) -m pgfslab.noop
 HOST_CONFIG := $(if $(HOSTS),hosts=$(HOSTS) pin_hosts=$(PIN_HOSTS)) $(if $(HOST),host=$(HOST))
 
-.PHONY: setup setup-slurm run analyse test test-fast lint format bench release unlock lock clean-build
+.PHONY: setup setup-slurm run analyse test test-fast lint format bench release unlock lock clean-build sync-notebooks
 
 setup:
 	@bash $(LAB)/scripts/setup.sh
@@ -93,6 +93,11 @@ test-fast: setup
 
 lint: setup
 	@cd $(LAB) && $(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+# Every notebook's percent-format pair (jupytext.toml: notebooks/x.py beside notebooks/x.ipynb) written again
+# from the .ipynb, the source of truth; tests/test_notebook_pairs.py fails while a pair differs.
+sync-notebooks: setup
+	@cd $(LAB) && $(PY) -m jupytext --quiet --to py:percent notebooks/*.ipynb paper/whitepaper.ipynb
 
 format: setup
 	@cd $(LAB) && $(PY) -m ruff format . && $(PY) -m ruff check --fix .
