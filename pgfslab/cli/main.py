@@ -232,6 +232,12 @@ def _print_durability(raw: Path) -> None:
         )
 
 
+def cmd_seed_summary(args: argparse.Namespace) -> int:
+    from pgfslab.paper import seed_summary
+
+    return seed_summary.command(args.root, args.page)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pgfslab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -275,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("status", help="runs done/failed/missing of a study, and leftovers")
     p.add_argument("--config", type=Path, required=True)
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("seed-summary", help="write docs/seed-studies.md's summary from the studies' verdict tables")
+    p.add_argument("--root", type=Path, default=Path("."), help="where build/<study>/ and data/<study>.duckdb are")
+    p.add_argument("--page", type=Path, default=None, help="default: the lab's docs/seed-studies.md")
+    p.set_defaults(func=cmd_seed_summary)
 
     from pgfslab.cli import data as cli_data
     from pgfslab.cli import stats as cli_stats

@@ -1,0 +1,217 @@
+"""`pgfslab seed-summary`: what the seed studies found, written into docs/seed-studies.md from each study's verdict
+table (build/<study>/tables/seed_verdicts.parquet, saved by notebooks/seed_verdicts.ipynb) and its database's
+runs (date, lab commit, the runs' span), never by hand. The page's text outside the markers is left as it is."""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pgfslab import paths
+from pgfslab.analysis.report import markdown_table
+from pgfslab.errors import LabError
+
+START = "<!-- seed-summary:start (written by `pgfslab seed-summary` from the studies' verdict tables; do not edit) -->"
+END = "<!-- seed-summary:end -->"
+PAGE = paths.LAB / "docs" / "seed-studies.md"
+NOT_YET = (
+    "Not yet generated: no study on this machine has a verdict table (`build/<study>/tables/seed_verdicts.parquet`). "
+    "Run a seed study (`make run CONFIG=config/<name>.yaml`), then `pgfslab seed-summary`."
+)
+# columns shown in other forms (the comparison and its interval) or only used to compute them
+_FOLDED = {"claim", "seed", "cell", "compared", "a", "b", "n_a", "n_b", "estimate", "lo", "hi", "coverage", "verdict"}
+
+
+@dataclass(frozen=True)
+class StudyVerdicts:
+    """One study's verdict table with the provenance of the runs it was computed from."""
+
+    study: str
+    verdicts: pl.DataFrame
+    first_start: datetime | None
+    last_end: datetime | None
+    commits: dict[str, int]  # lab commit -> runs measured with it, in the order of first use
+    runs: int  # runs that ran (precision rounds skipped as unneeded ran nothing and are not counted)
+
+
+def find_studies(root: Path) -> list[tuple[str, Path, Path]]:
+    """(study, verdict table, database) of every study under `root` that has a verdict table."""
+    tables = sorted((root / "build").glob("*/tables/seed_verdicts.parquet"))
+    return [(t.parent.parent.name, t, root / "data" / f"{t.parent.parent.name}.duckdb") for t in tables]
+
+
+def read_study(study: str, table: Path, db: Path) -> StudyVerdicts:
+    """The verdict table of `study` and, from its database, when its runs ran and with which lab commit."""
+    if not db.exists():
+        raise LabError(f"{table}: the study's database {db} is missing (its dates and commit come from there)")
+    try:
+        verdicts = pl.read_parquet(table)
+    except Exception as exc:  # polars raises several kinds for a file that is not Parquet
+        raise LabError(f"{table}: not a readable verdict table ({exc})") from exc
+    missing = {"claim", "verdict"} - set(verdicts.columns)
+    if missing:
+        raise LabError(f"{table}: not a verdict table (no column {', '.join(sorted(missing))})")
+    with duckdb.connect(str(db), read_only=True) as con:
+        ran = con.sql(
+            "SELECT started_at, ended_at, git_commit FROM runs WHERE study = ? AND status <> 'skipped'",
+            params=[study],
+        ).pl()
+    # in the order they were first used
+    commits = (
+        ran.group_by(pl.col("git_commit").fill_null("unknown"))
+        .agg(pl.len(), pl.col("started_at").min().alias("first"))
+        .sort("first", "git_commit")
+    )
+    return StudyVerdicts(
+        study=study,
+        verdicts=verdicts,
+        first_start=ran["started_at"].min() if ran.height else None,  # type: ignore[arg-type]
+        last_end=ran["ended_at"].max() if ran.height else None,  # type: ignore[arg-type]
+        commits=dict(zip(commits["git_commit"], commits["len"])),
+        runs=ran.height,
+    )
+
+
+def _span(s: StudyVerdicts) -> str:
+    if s.first_start is None or s.last_end is None:
+        return "–"
+    total = round((s.last_end - s.first_start).total_seconds())
+    h, rest = divmod(total, 3600)
+    m, sec = divmod(rest, 60)
+    return (f"{h} h " if h else "") + (f"{m} min " if h or m else "") + f"{sec} s"
+
+
+def _dates(s: StudyVerdicts) -> str:
+    if s.first_start is None or s.last_end is None:
+        return "–"
+    a, b = s.first_start.date().isoformat(), s.last_end.date().isoformat()
+    return a if a == b else f"{a} – {b}"
+
+
+def _commits(s: StudyVerdicts) -> str:
+    if not s.commits:
+        return "–"
+    if len(s.commits) == 1:
+        return f"`{next(iter(s.commits))[:12]}`"
+    return ", ".join(f"`{c[:12]}` ({n} runs)" for c, n in s.commits.items())
+
+
+def _text(v: object) -> str:
+    return "–" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _interval(est: float | None, lo: float | None, hi: float | None, coverage: float | None) -> str:
+    if est is None or math.isnan(est):
+        return "–"
+    ends = ["–" if x is None or math.isnan(x) else ("∞" if math.isinf(x) else f"{x:.2f}") for x in (lo, hi)]
+    share = "" if coverage is None or math.isnan(coverage) else f" ({100 * coverage:.1f} %)"
+    return f"{est:.2f} [{ends[0]}, {ends[1]}]{share}"
+
+
+def overview(studies: list[StudyVerdicts]) -> pl.DataFrame:
+    """One row per study: its seeds, when and with which commit its runs ran, their span, and how many of its
+    verdict table's rows carry each verdict (the verdict words as the table has them)."""
+    words = sorted({w for s in studies for w in s.verdicts["verdict"].drop_nulls().unique()})
+    rows = []
+    for s in studies:
+        seeds = sorted(s.verdicts["seed"].drop_nulls().unique()) if "seed" in s.verdicts.columns else []
+        counts = s.verdicts["verdict"].value_counts()
+        count = dict(zip(counts["verdict"], counts["count"]))
+        rows.append(
+            {
+                "seed": ", ".join(seeds) or "–",
+                "study": f"`{s.study}`",
+                "date": _dates(s),
+                "lab commit": _commits(s),
+                "runs": s.runs,
+                "first run's start to last run's end": _span(s),
+                **{w: int(count.get(w, 0)) for w in words},
+            }
+        )
+    return pl.DataFrame(rows)
+
+
+def study_rows(s: StudyVerdicts) -> pl.DataFrame:
+    """The study's verdict table, one row per claim and cell, in words: what was compared in which cell, the
+    estimate with its interval and coverage, the runs per side, every further text column the table has, and
+    the verdict."""
+    v = s.verdicts
+    col = lambda name: v[name] if name in v.columns else pl.Series(name, [None] * v.height)  # noqa: E731
+    compared = [
+        _text(" · ".join(x for x in (c, cell) if x) or None) for c, cell in zip(col("compared"), col("cell"))
+    ]  # formatting only: a table of a few dozen rows
+    here = [_interval(*r) for r in zip(col("estimate"), col("lo"), col("hi"), col("coverage"))]
+    runs = [
+        "–" if nb is None else (str(nb) if not a or na is None else f"{na}+{nb}")
+        for a, na, nb in zip(col("a"), col("n_a"), col("n_b"))
+    ]
+    extra = [c for c in v.columns if c not in _FOLDED and v[c].dtype == pl.Utf8]
+    return pl.DataFrame(
+        {
+            "claim": [f"`{c}`" for c in v["claim"]],
+            "compared here": compared,
+            "estimate [interval] (coverage)": here,
+            "runs": runs,
+            **{c: [_text(x) for x in v[c]] for c in extra},
+            "verdict": [_text(x) for x in v["verdict"]],
+        }
+    )
+
+
+def summary_markdown(studies: list[StudyVerdicts]) -> str:
+    """The block between the page's markers."""
+    if not studies:
+        return NOT_YET
+    parts = [
+        "Each study's verdicts as its verdict table has them (`build/<study>/tables/seed_verdicts.parquet`); dates, "
+        "commits and the runs' span from its database (`data/<study>.duckdb`, runs that ran). "
+        "Counts are rows of the table: one per claim and cell.",
+        markdown_table(overview(studies), align={"runs": "right"}),
+    ]
+    for s in studies:
+        parts += [f"### `{s.study}`", markdown_table(study_rows(s))]
+    return "\n\n".join(parts)
+
+
+def replace_block(page: Path, block: str) -> str:
+    """The page's text with `block` between its markers (an error naming the page if they are not there once
+    each, in order: nothing else of the page is touched)."""
+    text = page.read_text()
+    i, j = text.find(START), text.find(END)
+    if i < 0 or j < 0 or text.count(START) != 1 or text.count(END) != 1 or j < i:
+        raise LabError(f"{page}: needs the two markers, once each and in order:\n{START}\n{END}")
+    return text[: i + len(START)] + "\n\n" + block + "\n\n" + text[j:]
+
+
+def write(root: Path, page: Path = PAGE) -> list[StudyVerdicts]:
+    """Read every study's verdict table under `root`, write the summary into `page`; the studies found."""
+    studies = [read_study(*found) for found in find_studies(root)]
+    new = replace_block(page, summary_markdown(studies))
+    if new != page.read_text():
+        tmp = page.with_name(page.name + ".tmp")
+        tmp.write_text(new)
+        tmp.replace(page)
+    return studies
+
+
+def command(root: Path, page: Path | None = None) -> int:
+    """The command line's `seed-summary`: write the page, say what it was written from."""
+    page = page or PAGE
+    studies = write(root, page)
+    if not studies:
+        print(
+            f"seed-summary: no verdict table under {root.resolve()}/build/<study>/tables/seed_verdicts.parquet "
+            f"(run a seed study first); {page} says the summary is not yet generated",
+            file=sys.stderr,
+        )
+        return 0
+    for s in studies:
+        print(f"seed-summary: {s.study}: {s.verdicts.height} verdict rows, {s.runs} runs")
+    print(f"seed-summary: wrote {page}")
+    return 0

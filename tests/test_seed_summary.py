@@ -1,0 +1,140 @@
+"""`pgfslab seed-summary`: docs/seed-studies.md's summary written from the studies' verdict tables and databases,
+here two small studies built as real files (a Parquet verdict table, a DuckDB database with the lab's schema)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from pgfslab.cli.main import main
+from pgfslab.errors import LabError
+from pgfslab.paper import seed_summary
+
+SCHEMA = Path(seed_summary.paths.LAB) / "pgfslab" / "ingest" / "schema.sql"
+PAGE = """# Seed studies
+
+Text a person wrote, kept as it is.
+
+{start}
+old text
+{end}
+
+More text after.
+"""
+T0 = datetime(2026, 11, 24, 10, 0, 0, tzinfo=UTC)
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def make_study(root: Path, study: str, rows: list[dict], runs: list[tuple[timedelta, timedelta, str, str]]) -> None:
+    """build/<study>/tables/seed_verdicts.parquet from `rows`, data/<study>.duckdb holding `runs` as
+    (start offset from T0, length, status, commit)."""
+    tables = root / "build" / study / "tables"
+    tables.mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(tables / "seed_verdicts.parquet")
+    (root / "data").mkdir(exist_ok=True)
+    with duckdb.connect(str(root / "data" / f"{study}.duckdb")) as con:
+        con.execute(SCHEMA.read_text())
+        for i, (start, length, status, commit) in enumerate(runs):
+            con.execute(
+                "INSERT INTO runs (run_id, study, status, started_at, ended_at, git_commit) VALUES (?, ?, ?, ?, ?, ?)",
+                [f"r{i}", study, status, T0 + start, T0 + start + length, commit],
+            )
+
+
+def verdict(claim: str, est: float | None, lo: float | None, hi: float | None, word: str, **more: object) -> dict:
+    row = {"claim": claim, "seed": "000", "cell": "tpcb-like, 4 clients", "compared": "xfs / ext4", "a": "ext4"}
+    row |= {"b": "xfs", "n_a": 9, "n_b": 9, "estimate": est, "lo": lo, "hi": hi, "coverage": 0.96, "test": "HL"}
+    return row | {"verdict": word} | more
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Path:
+    p = tmp_path / "seed-studies.md"
+    p.write_text(PAGE.format(start=seed_summary.START, end=seed_summary.END))
+    return p
+
+
+def test_two_studies(tmp_path: Path, page: Path) -> None:
+    s = timedelta(seconds=1)
+    make_study(
+        tmp_path,
+        "default",
+        [
+            verdict("s000-xfs-ext4", 0.97, 0.90, 1.06, "not resolved"),
+            verdict("s000-btrfs-slower", 0.52, 0.49, 0.58, "holds"),
+            verdict("s000-zfs-snap", None, None, None, "not tested in this study"),
+        ],
+        # 35 min 22 s from the first start to the last end; the skipped round (no commit, later) does not count
+        [(0 * s, 20 * s, "ok", COMMIT), (2102 * s, 20 * s, "failed", COMMIT), (4000 * s, 0 * s, "skipped", None)],
+    )
+    make_study(
+        tmp_path,
+        "fs-micro",
+        [verdict("s003-deletes", 0.30, 0.27, 0.32, "holds") | {"seed": "003", "direction": "agrees"}],
+        # over midnight, two commits
+        [(13 * 3600 * s, 3600 * s, "ok", "aaaaaaaaaaaaaaaa"), (14 * 3600 * s, 3601 * s, "ok", "bbbbbbbbbbbbbbbb")],
+    )
+    assert main(["seed-summary", "--root", str(tmp_path), "--page", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("# Seed studies\n\nText a person wrote, kept as it is.\n")
+    assert text.endswith(f"{seed_summary.END}\n\nMore text after.\n")
+    assert "old text" not in text
+    assert "**" not in text  # nothing in bold
+    lines = text.splitlines()
+    default = next(ln for ln in lines if ln.startswith("| 000 | `default`"))
+    cells = [c.strip() for c in default.strip("|").split("|")]
+    # seed, study, date, commit, runs, span, then one count per verdict word of either table (sorted)
+    assert cells == ["000", "`default`", "2026-11-24", "`0123456789ab`", "2", "35 min 22 s", "1", "1", "1"]
+    header = [c.strip() for c in lines[lines.index(default) - 2].strip("|").split("|")]
+    assert header[-3:] == ["holds", "not resolved", "not tested in this study"]
+    micro = next(ln for ln in lines if ln.startswith("| 003 | `fs-micro`"))
+    assert "2026-11-24 – 2026-11-25" in micro
+    assert "`aaaaaaaaaaaa` (1 runs), `bbbbbbbbbbbb` (1 runs)" in micro
+    assert "2 h 0 min 1 s" in micro
+    # each study's rows in words, the verdict as the table says it, further text columns carried along
+    assert "| `s000-xfs-ext4` | xfs / ext4 · tpcb-like, 4 clients | 0.97 [0.90, 1.06] (96.0 %) | 9+9 |" in text
+    assert "| `s000-zfs-snap` |" in text and "| – | 9+9 | HL | not tested in this study |" in text
+    assert "| agrees | holds |" in text
+    # a second run writes the same page
+    before = page.read_text()
+    seed_summary.write(tmp_path, page)
+    assert page.read_text() == before
+
+
+def test_no_verdict_tables(tmp_path: Path, page: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["seed-summary", "--root", str(tmp_path), "--page", str(page)]) == 0
+    assert "no verdict table" in capsys.readouterr().err
+    text = page.read_text()
+    assert f"{seed_summary.START}\n\nNot yet generated: no study on this machine has a verdict table" in text
+    assert "old text" not in text and text.endswith("More text after.\n")
+
+
+def test_page_without_markers_is_left_alone(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("# a page\n")
+    with pytest.raises(LabError, match="p.md: needs the two markers"):
+        seed_summary.write(tmp_path, page)
+    assert page.read_text() == "# a page\n"
+
+
+def test_missing_database_is_named(tmp_path: Path, page: Path) -> None:
+    make_study(tmp_path, "x", [verdict("c", 1.0, 0.9, 1.1, "holds")], [])
+    (tmp_path / "data" / "x.duckdb").unlink()
+    with pytest.raises(LabError, match=r"x\.duckdb is missing"):
+        seed_summary.write(tmp_path, page)
+    assert "old text" in page.read_text()
+
+
+def test_not_a_verdict_table(tmp_path: Path, page: Path) -> None:
+    make_study(tmp_path, "x", [{"something": 1}], [])
+    with pytest.raises(LabError, match=r"seed_verdicts\.parquet: not a verdict table \(no column claim, verdict\)"):
+        seed_summary.write(tmp_path, page)
+
+
+def test_the_lab_page_has_the_markers() -> None:
+    text = seed_summary.PAGE.read_text()
+    assert text.count(seed_summary.START) == 1 and text.count(seed_summary.END) == 1
