@@ -1,7 +1,7 @@
 # pgfs-lab. The two commands a newcomer needs:
 #   make run    set up what is missing, run the default study end to end, build paper/<study>.pdf
 #   make test   the test suite (CI's .ci/run calls exactly this)
-# More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make test-fast | make lint
+# More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make test-fast | make lint | make docs
 #       | make bench | make release | make unlock | make lock | make setup-slurm
 # Many machines (README): make run CONFIG=... EXECUTOR=slurm HOSTS=node1,node2 [PIN_HOSTS=1]
 #       | make run CONFIG=... HOST=<key> (this machine's share) | make analyse STUDY=<name> (merges hosts)
@@ -42,7 +42,7 @@ endif
 NOOP := $(PY) -m pgfslab.noop
 HOST_CONFIG := $(if $(HOSTS),hosts=$(HOSTS) pin_hosts=$(PIN_HOSTS)) $(if $(HOST),host=$(HOST))
 
-.PHONY: setup setup-slurm run analyse test test-fast lint format bench release unlock lock clean-build sync-notebooks
+.PHONY: setup setup-slurm run analyse test test-fast lint format bench release unlock lock clean-build sync-notebooks docs
 
 setup:
 	@bash $(LAB)/scripts/setup.sh
@@ -99,6 +99,10 @@ lint: setup
 sync-notebooks: setup
 	@cd $(LAB) && $(PY) -m jupytext --quiet --to py:percent notebooks/*.ipynb paper/whitepaper.ipynb
 
+# docs/ as one site (mkdocs.yml) in build/site/: open build/site/index.html
+docs: setup
+	@cd $(LAB) && $(PY) -m mkdocs build
+
 format: setup
 	@cd $(LAB) && $(PY) -m ruff format . && $(PY) -m ruff check --fix .
 
@@ -115,7 +119,7 @@ unlock: setup
 	@$(SNAKE) --configfile $(CONFIG) --unlock
 
 lock:
-	cd $(LAB) && uv pip compile pyproject.toml --extra dev -o requirements.lock --python-version 3.11 -q --override requirements-overrides.txt \
+	cd $(LAB) && uv pip compile pyproject.toml --extra dev --extra docs -o requirements.lock --python-version 3.11 -q --override requirements-overrides.txt \
 	  && python3 scripts/environment_from_lock.py
 
 clean-build:

@@ -36,7 +36,8 @@ def _norm(name: str) -> str:
 def main() -> int:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = [re.split(r"[<>=; ]", d, maxsplit=1)[0] for d in project["dependencies"]]
-    deps += [re.split(r"[<>=; ]", d, maxsplit=1)[0] for d in project["optional-dependencies"]["dev"]]
+    for extra in ("dev", "docs"):
+        deps += [re.split(r"[<>=; ]", d, maxsplit=1)[0] for d in project["optional-dependencies"][extra]]
     pins = dict(re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+)", (ROOT / "requirements.lock").read_text(), re.M))
     pins = {_norm(k): v for k, v in pins.items()}
     conda, pip = [], []
