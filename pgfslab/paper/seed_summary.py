@@ -71,8 +71,8 @@ def read_study(study: str, table: Path, db: Path) -> StudyVerdicts:
     return StudyVerdicts(
         study=study,
         verdicts=verdicts,
-        first_start=ran["started_at"].min() if ran.height else None,  # type: ignore[arg-type]
-        last_end=ran["ended_at"].max() if ran.height else None,  # type: ignore[arg-type]
+        first_start=ran["started_at"].min() if ran.height else None,
+        last_end=ran["ended_at"].max() if ran.height else None,
         commits=dict(zip(commits["git_commit"], commits["len"])),
         runs=ran.height,
     )
