@@ -5,12 +5,15 @@ of comparison: per-second samples within a run are autocorrelated and are not in
 
 `from pgfslab.analysis import stats` gives the whole API; the code lives in small modules:
 
-* here: cell summaries, median CI ranks, Mann-Whitney p, compare_to_baseline, fixed warm-up trim;
-* `stats_compare`: benchstat-style comparison (median CIs, U test, geomean), p-value adjustment;
-* `stats_latency`: latency percentiles, exact or bounded (pgbench aggregates, sysbench histograms);
-* `stats_series`: autocorrelation-aware CIs, MSER-5 warm-up detection, checkpoint attribution;
-* `stats_runs`: throughput stability (variance tables and tests), goodput;
-* `stats_storage`: compression ratios and page-level estimates, throughput-vs-size scaling.
+* here: Mann-Whitney p, compare_to_baseline, fixed warm-up trim;
+* `cells`: cell summaries; `median_ci`: the median's order-statistic interval (benchstat's);
+* `utest`: the Mann-Whitney U test and its exact null distribution; `adjust`: p-value adjustment;
+* `summary`, `compare`: benchstat-style comparison (centers, U test, geomean); `benchstat_text`: its text;
+* `power`: the shift a U test could detect; `blocked`: tests stratified by block;
+* `latency`: latency percentiles, exact or bounded (pgbench aggregates, sysbench histograms);
+* `series`: autocorrelation-aware CIs, MSER-5 warm-up detection, checkpoint attribution;
+* `runs`: throughput stability (variance tables and tests), goodput;
+* `storage`: compression ratios and page-level estimates, throughput-vs-size scaling.
 """
 
 from __future__ import annotations
@@ -20,21 +23,10 @@ import math
 import numpy as np
 import polars as pl
 
-from pgfslab.analysis.stats.cells import cell_summary, median_ci_ranks
-from pgfslab.analysis.stats.compare import (
-    Summary,
-    UTestResult,
-    adjust_pvalues,
-    benchstat,
-    benchstat_grid,
-    format_benchstat,
-    median_summary,
-    pct_range,
-    quantile_ci_orders,
-    utest,
-    utest_min_p,
-    v1_summary,
-)
+from pgfslab.analysis.stats.adjust import adjust_pvalues
+from pgfslab.analysis.stats.benchstat_text import format_benchstat
+from pgfslab.analysis.stats.cells import cell_summary
+from pgfslab.analysis.stats.compare import benchstat, benchstat_grid
 from pgfslab.analysis.stats.latency import (
     PERCENTILES,
     aggregate_latency_summary,
@@ -42,6 +34,7 @@ from pgfslab.analysis.stats.latency import (
     latency_percentiles,
     sysbench_bucket_bounds,
 )
+from pgfslab.analysis.stats.median_ci import median_ci_ranks, quantile_ci_orders
 from pgfslab.analysis.stats.runs import goodput, stability_table, variance_comparison, variance_ratio, variance_test
 from pgfslab.analysis.stats.series import (
     MeanCI,
@@ -66,10 +59,12 @@ from pgfslab.analysis.stats.storage import (
     page_compression_estimate,
     scaling_table,
 )
+from pgfslab.analysis.stats.summary import Summary, median_summary, pct_range, v1_summary
+from pgfslab.analysis.stats.utest import UTestResult, utest, utest_min_p
 
 
 def mann_whitney_p(a: np.ndarray | list[float], b: np.ndarray | list[float]) -> float:
-    """Two-sided Mann-Whitney U p-value as benchstat computes it (`stats_compare.utest`): exact up to
+    """Two-sided Mann-Whitney U p-value as benchstat computes it (`utest.utest`): exact up to
     50 per side without ties and 25 with ties (conditional on the ties), else the normal
     approximation with tie and continuity corrections. Without ties and for n < 8 this equals
     scipy's default; scipy would switch to the normal approximation from n = 8 and ignore ties in
@@ -80,9 +75,8 @@ def mann_whitney_p(a: np.ndarray | list[float], b: np.ndarray | list[float]) -> 
     return float(utest(a, b).p)
 
 
-def min_possible_p(n_a: int, n_b: int) -> float:
-    """The smallest two-sided p a rank test can give for these sample sizes (2 / C(n_a+n_b, n_a))."""
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+# the smallest two-sided p a rank test can give for these sample sizes (2 / C(n_a + n_b, n_a))
+min_possible_p = utest_min_p
 
 
 def compare_to_baseline(

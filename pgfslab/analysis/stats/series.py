@@ -16,8 +16,7 @@ from typing import Literal
 
 import numpy as np
 import polars as pl
-
-from pgfslab.analysis.stats import _scipy as sps  # scipy.stats, imported on first use
+from scipy import stats as sps
 
 CIMethod = Literal["block-bootstrap", "neff-ar1", "neff-acf", "iid"]
 
