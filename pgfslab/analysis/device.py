@@ -28,12 +28,12 @@ COW_FS = {"zfs", "btrfs"}
 def has_baseline(db: str, study: str) -> bool:
     if not data._has(db, "device_baselines"):
         return False
-    return bool(data._frame(db, "SELECT count(*) AS n FROM device_baselines WHERE study = ?", [study])["n"][0])
+    return bool(data.frame(db, "SELECT count(*) AS n FROM device_baselines WHERE study = ?", [study])["n"][0])
 
 
 def device_table(db: str, study: str) -> pl.DataFrame:
     """One row per measured target (see the module's docstring); numbers as the tools reported them."""
-    return data._frame(
+    return data.frame(
         db,
         """
         WITH j AS (
