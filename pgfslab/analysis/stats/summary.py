@@ -44,30 +44,13 @@ def median_summary(values: np.ndarray | list[float], confidence: float = 0.95) -
     return Summary(n, float(np.median(xs)), lo, hi, cov, note)
 
 
-def _percentile_r8(xs: np.ndarray, p: float) -> float:
-    """Hyndman-Fan type 8 quantile of sorted xs (go-moremath Sample.Percentile, old benchstat)."""
-    n = len(xs)
-    if n == 0:
-        return math.nan
-    if p <= 0:
-        return float(xs[0])
-    if p >= 1:
-        return float(xs[-1])
-    h = (n + 1 / 3) * p + 1 / 3
-    if h <= 1:
-        return float(xs[0])
-    if h >= n:
-        return float(xs[-1])
-    k = math.floor(h)
-    return float(xs[k - 1] + (h - k) * (xs[k] - xs[k - 1]))
-
-
 def v1_kept_values(values: np.ndarray | list[float]) -> np.ndarray:
     """The values old benchstat kept: those inside [Q1 - 1.5 IQR, Q3 + 1.5 IQR] (R8 quartiles)."""
     xs = np.sort(np.asarray(values, float))
     if len(xs) == 0:
         return xs
-    q1, q3 = _percentile_r8(xs, 0.25), _percentile_r8(xs, 0.75)
+    # Hyndman-Fan type 8 quartiles, as go-moremath's Sample.Percentile (old benchstat)
+    q1, q3 = (float(q) for q in np.quantile(xs, [0.25, 0.75], method="median_unbiased"))
     lo, hi = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
     return xs[(xs >= lo) & (xs <= hi)]
 
