@@ -26,6 +26,7 @@ from typing import Literal
 
 import numpy as np
 import polars as pl
+from scipy import stats as sps
 
 from pgfslab.analysis.stats.adjust import AdjustMethod, adjust_pvalues
 from pgfslab.analysis.stats.benchstat_text import format_delta, format_ratio
@@ -265,8 +266,8 @@ def _geomean_row(rows: pl.DataFrame, baseline: str, candidate: str, adjust: str,
     """benchstat's last row: geometric means of the centers over benchmarks present on both sides
     with positive centers, and their ratio (no test)."""
     pos = rows.filter(pl.col("p").is_not_nan() & (pl.col("center_baseline") > 0) & (pl.col("center_candidate") > 0))
-    gb = float(np.exp(np.log(pos["center_baseline"].to_numpy()).mean())) if pos.height else math.nan
-    gc = float(np.exp(np.log(pos["center_candidate"].to_numpy()).mean())) if pos.height else math.nan
+    gb = float(sps.gmean(pos["center_baseline"].to_numpy())) if pos.height else math.nan
+    gc = float(sps.gmean(pos["center_candidate"].to_numpy())) if pos.height else math.nan
     note = (
         f"geomean over {pos.height} of {rows.height} benchmarks (present on both sides, positive centers)"
         if pos.height < rows.height
