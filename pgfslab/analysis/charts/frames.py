@@ -9,6 +9,7 @@ import polars as pl
 
 
 def group_keys(by: str | Sequence[str] | None) -> list[str]:
+    """`by` as a list of column names (none for None)."""
     return [by] if isinstance(by, str) else list(by or [])
 
 
