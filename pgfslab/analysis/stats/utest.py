@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import numpy as np
@@ -42,7 +42,7 @@ def u_null_distribution(n1: int, tie_sizes: tuple[int, ...] | list[int]) -> np.n
     return _u_null_distribution(n1, tuple(tie_sizes))
 
 
-@cache
+@lru_cache(maxsize=256)  # tie patterns repeat across a grid; bounded, as they are many
 def _u_null_distribution(n1: int, tie_sizes: tuple[int, ...]) -> np.ndarray:
     n = sum(tie_sizes)
     total2 = n * (n + 1)  # doubled sum of all ranks
