@@ -119,3 +119,16 @@ def utest_samples_needed(alpha: float = 0.05, limit: int = 10) -> int | None:
         if utest_min_p(n, n) <= alpha:
             return n
     return None
+
+
+def mann_whitney_p(a: np.ndarray | list[float], b: np.ndarray | list[float]) -> float:
+    """Two-sided Mann-Whitney U p-value as benchstat computes it (`utest`): exact up to
+    50 per side without ties and 25 with ties (conditional on the ties), else the normal
+    approximation with tie and continuity corrections. Without ties and for n < 8 this equals
+    scipy's default; scipy would switch to the normal approximation from n = 8 and ignore ties in
+    its exact method. NaN for an empty sample; 1 when all values are equal."""
+    return utest(a, b).p
+
+
+# the smallest two-sided p a rank test can give for these sample sizes (2 / C(n_a + n_b, n_a))
+min_possible_p = utest_min_p
