@@ -198,8 +198,8 @@ def test_same_target_same_colour_across_charts_and_row_orders() -> None:
     maps = [color_map(charts.chart_spec(c)) for c in (c1, c2, bars)]
     assert maps[0] == maps[1] == maps[2]
     assert set(maps[0]) == set(TARGETS)
-    svg1 = charts._svg(charts.chart_spec(c1))
-    svg2 = charts._svg(charts.chart_spec(c2))
+    svg1 = charts.chart_svg(charts.chart_spec(c1))
+    svg2 = charts.chart_svg(charts.chart_spec(c2))
     # every line stroke in the second figure is one the first figure also uses for that target
     strokes = lambda s: set(re.findall(r'stroke="(#[0-9a-fA-F]{6})"', s))  # noqa: E731
     assert strokes(svg2) <= strokes(svg1)

@@ -12,6 +12,9 @@ import pytest
 from scipy import stats as sps
 
 from pgfslab.analysis import stats
+from pgfslab.analysis.stats.benchstat_text import _fmt_num, si_scaler
+from pgfslab.analysis.stats.median_ci import median_ci_samples_needed
+from pgfslab.analysis.stats.utest import u_null_distribution, utest_samples_needed
 
 
 def brute_force_coverage(n: int, lo: int, hi: int) -> float:
@@ -25,11 +28,25 @@ def test_median_ci_ranks_exact_coverage(n):
     assert cov == pytest.approx(brute_force_coverage(n, lo, hi))
     if n >= 6:
         assert cov >= 0.95
-        # and it is the narrowest such symmetric interval
+        # and no interval with both ends moved in reaches 95 %
         if lo + 1 <= hi - 1:
             assert brute_force_coverage(n, lo + 1, hi - 1) < 0.95
     else:
         assert (lo, hi) == (1, n)
+
+
+@pytest.mark.parametrize("n", [6, 8, 11, 16, 24])
+def test_cell_interval_is_the_benchstat_interval(n):
+    # one interval of the median in the lab: a cell's and a benchstat table's are the same; n = 8
+    # by hand: binomial(8, 1/2) weights 1 8 28 56 70 56 28 8 1 / 256, from the mode outwards (left
+    # first on ties) until >= 95 %: ranks 1..7, coverage (256 - 1 - 8 - 1) / 256
+    v = np.sort(np.random.default_rng(n).normal(100, 10, n))
+    row = stats.cell_summary(pl.DataFrame({"c": ["x"] * n, "v": v}), "v", ["c"]).row(0, named=True)
+    s = stats.median_summary(v)
+    assert (row["median_ci_low"], row["median_ci_high"]) == (s.lo, s.hi)
+    assert row["ci_coverage"] == pytest.approx(s.confidence)
+    if n == 8:
+        assert stats.median_ci_ranks(8) == (1, 7, pytest.approx(246 / 256))
 
 
 def test_median_ci_n5_is_min_max_with_9375():
@@ -155,14 +172,12 @@ def test_median_summary_benchmath_cases():
 
 
 def test_samples_needed_benchmath_cases():
-    from pgfslab.analysis.stats import compare as sc
-
-    assert sc.median_ci_samples_needed(0.95) == 6
-    assert sc.median_ci_samples_needed(0.99) == 8
-    assert sc.median_ci_samples_needed(1.0) is None
-    assert sc.utest_samples_needed(0.05) == 4
-    assert sc.utest_samples_needed(0.01) == 5
-    assert sc.utest_samples_needed(1.0) == 1
+    assert median_ci_samples_needed(0.95) == 6
+    assert median_ci_samples_needed(0.99) == 8
+    assert median_ci_samples_needed(1.0) is None
+    assert utest_samples_needed(0.05) == 4
+    assert utest_samples_needed(0.01) == 5
+    assert utest_samples_needed(1.0) == 1
 
 
 S1, S2, S3, S4 = [2.0, 1, 3, 5], [12.0, 11, 13, 15], [0.0, 4, 6, 7], [2.0, 2, 2, 2]
@@ -203,8 +218,6 @@ def test_utest_all_equal_is_p1_with_note():
 
 
 def test_u_null_distribution_mann_whitney_1947_tables():
-    from pgfslab.analysis.stats.compare import _u_null_dist
-
     # P(U <= u) for n = 3 and n = 5 (rows u = 0..5, columns m = 1..n), Mann & Whitney (1947)
     udist3 = [
         [0.250000, 0.100000, 0.050000],
@@ -224,7 +237,7 @@ def test_u_null_distribution_mann_whitney_1947_tables():
     ]
     for n, table in ((3, udist3), (5, udist5)):
         for m in range(1, n + 1):
-            cdf = np.cumsum(_u_null_dist(m, [1] * (m + n)))  # index = 2U
+            cdf = np.cumsum(u_null_distribution(m, [1] * (m + n)))  # index = 2U
             for u in range(6):
                 assert cdf[2 * u] == pytest.approx(table[u][m - 1], abs=1e-6)
 
@@ -442,8 +455,6 @@ def test_format_benchstat_layout():
 
 
 def test_si_scaler_matches_benchstat_thresholds():
-    from pgfslab.analysis.stats.compare import _fmt_num, si_scaler
-
     cases = {671.87: "672", 5306.9: "5.31k", 30501.2: "30.5k", 31.6: "31.6", 2.5: "2.50", 123456789.0: "123M"}
     for v, want in cases.items():
         assert _fmt_num(v, si_scaler(v)) == want

@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import queries as data
+from pgfslab.analysis.charts import alt
 
 # workloads that commit writes (a select-only run has no fdatasync per transaction)
 READ_ONLY_BUILTINS = {"select-only"}
@@ -26,14 +27,14 @@ COW_FS = {"zfs", "btrfs"}
 
 
 def has_baseline(db: str, study: str) -> bool:
-    if not data._has(db, "device_baselines"):
+    if not data.has_table(db, "device_baselines"):
         return False
-    return bool(data._frame(db, "SELECT count(*) AS n FROM device_baselines WHERE study = ?", [study])["n"][0])
+    return bool(data.frame(db, "SELECT count(*) AS n FROM device_baselines WHERE study = ?", [study])["n"][0])
 
 
 def device_table(db: str, study: str) -> pl.DataFrame:
     """One row per measured target (see the module's docstring); numbers as the tools reported them."""
-    return data._frame(
+    return data.frame(
         db,
         """
         WITH j AS (
@@ -183,8 +184,6 @@ def section_tables(db: str, study: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 def ceiling_chart(df: pl.DataFrame) -> Any:
     """Per target: its device ceiling (1 / median fdatasync latency) and PostgreSQL's single-client commit
     rate, as horizontal bars on one axis."""
-    import altair as alt
-
     long = pl.concat(
         [
             df.select(

@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import altair as alt
-
 from pgfslab.analysis import charts
 from pgfslab.analysis import queries as data
 from pgfslab.paths import in_lab
@@ -22,7 +20,7 @@ class Setup(NamedTuple):
     figures_dir: Path
     tables_dir: Path
     cfg: dict[str, Any]
-    colors: alt.Scale
+    colors: charts.alt.Scale
 
 
 def setup(db: str | Path, study: str, figures_dir: str | Path, tables_dir: str | Path) -> Setup:

@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from IPython.display import Markdown, display
+
+from pgfslab.analysis import charts
 
 
 def fmt(value: Any, digits: int = 1) -> str:
@@ -198,8 +201,6 @@ class Publication:
 
     def text(self, markdown: str, *, paper: bool = True) -> None:
         """Display Markdown; with `paper` also put it in the paper's subsection."""
-        from IPython.display import Markdown, display
-
         display(Markdown(markdown))
         if paper:
             self.blocks.append({"kind": "text", "markdown": markdown})
@@ -208,8 +209,6 @@ class Publication:
     def figure(self, chart: Any, slug: str, caption: str) -> dict[str, Any]:
         """Save `chart` as `<figures_dir>/<slug>.{svg,pdf,png}`, display it with its caption and
         record it for the paper. Returns {format: path}."""
-        from pgfslab.analysis import charts
-
         paths = charts.save_chart(chart, self.figures_dir / slug)
         charts.show_saved(paths, caption)
         self.blocks.append({"kind": "figure", "path": str(paths["svg"]), "caption": caption})
@@ -226,8 +225,6 @@ class Publication:
         paper: bool = True,
     ) -> str:
         """Display `df` as a Markdown table with its caption (and record it for the paper)."""
-        from IPython.display import Markdown, display
-
         text = markdown_table(df, digits=digits, caption=caption, align=align)
         display(Markdown(text))
         if paper:

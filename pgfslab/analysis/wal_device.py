@@ -70,9 +70,9 @@ def device_roles(records: dict[str, dict[str, Any]]) -> pl.DataFrame:
 
 def diskstats(db: str, study: str, devices: list[str]) -> pl.DataFrame:
     """The diskstats samples of the study's successful runs for the named devices (epoch seconds)."""
-    if not devices or not data._has(db, "diskstats"):
+    if not devices or not data.has_table(db, "diskstats"):
         return pl.DataFrame()
-    return data._frame(
+    return data.frame(
         db,
         """
         SELECT d.run_id, epoch(d.ts) AS epoch_s, d.device, d.reads_completed, d.writes_completed,

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pgfslab.analysis.charts import alt
 from pgfslab.analysis.stats import compare_to_baseline, power
 from pgfslab.analysis.stats.cells import cell_summary
 
@@ -97,8 +98,6 @@ def precision_chart(cells: pl.DataFrame, goal: float | None, color_scale: Any = 
     """Each target's median per cell with its interval, as % of the median (so cells of different
     throughput share one axis), the precision goal as a band: a reader sees at once which cells are
     known to within the goal and which are not."""
-    import altair as alt
-
     df = cells.with_columns(
         pl.concat_str(
             pl.col("workload"),

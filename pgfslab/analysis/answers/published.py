@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import stats
-from pgfslab.analysis.queries import _SIZE_SUFFIX
+from pgfslab.analysis.queries import SIZE_SUFFIX
 
 LAB, PUB = "this lab", "published"
 ITEM_SCHEMA = {
@@ -67,7 +67,7 @@ def _empty() -> pl.DataFrame:
 def family(benchmark: pl.Expr) -> pl.Expr:
     """A micro-benchmark's name without its size (`delete_small_dir_2MB` -> `delete_small_dir`), as
     `queries.benchmark_family`."""
-    return benchmark.str.strip_prefix("fsbench/").str.replace(_SIZE_SUFFIX.pattern, "")
+    return benchmark.str.strip_prefix("fsbench/").str.replace(SIZE_SUFFIX.pattern, "")
 
 
 def pgbench_items(

@@ -5,36 +5,24 @@ of comparison: per-second samples within a run are autocorrelated and are not in
 
 `from pgfslab.analysis import stats` gives the whole API; the code lives in small modules:
 
-* here: cell summaries, median CI ranks, Mann-Whitney p, compare_to_baseline, fixed warm-up trim;
-* `stats_compare`: benchstat-style comparison (median CIs, U test, geomean), p-value adjustment;
-* `stats_latency`: latency percentiles, exact or bounded (pgbench aggregates, sysbench histograms);
-* `stats_series`: autocorrelation-aware CIs, MSER-5 warm-up detection, checkpoint attribution;
-* `stats_runs`: throughput stability (variance tables and tests), goodput;
-* `stats_storage`: compression ratios and page-level estimates, throughput-vs-size scaling.
+* `baseline`: each group against a baseline per cell (medians, U test p);
+* `cells`: cell summaries; `median_ci`: the median's order-statistic interval (benchstat's);
+* `utest`: the Mann-Whitney U test and its exact null distribution; `adjust`: p-value adjustment;
+* `summary`, `compare`: benchstat-style comparison (centers, U test, geomean); `benchstat_text`: its text;
+* `power`: the shift a U test could detect; `blocked`: tests stratified by block;
+* `latency`: latency percentiles, exact or bounded (pgbench aggregates, sysbench histograms);
+* `series`: autocorrelation-aware CIs, warm-up trim and MSER-5 detection, checkpoint attribution;
+* `runs`: throughput stability (variance tables and tests), goodput;
+* `storage`: compression ratios and page-level estimates, throughput-vs-size scaling.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-import polars as pl
-
-from pgfslab.analysis.stats.cells import cell_summary, median_ci_ranks
-from pgfslab.analysis.stats.compare import (
-    Summary,
-    UTestResult,
-    adjust_pvalues,
-    benchstat,
-    benchstat_grid,
-    format_benchstat,
-    median_summary,
-    pct_range,
-    quantile_ci_orders,
-    utest,
-    utest_min_p,
-    v1_summary,
-)
+from pgfslab.analysis.stats.adjust import adjust_pvalues
+from pgfslab.analysis.stats.baseline import compare_to_baseline
+from pgfslab.analysis.stats.benchstat_text import format_benchstat
+from pgfslab.analysis.stats.cells import cell_summary
+from pgfslab.analysis.stats.compare import benchstat, benchstat_grid
 from pgfslab.analysis.stats.latency import (
     PERCENTILES,
     aggregate_latency_summary,
@@ -42,6 +30,7 @@ from pgfslab.analysis.stats.latency import (
     latency_percentiles,
     sysbench_bucket_bounds,
 )
+from pgfslab.analysis.stats.median_ci import median_ci_ranks, quantile_ci_orders
 from pgfslab.analysis.stats.runs import goodput, stability_table, variance_comparison, variance_ratio, variance_test
 from pgfslab.analysis.stats.series import (
     MeanCI,
@@ -56,6 +45,7 @@ from pgfslab.analysis.stats.series import (
     mser_truncation,
     politis_white_block_length,
     run_mean_table,
+    trim_warmup,
 )
 from pgfslab.analysis.stats.storage import (
     Scaling,
@@ -66,69 +56,8 @@ from pgfslab.analysis.stats.storage import (
     page_compression_estimate,
     scaling_table,
 )
-
-
-def mann_whitney_p(a: np.ndarray | list[float], b: np.ndarray | list[float]) -> float:
-    """Two-sided Mann-Whitney U p-value as benchstat computes it (`stats_compare.utest`): exact up to
-    50 per side without ties and 25 with ties (conditional on the ties), else the normal
-    approximation with tie and continuity corrections. Without ties and for n < 8 this equals
-    scipy's default; scipy would switch to the normal approximation from n = 8 and ignore ties in
-    its exact method. NaN for an empty sample; 1 when all values are equal."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if len(a) == 0 or len(b) == 0:
-        return math.nan
-    return float(utest(a, b).p)
-
-
-def min_possible_p(n_a: int, n_b: int) -> float:
-    """The smallest two-sided p a rank test can give for these sample sizes (2 / C(n_a+n_b, n_a))."""
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
-
-
-def compare_to_baseline(
-    df: pl.DataFrame, value: str, cell: list[str], group: str, baseline: str, alpha: float = 0.05
-) -> pl.DataFrame:
-    """For each cell, each `group` level vs `baseline`: medians, delta %, Mann-Whitney p, verdict.
-
-    `significant` is False (shown as `~`) where p >= alpha or where the sample sizes cannot reach
-    alpha at all (`reachable` False) — the benchstat convention, with the reason kept.
-    """
-    rows = []
-    for key, part in df.filter(pl.col(value).is_not_null()).group_by(cell, maintain_order=True):
-        base = part.filter(pl.col(group) == baseline)[value].to_numpy()
-        for other in part[group].unique(maintain_order=True).to_list():
-            if other == baseline:
-                continue
-            cand = part.filter(pl.col(group) == other)[value].to_numpy()
-            if len(base) == 0 or len(cand) == 0:
-                continue
-            p = mann_whitney_p(base, cand)
-            reachable = min_possible_p(len(base), len(cand)) < alpha
-            mb, mc = float(np.median(base)), float(np.median(cand))
-            rows.append(
-                {
-                    **dict(zip(cell, key)),
-                    "baseline": baseline,
-                    group: other,
-                    "n_baseline": len(base),
-                    "n": len(cand),
-                    "median_baseline": mb,
-                    "median": mc,
-                    "delta_pct": 100.0 * (mc - mb) / mb if mb else math.nan,
-                    "p": p,
-                    "reachable": reachable,
-                    "significant": bool(reachable and p < alpha),
-                }
-            )
-    return pl.DataFrame(rows)
-
-
-def trim_warmup(df: pl.DataFrame, trim_s: float, time: str = "t_s") -> pl.DataFrame:
-    """Drop the first `trim_s` seconds of every run (fixed trim; recorded by the caller, or use
-    `apply_steady_state(method="fixed")`, which records `trim_s`/`trim_method` columns; MSER-5 per run
-    with `apply_steady_state()`)."""
-    return df.filter(pl.col(time) > trim_s)
-
+from pgfslab.analysis.stats.summary import Summary, median_summary, pct_range, v1_summary
+from pgfslab.analysis.stats.utest import UTestResult, mann_whitney_p, min_possible_p, utest, utest_min_p
 
 __all__ = [
     "PERCENTILES",

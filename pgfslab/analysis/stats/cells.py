@@ -2,31 +2,9 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import polars as pl
 
-from pgfslab.analysis.stats import _scipy as sps  # scipy.stats, imported on first use
-
-
-@cache
-def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
-    """Distribution-free CI for the median from order statistics.
-
-    Returns 1-based ranks (lo, hi) and the exact coverage P(x_(lo) <= median <= x_(hi)), from the
-    binomial(n, 1/2) distribution. The widest interval (min, max) is returned when n is too small
-    to reach `confidence`; its coverage then says how far short it falls (n=5: 93.75 %).
-    """
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    best = (1, n, 1 - 2 * 0.5**n)
-    for k in range(1, n // 2 + 1):
-        coverage = 1 - 2 * float(sps.binom.cdf(k - 1, n, 0.5))
-        if coverage >= confidence:
-            best = (k, n - k + 1, coverage)
-        else:
-            break
-    return best
+from pgfslab.analysis.stats.median_ci import median_ci_ranks
 
 
 def cell_summary(df: pl.DataFrame, value: str, by: list[str], confidence: float = 0.95) -> pl.DataFrame:

@@ -15,26 +15,16 @@ from functools import cache
 
 import numpy as np
 
+from pgfslab.analysis.stats.utest import u_null_distribution
+
 
 @cache
 def u_null_cdf(n1: int, n2: int) -> np.ndarray:
-    """P(U <= u) for u = 0..n1*n2 under the null (no ties), U = #{(i, j): x_i > y_j}, by the
-    recurrence f(n1, n2, u) = f(n1 - 1, n2, u - n2) + f(n1, n2 - 1, u) over arrangement counts."""
-    # counts[a][b] is the distribution of U for sizes (a, b); built row by row
-    table: dict[tuple[int, int], np.ndarray] = {}
-    for a in range(n1 + 1):
-        for b in range(n2 + 1):
-            if a == 0 or b == 0:
-                table[a, b] = np.ones(1, dtype=np.float64)
-                continue
-            dist = np.zeros(a * b + 1)
-            left = table[a - 1, b]  # the largest value is an x: it beats all b of the y's
-            dist[b : b + len(left)] += left
-            down = table[a, b - 1]  # the largest value is a y: it adds nothing
-            dist[: len(down)] += down
-            table[a, b] = dist
-    dist = table[n1, n2]
-    return np.cumsum(dist) / math.comb(n1 + n2, n1)
+    """P(U <= u) for u = 0..n1*n2 under the null (no ties), U = #{(i, j): x_i > y_j}: the exact
+    distribution of `utest.u_null_distribution` without ties (it holds 2 U; odd entries are 0)."""
+    cdf = np.cumsum(u_null_distribution(n1, [1] * (n1 + n2))[::2])
+    cdf.flags.writeable = False  # cached: shared by every caller
+    return cdf
 
 
 def critical_u(n1: int, n2: int, alpha: float) -> int | None:

@@ -7,8 +7,8 @@ from typing import Literal
 
 import numpy as np
 import polars as pl
+from scipy import stats as sps
 
-from pgfslab.analysis.stats import _scipy as sps  # scipy.stats, imported on first use
 from pgfslab.analysis.stats.series import politis_white_block_length
 
 F_NOTE = (

@@ -16,8 +16,7 @@ from typing import Literal
 
 import numpy as np
 import polars as pl
-
-from pgfslab.analysis.stats import _scipy as sps  # scipy.stats, imported on first use
+from scipy import stats as sps
 
 CIMethod = Literal["block-bootstrap", "neff-ar1", "neff-acf", "iid"]
 
@@ -469,3 +468,10 @@ def checkpoint_attribution(
         hi = 100 * (diff + z * se) / out["mean_out"]
     out["delta_pct_lo"], out["delta_pct_hi"] = lo, hi
     return out
+
+
+def trim_warmup(df: pl.DataFrame, trim_s: float, time: str = "t_s") -> pl.DataFrame:
+    """Drop the first `trim_s` seconds of every run (fixed trim; recorded by the caller, or use
+    `apply_steady_state(method="fixed")`, which records `trim_s`/`trim_method` columns; MSER-5 per run
+    with `apply_steady_state()`)."""
+    return df.filter(pl.col(time) > trim_s)

@@ -12,6 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
+import zstandard
+
+from pgfslab.analysis.stats.cells import cell_summary
 
 # a relation segment in base/<db oid>/: <filenode>[_fsm|_vm|_init][.<segment>]
 RELATION_FILE = re.compile(r"^\d+(?:_(?:fsm|vm|init))?(?:\.\d+)?$")
@@ -62,24 +65,18 @@ def compression_ratio(
 # ---------------------------------------------------------------------------- page-level estimate
 
 
-def _compressors(methods: Sequence[str], level: int | None) -> tuple[dict[str, Callable[[bytes], int]], list[str]]:
+def _compressors(methods: Sequence[str], level: int | None) -> dict[str, Callable[[bytes], int]]:
     out: dict[str, Callable[[bytes], int]] = {}
-    missing: list[str] = []
     for m in methods:
         if m in ("gzip", "zlib"):
             lvl = 6 if level is None else level
             out[m] = lambda b, lvl=lvl: len(zlib.compress(b, lvl))
         elif m == "zstd":
-            try:
-                import zstandard  # type: ignore[import-not-found]
-            except ImportError:
-                missing.append(m)
-                continue
             cctx = zstandard.ZstdCompressor(level=3 if level is None else level)
             out[m] = lambda b, c=cctx: len(c.compress(b))
         else:
             raise ValueError(f"unknown compression method {m!r} (zstd, gzip)")
-    return out, missing
+    return out
 
 
 def _relation_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -113,14 +110,13 @@ def page_compression_estimate(
     compressed_bytes, ratio = logical / compressed, space_savings = 1 - compressed / logical, and the
     allocation-aware allocated_bytes (each page rounded up to `sector_size`, never more than the page:
     a file system stores incompressible blocks as they are), allocated_ratio, allocated_savings.
-    "gzip" is zlib's deflate (level 6). "zstd" needs the `zstandard` package: when it is not
-    installed the method's row carries null numbers and a note (add zstandard to requirements.in).
+    "gzip" is zlib's deflate (level 6), "zstd" the `zstandard` package's (level 3).
     btrfs compresses 128 KiB extents, so it often does better than this per-page estimate on table
     data. `sample_pages` compresses a seeded random sample of pages instead of all.
     """
     paths = [path_or_paths] if isinstance(path_or_paths, (str, Path)) else list(path_or_paths)
     files = _relation_files(paths)
-    comps, missing = _compressors(methods, level)
+    comps = _compressors(methods, level)
     pages: list[tuple[Path, int]] = []
     for f in files:
         n = math.ceil(f.stat().st_size / page_size)
@@ -181,10 +177,6 @@ def page_compression_estimate(
     )
     if by_file:
         out = out.drop("files")
-    if missing:
-        note = "python package zstandard is not installed: add it to requirements.in to estimate zstd"
-        absent = pl.DataFrame({"method": missing, "note": [note] * len(missing)})
-        out = pl.concat([out, absent], how="diagonal_relaxed")
     order = {m: i for i, m in enumerate(methods)}
     return out.sort(
         pl.col("method").replace_strict(order, default=len(order), return_dtype=pl.Int64), maintain_order=True
@@ -251,8 +243,6 @@ def scaling_table(
     and, when the memory sizes and bytes_per_size_unit are known, `regime`: "fits shared_buffers",
     "fits RAM" (or the cgroup limit if lower) or "exceeds RAM". The thresholds come back as a second
     frame for the chart (`memory_thresholds`)."""
-    from pgfslab.analysis.stats.cells import cell_summary
-
     table = cell_summary(df, value_col, [*by, size_col], confidence).sort([*by, size_col])
     first = pl.col("median").sort_by(size_col).first().over(by) if by else pl.col("median").sort_by(size_col).first()
     table = table.with_columns((pl.col("median") / first).alias("rel_to_smallest"))

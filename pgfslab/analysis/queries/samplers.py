@@ -1,0 +1,151 @@
+"""The samplers on the run's clock (/proc/meminfo, pg_stat_*, snapshots), throughput on that clock,
+and the raw folders' server logs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from pgfslab.analysis.queries.connection import RUN_COLS, frame, has_table, of_ok_runs, target_condition
+
+
+def meminfo(db: str | Path, study: str, keys: list[str], targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """/proc/meminfo samples of `keys` per successful run; `t_s` = seconds since the run's first
+    sample, `epoch_s` the sample's time."""
+    cols = f"""{RUN_COLS}, epoch(m.ts) AS epoch_s,
+               epoch(m.ts) - epoch(min(m.ts) OVER (PARTITION BY m.run_id)) AS t_s, m.key, m.kb"""
+    return of_ok_runs(
+        db,
+        study,
+        "meminfo m",
+        cols,
+        "r.plan_index, m.ts",
+        targets=targets,
+        where="AND list_contains(?, m.key)",
+        params=[keys],
+    )
+
+
+def run_clock_origin(db: str | Path, study: str) -> dict[str, float]:
+    """run_id -> epoch of its first /proc/meminfo sample: t = 0 of the sampler series."""
+    df = frame(
+        db,
+        """SELECT m.run_id, epoch(min(m.ts)) AS t0 FROM meminfo m JOIN runs r USING (run_id)
+                       WHERE r.study = ? GROUP BY m.run_id""",
+        [study],
+    )
+    return dict(df.iter_rows())
+
+
+def snapshot_events(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """The snapshot scheduler's events of every successful run (snapshots.csv): `epoch_s` when the
+    action started, `action` (create, delete, ...), `duration_ms`. Empty without snapshots."""
+    if not has_table(db, "snapshots"):
+        return pl.DataFrame(
+            schema={"run_id": pl.Utf8, "epoch_s": pl.Float64, "action": pl.Utf8, "duration_ms": pl.Float64}
+        )
+    cols = f"{RUN_COLS}, epoch(s.ts) AS epoch_s, s.action, s.duration_ms"
+    return of_ok_runs(db, study, "snapshots s", cols, "r.plan_index, s.ts", targets=targets)
+
+
+def pgstat(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """The pg_stat sampler's rows (pgstat.csv) with `epoch_s`, and per-sample differences:
+    `commits_per_s` (xact_commit increase / elapsed), `checkpoints` (checkpoints_timed + _req
+    increase since the previous sample) and `buffers_checkpoint_delta`."""
+    if not has_table(db, "pgstat"):
+        return pl.DataFrame()
+    tc, tp = target_condition(targets)
+    return frame(
+        db,
+        f"""
+        WITH s AS (
+            SELECT {RUN_COLS}, epoch(p.ts) AS epoch_s, p.*
+            FROM pgstat p JOIN runs r USING (run_id)
+            WHERE r.study = ? AND r.status = 'ok' {tc})
+        SELECT * EXCLUDE (file_id, source_file, ts),
+               (xact_commit - lag(xact_commit) OVER w) / nullif(epoch_s - lag(epoch_s) OVER w, 0) AS commits_per_s,
+               (checkpoints_timed + checkpoints_req) - lag(checkpoints_timed + checkpoints_req) OVER w AS checkpoints,
+               buffers_checkpoint - lag(buffers_checkpoint) OVER w AS buffers_checkpoint_delta
+        FROM s WINDOW w AS (PARTITION BY run_id ORDER BY epoch_s)
+        ORDER BY plan_index, epoch_s""",
+        [study, *tp],
+    )
+
+
+def throughput_on_sampler_clock(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """Transactions per second of every successful PostgreSQL run on the samplers' clock (`t_s` =
+    seconds since the run's first /proc sample, the end of each interval), so that it lines up with
+    meminfo, pgstat and the server log: from pgbench's aggregate log (per-interval committed
+    transactions, epoch-stamped) when the run has one, else from the pg_stat sampler's xact_commit
+    increments (any tool; PostgreSQL flushes these counters about once a second, so single seconds
+    are lumpy). `source` says which."""
+    origin = run_clock_origin(db, study)
+    tc, tp = target_condition(targets)
+    parts: list[pl.DataFrame] = []
+    have: set[str] = set()
+    if has_table(db, "pgbench_aggregate"):
+        agg = frame(
+            db,
+            f"""
+            SELECT {RUN_COLS}, a.interval_start_s::DOUBLE AS epoch_s,
+                   coalesce(try_cast(any_value(rp.value) AS DOUBLE), 1.0) AS interval_s, sum(a.n_tx) AS n_tx
+            FROM pgbench_aggregate a JOIN runs r USING (run_id)
+            LEFT JOIN run_params rp ON rp.run_id = r.run_id AND rp.key = 'run.aggregate_interval_s'
+            WHERE r.study = ? AND r.status = 'ok' {tc}
+            -- pgbench -j N writes one aggregate log per thread: an interval's transactions are their sum
+            GROUP BY ALL""",
+            [study, *tp],
+        )
+        if agg.height:
+            agg = agg.with_columns(
+                (
+                    pl.col("epoch_s") + pl.col("interval_s") - pl.col("run_id").replace_strict(origin, default=None)
+                ).alias("t_s"),
+                (pl.col("n_tx") / pl.col("interval_s")).alias("tps"),
+                pl.lit("pgbench aggregate log").alias("source"),
+            )
+            parts.append(agg.drop("interval_s", "n_tx"))
+            have = set(agg["run_id"].unique().to_list())
+    ps = pgstat(db, study, targets)
+    if ps.height:
+        ps = ps.filter(~pl.col("run_id").is_in(list(have)) & pl.col("commits_per_s").is_not_null())
+        ps = ps.select(
+            *[c.split(".")[-1] for c in RUN_COLS.split(", ")],
+            "epoch_s",
+            (pl.col("epoch_s") - pl.col("run_id").replace_strict(origin, default=None)).alias("t_s"),
+            pl.col("commits_per_s").alias("tps"),
+            pl.lit("pg_stat_database xact_commit").alias("source"),
+        )
+        parts.append(ps)
+    if not parts:
+        return pl.DataFrame()
+    return pl.concat(parts, how="vertical_relaxed").filter(pl.col("t_s").is_not_null()).sort("plan_index", "t_s")
+
+
+def run_folders(db: str | Path, study: str, raw_dir: str | Path) -> dict[str, Path]:
+    """run_id -> its raw folder under `raw_dir` (the folder that holds `<study>/`), from the
+    ingested files' source names (`<study>/<run-id>/<file>`); only folders that exist."""
+    df = frame(
+        db,
+        """SELECT DISTINCT f.run_id, f.source_file FROM files f JOIN runs r USING (run_id)
+                       WHERE r.study = ? AND f.origin = 'local'""",
+        [study],
+    )
+    out: dict[str, Path] = {}
+    for run_id, source in df.iter_rows():
+        folder = Path(raw_dir) / Path(source).parent
+        if folder.is_dir():
+            out[run_id] = folder
+    return out
+
+
+def server_logs(db: str | Path, study: str, raw_dir: str | Path) -> dict[str, str]:
+    """run_id -> the text of the run's postgresql.log (kept in the raw folder, not ingested)."""
+    out = {}
+    for run_id, folder in run_folders(db, study, raw_dir).items():
+        log = folder / "postgresql.log"
+        if log.is_file():
+            out[run_id] = log.read_text(errors="replace")
+    return out

@@ -1,0 +1,158 @@
+"""Storage facts per run from run.json: footprints, compression, memory settings, data sets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pgfslab.analysis.queries.study_runs import run_records, runs
+
+_UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "16MB": 16 * 1024**2, "GB": 1024**3}
+
+
+def setting_bytes(settings: dict[str, Any], name: str) -> float | None:
+    """A pg_settings entry ({setting, unit}) in bytes (shared_buffers 16384 x 8kB -> 134217728)."""
+    s = (settings or {}).get(name) or {}
+    value, unit = s.get("setting"), s.get("unit")
+    if value is None or unit not in _UNIT_BYTES or not str(value).lstrip("-").isdigit():
+        return None
+    return float(int(value) * _UNIT_BYTES[unit])
+
+
+def fillfactor(rec: dict[str, Any]) -> int | None:
+    ds = rec.get("dataset") or {}
+    sb = ds.get("sysbench") or {}
+    if rec.get("tool") == "sysbench" or (sb and "fillfactor" in sb and ds.get("fillfactor") is None):
+        return sb.get("fillfactor") or 100
+    return ds.get("fillfactor") or 100
+
+
+def dataset_label(rec: dict[str, Any]) -> str:
+    """The data set a run used: `pgbench scale 20` or `sysbench 4 x 250,000 rows`."""
+    ds = rec.get("dataset") or {}
+    if rec.get("tool") == "sysbench":
+        sb = ds.get("sysbench") or {}
+        return f"sysbench {sb.get('tables', '?')} x {sb.get('table_size', 0):,} rows"
+    if rec.get("tool") == "fsmicro":
+        return "files (fsmicro)"
+    return f"pgbench scale {ds.get('scale', '?')}"
+
+
+def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """Per successful run, its footprint at the end of the run, from run.json: PostgreSQL's sizes
+    (`database_bytes` = pg_database_size of the benchmark database, `all_databases_bytes`,
+    `relations_bytes` = sum of the listed relations' total size), the file system's
+    (`fs_used_bytes`, statvfs of the target; ZFS's `used` on zfs), btrfs `compsize` (`compsize_disk_bytes` on
+    disk after compression, `compsize_uncompressed_bytes` the files' logical size, `compsize_referenced_bytes`),
+    ZFS's own accounting of the target's dataset (`zfs get`, run.json `zfs_footprint`: `zfs_used_bytes`,
+    `zfs_logicalused_bytes` where the pool has the property, else null, `zfs_logicalused_est_bytes` = used x
+    compressratio where it has not (zfs-fuse), `zfs_compressratio`, `zfs_implementation`), with the cell
+    columns, `fillfactor` and `dataset`."""
+    rows = []
+    info = runs(db, study, only_ok=True, targets=targets)
+    recs = run_records(db, study, targets=targets)
+    for r in info.iter_rows(named=True):
+        rec = recs.get(r["run_id"]) or {}
+        pg = rec.get("postgres") or {}
+        comp = rec.get("compsize") or {}
+        zfp = rec.get("zfs_footprint") or {}
+        rels = pg.get("relations") or []
+        rows.append(
+            {
+                "run_id": r["run_id"],
+                "target": r["target"],
+                "target_label": r["target_label"],
+                "fs": r["fs"],
+                "mount_options": r["mount_options"],
+                "workload": r["workload"],
+                "tool": r["tool"],
+                "clients": r["clients"],
+                "repeat": r["repeat"],
+                "plan_index": r["plan_index"],
+                "fillfactor": fillfactor(rec),
+                "dataset": dataset_label(rec),
+                "database_bytes": pg.get("database_bytes"),
+                "all_databases_bytes": pg.get("all_databases_bytes"),
+                "relations_bytes": sum(int(x.get("total_bytes") or 0) for x in rels) if rels else None,
+                "fs_used_bytes": rec.get("fs_used_bytes"),
+                "compsize_disk_bytes": comp.get("disk_bytes"),
+                "compsize_uncompressed_bytes": comp.get("uncompressed_bytes"),
+                "compsize_referenced_bytes": comp.get("referenced_bytes"),
+                "zfs_used_bytes": zfp.get("used"),
+                "zfs_logicalused_bytes": zfp.get("logicalused"),
+                "zfs_logicalused_est_bytes": zfp.get("logicalused_est"),
+                "zfs_compressratio": zfp.get("compressratio"),
+                "zfs_implementation": zfp.get("implementation"),
+            }
+        )
+    schema = {
+        "run_id": pl.Utf8,
+        "target": pl.Utf8,
+        "target_label": pl.Utf8,
+        "fs": pl.Utf8,
+        "mount_options": pl.Utf8,
+        "workload": pl.Utf8,
+        "tool": pl.Utf8,
+        "clients": pl.Int64,
+        "repeat": pl.Int64,
+        "plan_index": pl.Int64,
+        "fillfactor": pl.Int64,
+        "dataset": pl.Utf8,
+        "database_bytes": pl.Int64,
+        "all_databases_bytes": pl.Int64,
+        "relations_bytes": pl.Int64,
+        "fs_used_bytes": pl.Int64,
+        "compsize_disk_bytes": pl.Int64,
+        "compsize_uncompressed_bytes": pl.Int64,
+        "compsize_referenced_bytes": pl.Int64,
+        "zfs_used_bytes": pl.Int64,
+        "zfs_logicalused_bytes": pl.Int64,
+        "zfs_logicalused_est_bytes": pl.Int64,
+        "zfs_compressratio": pl.Float64,
+        "zfs_implementation": pl.Utf8,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def memory_facts(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """Per successful run the memory sizes that bound a data set: `shared_buffers_bytes` (as in
+    force), `ram_bytes` (MemTotal), `cgroup_limit_bytes` (the study's memory limit when the cgroup
+    was applied, else null), `cgroup_applied`, and the run's `database_bytes` and `dataset`."""
+    rows = []
+    info = runs(db, study, only_ok=True, targets=targets)
+    recs = run_records(db, study, targets=targets)
+    for r in info.iter_rows(named=True):
+        rec = recs.get(r["run_id"]) or {}
+        pg = rec.get("postgres") or {}
+        limit_mb = (rec.get("resources") or {}).get("memory_limit_mb")
+        applied = bool((rec.get("cgroup") or {}).get("applied"))
+        rows.append(
+            {
+                "run_id": r["run_id"],
+                "target": r["target"],
+                "workload": r["workload"],
+                "shared_buffers_bytes": setting_bytes(pg.get("settings") or {}, "shared_buffers"),
+                "ram_bytes": float((rec.get("host") or {}).get("mem_total_kb") or 0) * 1024 or None,
+                "cgroup_limit_bytes": float(limit_mb) * 2**20 if limit_mb and applied else None,
+                "cgroup_limit_requested_bytes": float(limit_mb) * 2**20 if limit_mb else None,
+                "cgroup_applied": applied,
+                "database_bytes": pg.get("database_bytes"),
+                "dataset": dataset_label(rec),
+            }
+        )
+    schema = {
+        "run_id": pl.Utf8,
+        "target": pl.Utf8,
+        "workload": pl.Utf8,
+        "shared_buffers_bytes": pl.Float64,
+        "ram_bytes": pl.Float64,
+        "cgroup_limit_bytes": pl.Float64,
+        "cgroup_limit_requested_bytes": pl.Float64,
+        "cgroup_applied": pl.Boolean,
+        "database_bytes": pl.Int64,
+        "dataset": pl.Utf8,
+    }
+    return pl.DataFrame(rows, schema=schema)

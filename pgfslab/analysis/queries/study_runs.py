@@ -1,0 +1,96 @@
+"""The study's record and config, its runs and targets, in the config's order."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pgfslab.analysis.queries.connection import MissingData, frame, require, target_condition
+from pgfslab.config.yaml_text import safe_load
+
+
+def study_info(db: str | Path) -> dict[str, object]:
+    """The study's record (one row of table `study`)."""
+    return require(frame(db, "SELECT * FROM study"), "study record").row(0, named=True)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_config(text: str) -> dict[str, Any]:
+    return safe_load(text)  # type: ignore[no-any-return]
+
+
+def study_config(db: str | Path) -> dict[str, Any]:
+    """The study's resolved config (study.yaml as ingested); the caller's own copy."""
+    return copy.deepcopy(_parsed_config(str(study_info(db)["config_yaml"])))
+
+
+def runs(db: str | Path, study: str, *, only_ok: bool = False, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    cond = "AND status = 'ok'" if only_ok else ""
+    tc, tp = target_condition(targets, "runs")
+    return frame(
+        db, f"SELECT * EXCLUDE (run_json) FROM runs WHERE study = ? {cond} {tc} ORDER BY plan_index", [study, *tp]
+    )
+
+
+def targets(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    tc, tp = target_condition(targets, "targets")
+    return frame(db, f"SELECT * EXCLUDE (target_json) FROM targets WHERE study = ? {tc} ORDER BY target", [study, *tp])
+
+
+def target_names(db: str | Path, study: str, targets: Sequence[str] | None = None) -> list[str]:
+    """Every target of the study (the colour scale's domain), in the config's order."""
+    cfg = study_config(db)
+    names = list(cfg.get("targets") or {})
+    if not names:
+        names = runs(db, study)["target"].unique(maintain_order=True).to_list()
+    return [t for t in names if not targets or t in targets]
+
+
+def in_config_order(
+    df: pl.DataFrame, db: str | Path, study: str, by: Sequence[str] = (), col: str = "target"
+) -> pl.DataFrame:
+    """`df` sorted by `by` columns, then by `col` in the order the config lists the targets (labels
+    such as `x (FALLBACK: ...)` sort with their target)."""
+    rank = {t: i for i, t in enumerate(target_names(db, study))}
+    key = (
+        pl.col(col)
+        .cast(pl.Utf8)
+        .str.replace(r" \(FALLBACK.*$", "")
+        .replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
+    )
+    return df.sort([*by, key, col]) if by else df.sort([key, col])
+
+
+def baseline_target(db: str | Path, study: str, targets: Sequence[str] | None = None) -> str:
+    """The comparison baseline: the first target of the config (among `targets`)."""
+    names = target_names(db, study, targets)
+    if not names:
+        raise MissingData("no targets in this study database")
+    return names[0]
+
+
+def run_records(
+    db: str | Path, study: str, *, targets: Sequence[str] | None = None, only_ok: bool = True
+) -> dict[str, dict[str, Any]]:
+    """run_id -> the run's run.json (as ingested), in plan order."""
+    cond = "AND status = 'ok'" if only_ok else ""
+    tc, tp = target_condition(targets, "r")
+    df = frame(db, f"SELECT run_id, run_json FROM runs r WHERE study = ? {cond} {tc} ORDER BY plan_index", [study, *tp])
+    return {r: json.loads(j) for r, j in df.iter_rows()}
+
+
+def target_records(db: str | Path, study: str) -> dict[str, dict[str, Any]]:
+    """target -> its target.json (set-up record: mkfs, mount, bulk load)."""
+    df = frame(db, "SELECT target, target_json FROM targets WHERE study = ? ORDER BY target", [study])
+    return {t: json.loads(j) for t, j in df.iter_rows()}
+
+
+def workloads_with_tool(db: str | Path, study: str, tools: Sequence[str]) -> list[str]:
+    cfg = study_config(db)
+    return [w for w, wl in (cfg.get("workloads") or {}).items() if wl.get("tool") in tools]
