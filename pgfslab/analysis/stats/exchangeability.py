@@ -191,19 +191,29 @@ def _ordered(frame: pl.DataFrame, value: str) -> pl.DataFrame:
     return frame.filter(pl.col(value).is_not_null() & (pl.col(value) > 0)).sort("repeat", "plan_index")
 
 
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def _evidence_words(run: dict[str, object], others: pl.DataFrame) -> str:
-    """'3 requested checkpoints (others' median 15); device reads 120/s (others' median 8/s)': what was
-    recorded of the run, beside the median of the cell's other runs."""
-    parts = []
+    """'3 requested checkpoints (others' median 15); device reads 120/s (others' median 8.5/s)': what was
+    recorded of the run, beside the median of the cell's other runs; counts that are 0 for the run and
+    the others alike are summed up as 'no ...'."""
+    parts, none = [], []
     for col, (words, unit) in EVIDENCE.items():
         v = run.get(col)
         if v is None or (isinstance(v, float) and math.isnan(v)):
             continue
-        text = f"{words} {float(v):,.0f}{unit}" if unit else f"{float(v):g} {words}"
         typical = others[col].cast(pl.Float64).fill_nan(None).drop_nulls()
-        if typical.len():
-            text += f" (others' median {float(typical.median()):,.3g}{unit})"  # type: ignore[arg-type]
+        med = float(typical.median()) if typical.len() else None  # type: ignore[arg-type]
+        if not unit and float(v) == 0 and not med:
+            none.append(words)
+            continue
+        text = f"{words} {_num(float(v))}{unit}" if unit else f"{float(v):g} {words}"
+        if med is not None:
+            text += f" (others' median {_num(med)}{unit})"
         parts.append(text)
+    parts += [f"no {' or '.join(none)}"] if none else []
     return "; ".join(parts) if parts else "no sampler evidence recorded"
 
 
