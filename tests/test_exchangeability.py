@@ -141,6 +141,11 @@ def test_reason_and_the_outlier_run_with_its_evidence() -> None:
         "btrfs.tpcb.c4.r1 ran at 350, 0.15x its cell's median 2,300 (round 1): "
         "3 requested checkpoints (others' median 17); device reads 120/s (others' median 8.5/s)"
     )
+    # with a second target whose round 1 ran at half its median, the whole round was slow
+    both = pl.concat([runs, cell([500, 1000, 1000, 1000, 1000], target="ext4")])
+    out = ex.outlier_runs(both, evidence).filter(pl.col("target") == "btrfs").row(0, named=True)
+    assert out["same_round_others"] == 0.5
+    assert out["reason"].endswith("; the other targets' runs of round 1: 0.50x their medians")
     row = ex.exchangeability(runs, evidence).row(0, named=True)
     assert row["flagged"] and row["outlier_runs"] == "btrfs.tpcb.c4.r1"
     assert row["reason"].startswith("first round 0.15x the median of the rest (20.9 MADs off")
@@ -224,6 +229,7 @@ def test_days_differ_by_hand() -> None:
     row = days.days_agreement(days.by_day(d1, d2), "ext4").row(0, named=True)
     assert (row["ratio_day_1"], row["lo_day_1"], row["hi_day_1"]) == pytest.approx((1.0, 0.9704455, 1.0304545))
     assert (row["ratio_day_2"], row["lo_day_2"], row["hi_day_2"]) == pytest.approx((1.5, 1.4556683, 1.5456818))
+    assert row["coverage_day_1"] == pytest.approx(1 - 38 / 924)
     assert row["ratio_blocked"] == pytest.approx(1.2247449)
     assert row["day_share_baseline"] == pytest.approx(0.0)
     assert row["day_share_target"] == pytest.approx(0.995757, abs=1e-6)

@@ -31,7 +31,9 @@ one half as fast are the same distance from the median):
   about 7 at n = 4, 8 at n = 5 and 5 at n = 8; the usual k = 3 would flag a run in one cell of 5 in four with
   nothing wrong). Each flagged run comes with its sampler evidence where recorded (requested and timed
   checkpoints during the run, autovacuum activity, device reads per second), beside the median of the
-  cell's other runs, so a reader sees whether the odd run also had odd surroundings.
+  cell's other runs, so a reader sees whether the odd run also had odd surroundings, and with how the
+  cell's other targets did in the same round (their runs of that round over their own medians): when
+  they were as far off, the round was, not the target.
 
 Every check needs at least 4 runs (n = 3 is reported, not judged). The checks are screening, per cell,
 without adjustment for the number of cells: with alpha = 0.05 about one cell in twenty of a perfectly
@@ -49,6 +51,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -217,6 +220,17 @@ def _evidence_words(run: dict[str, object], others: pl.DataFrame) -> str:
     return "; ".join(parts) if parts else "no sampler evidence recorded"
 
 
+def _same_round(relative: pl.DataFrame, run: dict[str, Any], cell: Sequence[str]) -> float | None:
+    """The median, over the cell's other targets, of their run of the same round over their own median:
+    near the outlier's own ratio, the whole round was off (the machine, not the target); near 1, only it."""
+    same = relative.filter(
+        pl.all_horizontal(pl.col(c) == run[c] for c in cell),
+        pl.col("repeat") == run["repeat"],
+        pl.col("target") != run["target"],
+    )["_rel"]
+    return float(same.median()) if same.len() else None  # type: ignore[arg-type]
+
+
 def outlier_runs(
     frame: pl.DataFrame,
     evidence: pl.DataFrame | None = None,
@@ -231,6 +245,8 @@ def outlier_runs(
     checkpoints_req, checkpoints_timed, autovacuum, reads_per_s) and `reason` in words."""
     by = ["target", *cell]
     runs = frame if evidence is None else frame.join(evidence, on="run_id", how="left")
+    # each run against its own target-cell's median: how the cell's other targets did in the same round
+    relative = _ordered(frame, value).with_columns((pl.col(value) / pl.col(value).median().over(by)).alias("_rel"))
     rows = []
     for _, part in _ordered(runs, value).group_by(by, maintain_order=True):
         mask = outlier_mask(part[value].to_numpy(), alpha, k)
@@ -249,8 +265,14 @@ def outlier_runs(
                     "value": run[value],
                     "ratio_to_median": ratio,
                     **{c: run.get(c) for c in EVIDENCE if c in runs.columns},
+                    "same_round_others": (same := _same_round(relative, run, cell)),
                     "reason": f"{run['run_id']} ran at {run[value]:,.0f}, {ratio:.2f}x its cell's median "
-                    f"{med:,.0f} (round {run['repeat']}): {_evidence_words(run, others)}",
+                    f"{med:,.0f} (round {run['repeat']}): {_evidence_words(run, others)}"
+                    + (
+                        ""
+                        if same is None
+                        else f"; the other targets' runs of round {run['repeat']}: {same:.2f}x their medians"
+                    ),
                 }
             )
     schema = {c: frame.schema[c] for c in by} | {
@@ -258,6 +280,7 @@ def outlier_runs(
         "repeat": pl.Int64,
         "value": pl.Float64,
         "ratio_to_median": pl.Float64,
+        "same_round_others": pl.Float64,
     }
     schema |= {c: runs.schema[c] for c in EVIDENCE if c in runs.columns} | {"reason": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
