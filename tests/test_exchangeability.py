@@ -151,6 +151,8 @@ def test_reason_and_the_outlier_run_with_its_evidence() -> None:
     assert row["reason"].startswith("first round 0.15x the median of the rest (20.9 MADs off")
     calm = ex.exchangeability(cell([2350, 2000, 2600, 2400, 2300])).row(0, named=True)
     assert not calm["flagged"] and calm["reason"].startswith("exchangeable")
+    few = ex.exchangeability(cell([350, 2000, 2600])).row(0, named=True)
+    assert not few["judged"] and not few["flagged"] and few["reason"] == "not judged: 3 runs (the checks need 4)"
 
 
 # ---------------------------------------------------------------------------- A/A, by hand
@@ -377,3 +379,38 @@ def test_recorded_two_hosts_as_two_days(dbs: dict[str, Path]) -> None:
     overlap = not (plain["h1"][1] > plain["h2"][2] or plain["h2"][1] > plain["h1"][2])
     assert row["agree"] == overlap
     assert row["verdict"].startswith("days agree" if overlap else "days differ: ")
+
+
+@pytest.mark.slow  # executes a notebook
+def test_notebook_on_a_recorded_study(dbs: dict[str, Path], tmp_path: Path) -> None:
+    """The notebook on wal-zfs with zfs-gzip-walext4 standing in as zfs-gzip's twin: its table has every
+    target-cell with the run count and CV of the raw files, the figure is written, and the A/A band and the
+    comparisons against it are in the paper's blocks."""
+    import papermill as pm
+
+    pm.execute_notebook(
+        str(REPO / "notebooks" / "exchangeability.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        parameters={
+            "db": str(dbs["wal-zfs"]),
+            "study": "wal-zfs",
+            "figures_dir": str(tmp_path / "figs"),
+            "tables_dir": str(tmp_path / "tables"),
+            "alpha": 0.05,
+            "trim_s": 1,
+            "aa_twins": {"zfs-gzip-walext4": "zfs-gzip"},
+        },
+        kernel_name="python3",
+        progress_bar=False,
+        cwd=str(REPO / "notebooks"),
+    )
+    table = pl.read_parquet(tmp_path / "tables" / "exchangeability.parquet")
+    for (target, c), runs in raw_units(STUDIES / "wal-zfs").items():
+        row = table.filter(pl.col("target") == target, pl.col("clients") == int(c.rsplit("c", 1)[1])).row(0, named=True)
+        tps = [v for _, v, _ in runs]
+        assert row["n"] == len(tps)
+        assert row["cv"] == pytest.approx(statistics.stdev(tps) / statistics.mean(tps))
+    assert (tmp_path / "figs" / "exchangeability.svg").stat().st_size > 1000
+    blocks = json.loads((tmp_path / "tables" / "exchangeability.json").read_text())["blocks"]
+    text = " ".join(b.get("markdown", "") + b.get("caption", "") for b in blocks)
+    assert "A/A band" in text and "zfs-gzip-walext4" in text

@@ -63,6 +63,7 @@ CELL = ("workload", "clients")
 MAD_SCALE = 1.4826  # MAD of a normal sample x this estimates its standard deviation
 SIMULATIONS = 100_000  # per critical value: its Monte Carlo error is about 1 % of it
 SEED = 20261127
+MIN_RUNS = 4  # the fewest runs any of the checks judges
 # what the evidence columns are called in plain words, and their unit
 EVIDENCE = {
     "checkpoints_req": ("requested checkpoints", ""),
@@ -105,7 +106,7 @@ def outlier_critical(n: int, alpha: float = 0.05) -> float:
     """k for `outlier_mask`: the 1 - alpha quantile of the largest scaled distance from the median among
     n normal values (simulated, fixed seed), so a cell of n runs from one log-normal distribution shows an
     outlier with probability alpha. NaN for n < 4 (no rule for three runs)."""
-    if n < 4:
+    if n < MIN_RUNS:
         return math.nan
     x = np.random.default_rng(SEED + 100 + n).standard_normal((SIMULATIONS, n))
     return float(np.quantile(_scaled_distance(x, x).max(axis=1), 1 - alpha))
@@ -115,7 +116,7 @@ def outlier_critical(n: int, alpha: float = 0.05) -> float:
 def first_critical(n: int, alpha: float = 0.05) -> float:
     """k for `first_round`: the 1 - alpha quantile of the scaled distance of one new normal value from the
     median of n - 1 others (simulated, fixed seed). NaN for n < 4."""
-    if n < 4:
+    if n < MIN_RUNS:
         return math.nan
     x = np.random.default_rng(SEED + 200 + n).standard_normal((SIMULATIONS, n))
     return float(np.quantile(_scaled_distance(x[:, :1], x[:, 1:])[:, 0], 1 - alpha))
@@ -152,7 +153,7 @@ def gap_ratio(values: ArrayLike) -> float:
     """The largest gap between two groups of >= 2 sorted log values over the wider group's range (NaN for
     fewer than 4 values; inf when both groups are single values repeated)."""
     x = np.log(np.asarray(values, float))
-    if len(x) < 4:
+    if len(x) < MIN_RUNS:
         return math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(_gap_ratios(x[None, :])[0])
@@ -172,7 +173,7 @@ def _gap_ratios(logs: NDArray[np.float64]) -> NDArray[np.float64]:
 def gap_critical(n: int, alpha: float = 0.05) -> float:
     """The 1 - alpha quantile of the gap ratio among n values from one normal distribution on the log
     scale (simulated, fixed seed): above it, n runs look like two groups. NaN for n < 4."""
-    if n < 4:
+    if n < MIN_RUNS:
         return math.nan
     x = np.random.default_rng(SEED + n).standard_normal((SIMULATIONS, n))
     return float(np.quantile(_gap_ratios(x), 1 - alpha))
@@ -182,7 +183,7 @@ def outlier_mask(values: ArrayLike, alpha: float = 0.05, k: float | None = None)
     """Runs whose log lies outside median -+ k x 1.4826 MAD of their cell's logs; k = `outlier_critical`
     unless given. None flagged with fewer than 4 runs."""
     logs = np.log(np.asarray(values, float))
-    if len(logs) < 4:
+    if len(logs) < MIN_RUNS:
         return np.zeros(len(logs), bool)
     return _scaled_distance(logs, logs) > (k if k is not None else outlier_critical(len(logs), alpha))
 
@@ -304,7 +305,7 @@ def exchangeability(
         x = part[value].to_numpy()
         n = len(x)
         rounds = part["repeat"].to_numpy()
-        tr = trend(rounds, x)
+        tr = trend(rounds, x) if n >= MIN_RUNS else Trend(math.nan, math.nan, math.nan)
         fr = first_round(x, alpha)
         gap, crit = gap_ratio(x), gap_critical(n, alpha)
         mine = outliers.filter(pl.all_horizontal(pl.col(c) == v for c, v in zip(by, key)))
@@ -325,7 +326,6 @@ def exchangeability(
             why.append(f"two groups of runs (gap {gap:.1f}x the wider group's spread; above {crit:.1f})")
         if mine.height:
             why.append("outlier " + ", ".join(mine["run_id"].to_list()))
-        note = "" if n >= 4 else f" (only {n} runs: bimodality and trend cannot be judged)"
         rows.append(
             {
                 **dict(zip(by, key)),
@@ -341,9 +341,13 @@ def exchangeability(
                 "gap_critical": crit,
                 **flags,
                 "outlier_runs": ", ".join(mine["run_id"].to_list()),
+                "judged": n >= MIN_RUNS,
                 "flagged": bool(why),
-                "reason": ("; ".join(why) if why else "exchangeable: no trend, first round, two groups or outlier")
-                + note,
+                "reason": "; ".join(why)
+                if why
+                else "exchangeable: no trend, first round, two groups or outlier"
+                if n >= MIN_RUNS
+                else f"not judged: {n} runs (the checks need {MIN_RUNS})",
             }
         )
     return pl.DataFrame(rows)
