@@ -17,19 +17,19 @@ one half as fast are the same distance from the median):
   too often at these n: under exchangeability the first of n runs lies outside the others' range with
   probability 2/n (40 % at n = 5), and the textbook 3 MADs, estimated from four runs, is crossed by a
   quarter of perfectly ordinary runs.
-* **bimodality** (`bimodality`): the gap ratio. Sort the logs; for every split leaving at least two
+* **bimodality** (`gap_ratio`): the gap ratio. Sort the logs; for every split leaving at least two
   runs on each side, the gap between the two sides divided by the wider side's own range; the largest
   over the splits. Two modes are two groups farther apart than either is wide. Moment-based measures
   (the bimodality coefficient from skewness and kurtosis) are dominated by one value at n = 5-10, and a
   dip test needs tens of values; the gap ratio needs only four (2 + 2), and requiring two runs per side
   leaves a single stray run to the outlier rule. Its null distribution depends strongly on n, so the
   critical value is the 1 - alpha quantile of the gap ratio among n normal values (one log-normal mode),
-  simulated with a fixed seed (`gap_critical`; about 3.6 at n = 4, 2.6 at n = 5, 1.2 at n = 8).
-* **run-level outliers** (`outliers`): runs whose log value lies outside median +- k x 1.4826 x MAD of
+  simulated with a fixed seed (`gap_critical`; about 3.5 at n = 4, 2.5 at n = 5, 1.25 at n = 8).
+* **run-level outliers** (`outlier_mask`): runs whose log value lies outside median +- k x 1.4826 x MAD of
   their cell. k depends on n (`outlier_critical`): the 1 - alpha quantile of the largest scaled distance
   among n normal values, so a cell of one log-normal mode shows an outlier with probability alpha (k is
-  about 7 at n = 4, 8 at n = 5 and 5 at n = 8; the usual k = 3 would flag a run in one cell of 5 in four with
-  nothing wrong). Each flagged run comes with its sampler evidence where recorded (requested and timed
+  about 7 at n = 4, 8 at n = 5 and 5 at n = 8; the usual k = 3 would flag a run in about one cell of
+  five runs in four, with nothing wrong). Each flagged run comes with its sampler evidence where recorded (requested and timed
   checkpoints during the run, autovacuum activity, device reads per second), beside the median of the
   cell's other runs, so a reader sees whether the odd run also had odd surroundings, and with how the
   cell's other targets did in the same round (their runs of that round over their own medians): when
