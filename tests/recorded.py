@@ -205,6 +205,7 @@ def _missing_cases(st: dict[str, Study]) -> dict[str, tuple[Path, str, str | Non
         "sysbench_qps": (fs_db.db, fs_db.study, wl_fs),
         "variance_significance": (fs_db.db, fs_db.study, None),
         "precision": (fs_db.db, fs_db.study, None),
+        "exchangeability": (fs_db.db, fs_db.study, None),
         "dirty_memory_checkpoints": (fs_db.db, fs_db.study, None),
         "scaling": (fs_db.db, fs_db.study, None),
         "fs_micro": (pg_db.db, pg_db.study, None),

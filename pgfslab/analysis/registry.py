@@ -8,6 +8,7 @@ tools its workloads use):
     sysbench_qps-<wl>           sysbench workloads (per-second queries read/write/other; seed 002's table)
     variance_significance       any pgbench/sysbench workload
     precision                   any pgbench/sysbench workload (precision per cell, detectable differences)
+    exchangeability             any pgbench/sysbench workload (trend, first round, two groups, outliers; A/A band)
     dirty_memory_checkpoints    any pgbench/sysbench workload (meminfo is always sampled)
     scaling                     any pgbench/sysbench workload
     compression_footprint       always
@@ -34,6 +35,7 @@ STUDY_WIDE = (
     "compression_footprint",
     "variance_significance",
     "precision",
+    "exchangeability",
     "dirty_memory_checkpoints",
     "scaling",
     "fs_micro",
@@ -146,6 +148,7 @@ def jobs(cfg: dict[str, Any]) -> list[Job]:
     out.append(Job("compression_footprint", "compression_footprint"))
     if series:
         out += [Job(n, n) for n in ("variance_significance", "precision", "dirty_memory_checkpoints", "scaling")]
+        out.append(Job("exchangeability", "exchangeability"))
     if any(wl["tool"] == "fsmicro" for wl in cfg["workloads"].values()):
         out.append(Job("fs_micro", "fs_micro"))
     if comparable(cfg):

@@ -1,0 +1,107 @@
+"""Are the runs exchangeable, and where is the noise floor? The notebook `exchangeability.ipynb`.
+
+Per target and cell, the four checks of `stats.exchangeability` (trend over rounds, first round against
+the rest, two groups, run-level outliers with their samplers' evidence), a figure of every run's headline
+value by round, and, when the study carries an A/A twin of its baseline (`aa_of` in the twin's target
+spec, or the notebook's `aa_twins`), the A/A ratio and band per cell beside every comparison with the
+baseline (`stats.aa`).
+
+Input is one headline value per run (`queries.headline`: pgbench and sysbench tps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from pgfslab.analysis.stats import aa
+from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
+from pgfslab.analysis.verdicts.ratio import ratio_ci
+
+CELL = ("workload", "clients")
+
+
+def cell_expr() -> pl.Expr:
+    """`tpcb/c=4`: a cell's name in tables and figure panels."""
+    return pl.concat_str(pl.col("workload"), pl.lit("/c="), pl.col("clients").cast(pl.Utf8)).alias("cell")
+
+
+def labels(headline: pl.DataFrame) -> dict[str, str]:
+    return dict(headline.select("target", "target_label").unique().iter_rows())
+
+
+def checks(headline: pl.DataFrame, evidence: pl.DataFrame | None, alpha: float) -> pl.DataFrame:
+    """`exchangeability` per target and cell, with the target's label and the cell's name."""
+    out = exchangeability(headline, evidence, alpha=alpha)
+    if out.height == 0:
+        return out
+    return out.with_columns(
+        cell_expr(), pl.col("target").replace_strict(labels(headline), default=pl.col("target")).alias("target_label")
+    )
+
+
+def flagged_runs(headline: pl.DataFrame, evidence: pl.DataFrame | None, alpha: float) -> pl.DataFrame:
+    """`outlier_runs` with the cell's name."""
+    out = outlier_runs(headline, evidence, alpha=alpha)
+    return out.with_columns(cell_expr()) if out.height else out
+
+
+def rounds_chart(headline: pl.DataFrame, flagged: pl.DataFrame, color_scale: Any = None) -> Any:
+    """Every run's headline value by round, one line per target, one panel per cell (log scale, each panel
+    its own): a trend, a slow first round or two groups show as shapes; outlier runs are ringed in red."""
+    import altair as alt
+
+    df = headline.with_columns(
+        cell_expr(), pl.col("run_id").is_in(flagged["run_id"].to_list() if flagged.height else []).alias("outlier")
+    ).sort("plan_index")
+    base = alt.Chart().encode(
+        x=alt.X("repeat:O", title="round"),
+        y=alt.Y("value:Q", title="throughput (tps)", scale=alt.Scale(type="log", zero=False)),
+        color=alt.Color("target_label:N", scale=color_scale, title="target"),
+    )
+    lines = base.mark_line(opacity=0.5).encode(detail="target_label:N")
+    dots = base.mark_point(filled=True, size=40).encode(
+        tooltip=["run_id", "repeat", "plan_index", alt.Tooltip("value:Q", format=",.0f")]
+    )
+    rings = (
+        alt.Chart()
+        .mark_point(size=220, color="#d62728", strokeWidth=2)
+        .encode(x="repeat:O", y="value:Q")
+        .transform_filter(alt.datum.outlier)
+    )
+    return (
+        alt.layer(lines, dots, rings, data=df)
+        .properties(width=320, height=150)
+        .facet(row=alt.Row("cell:N", title=None))
+        .resolve_scale(y="independent")
+    )
+
+
+def twins(cfg: Mapping[str, Any], given: Mapping[str, str] | None) -> dict[str, str]:
+    """twin -> baseline: `given` (the notebook's parameter) or the config's `aa_of` keys."""
+    return dict(given) if given else aa.twins_from_config(cfg)
+
+
+def comparisons(headline: pl.DataFrame, baseline: str, alpha: float, skip: list[str]) -> pl.DataFrame:
+    """Per cell, every target but the baseline and `skip` (the twins) against the baseline: `ratio_ci`."""
+    rows = []
+    for key, part in headline.group_by(list(CELL), maintain_order=True):
+        a = part.filter(pl.col("target") == baseline)["value"].to_numpy()
+        for t in part["target"].unique(maintain_order=True).to_list():
+            b = part.filter(pl.col("target") == t)["value"].to_numpy()
+            if t == baseline or t in skip or len(a) == 0 or len(b) == 0:
+                continue
+            ci = ratio_ci(a, b, alpha)
+            rows.append(
+                {
+                    **dict(zip(CELL, key)),
+                    "target": t,
+                    "ratio": ci.ratio,
+                    "lo": ci.lo,
+                    "hi": ci.hi,
+                    "n": f"{ci.n_a}+{ci.n_b}",
+                }
+            )
+    return pl.DataFrame(rows)

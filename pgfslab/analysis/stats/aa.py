@@ -1,0 +1,200 @@
+"""The noise floor: an A/A control, its band, and whether an effect lies inside it.
+
+A study may carry a target that is the exact twin of its baseline (the same spec, interleaved like the
+others; proposed config key on the twin: `aa_of: <baseline>`). Whatever separates the twin from its
+baseline is the instrument's own noise on this machine: run order, the image file's place on the host's
+disk, the state the host was in. `aa_ratios` computes twin/baseline per cell with exactly the interval the
+lab uses for target comparisons (`verdicts.ratio.ratio_ci`: the Hodges-Lehmann ratio with the exact
+Mann-Whitney interval), so an A/A interval and a comparison's interval mean the same thing.
+
+The band. Which of two identical targets is called the twin is arbitrary, so the noise band is symmetric on
+the log scale: h = max(hi, 1/lo) of the A/A interval, band [1/h, h]. An A/A interval of [0.97, 1.02] gives
+the band [0.971, 1.031]: the two identical targets could come out 3 % apart either way.
+
+`against_noise` says where a comparison's ratio B/A with its interval [lo, hi] lies:
+
+* "outside the A/A band": the whole interval clears the band (lo > h or hi < 1/h): a finding;
+* "inside the A/A band": the ratio itself lies within the band: the instrument alone moves two identical
+  targets that far, so this is not a finding;
+* "overlaps the A/A band": the ratio lies outside the band but its interval reaches into it: not
+  separated from the instrument's noise at these run counts.
+
+`pseudo_aa` checks the other way round, on real runs, that the comparison does not find effects where
+there are none: it splits each target's runs of a cell into two pseudo-targets (alternating rounds, and
+many random balanced splits) and counts how often the comparison rejects; for a valid comparison that is
+at most alpha (tests/test_exchangeability.py, on the recorded studies).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+import polars as pl
+from numpy.typing import ArrayLike, NDArray
+
+from pgfslab.analysis.verdicts.ratio import RatioCI, ratio_ci
+
+CELL = ("workload", "clients")
+CONFIG_KEY = "aa_of"  # proposed: targets.<twin>.aa_of = <baseline>
+Noise = Literal["outside the A/A band", "inside the A/A band", "overlaps the A/A band"]
+T = TypeVar("T")
+
+
+def twins_from_config(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """twin -> baseline for every target whose spec names its baseline under `aa_of`."""
+    return {
+        name: str(spec[CONFIG_KEY])
+        for name, spec in (cfg.get("targets") or {}).items()
+        if isinstance(spec, Mapping) and spec.get(CONFIG_KEY)
+    }
+
+
+def aa_band(lo: float, hi: float) -> tuple[float, float]:
+    """The symmetric band [1/h, h], h = max(hi, 1/lo), of an A/A interval [lo, hi]; (0, inf) for none."""
+    if not (lo > 0 and math.isfinite(hi)):
+        return 0.0, math.inf
+    h = max(hi, 1 / lo)
+    return 1 / h, h
+
+
+def against_noise(ratio: float, lo: float, hi: float, band_lo: float, band_hi: float) -> Noise | None:
+    """Where a comparison's ratio and interval lie against an A/A band (module docstring); None when
+    either is unknown."""
+    if any(v is None or math.isnan(v) for v in (ratio, lo, hi, band_lo, band_hi)):
+        return None
+    if lo > band_hi or hi < band_lo:
+        return "outside the A/A band"
+    if band_lo <= ratio <= band_hi:
+        return "inside the A/A band"
+    return "overlaps the A/A band"
+
+
+def aa_ratios(
+    frame: pl.DataFrame,
+    twins: Mapping[str, str],
+    *,
+    value: str = "value",
+    cell: Sequence[str] = CELL,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    """Per cell and twin: twin/baseline (`ratio_ci`) with its interval and exact coverage, the interval's
+    half-width in %, and the symmetric A/A band. `frame` has one row per run: target, the cell's columns,
+    `value`."""
+    rows = []
+    data = frame.filter(pl.col(value).is_not_null() & (pl.col(value) > 0))
+    for key, part in data.group_by(list(cell), maintain_order=True):
+        for twin, baseline in twins.items():
+            a = part.filter(pl.col("target") == baseline)[value].to_numpy()
+            b = part.filter(pl.col("target") == twin)[value].to_numpy()
+            if len(a) == 0 or len(b) == 0:
+                continue
+            ci = ratio_ci(a, b, alpha)
+            band_lo, band_hi = aa_band(ci.lo, ci.hi)
+            rows.append(
+                {
+                    **dict(zip(cell, key)),
+                    "baseline": baseline,
+                    "twin": twin,
+                    "n_baseline": ci.n_a,
+                    "n_twin": ci.n_b,
+                    "aa_ratio": ci.ratio,
+                    "aa_lo": ci.lo,
+                    "aa_hi": ci.hi,
+                    "aa_coverage": ci.confidence,
+                    "aa_half_width_pct": ci.half_width_pct,
+                    "band_lo": band_lo,
+                    "band_hi": band_hi,
+                }
+            )
+    return pl.DataFrame(rows)
+
+
+def with_noise(
+    comparisons: pl.DataFrame,
+    aa: pl.DataFrame,
+    *,
+    cell: Sequence[str] = CELL,
+    ratio: str = "ratio",
+    lo: str = "lo",
+    hi: str = "hi",
+) -> pl.DataFrame:
+    """`comparisons` (one row per cell and compared target, with columns `ratio`, `lo`, `hi`) with the
+    cell's A/A band (the widest, if the study has several twins) and `noise` (`against_noise`)."""
+    band = aa.group_by(list(cell)).agg(pl.col("band_lo").min(), pl.col("band_hi").max())
+    out = comparisons.join(band, on=list(cell), how="left")
+    return out.with_columns(
+        pl.Series(
+            "noise",
+            [
+                against_noise(*(math.nan if v is None else float(v) for v in r))
+                for r in out.select(ratio, lo, hi, "band_lo", "band_hi").iter_rows()
+            ],
+            dtype=pl.Utf8,
+        )
+    )
+
+
+# ---------------------------------------------------------------------------- pseudo A/A on real runs
+
+
+def lab_rejects(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> bool:
+    """The lab's comparison of two targets' runs: does the `ratio_ci` interval at 1 - alpha exclude 1
+    (only an interval that reaches that coverage counts)?"""
+    ci: RatioCI = ratio_ci(np.asarray(a, float), np.asarray(b, float), alpha)
+    return bool(ci.confidence >= 1 - alpha - 1e-9 and (ci.lo > 1 or ci.hi < 1))
+
+
+def centered_logs(values: ArrayLike) -> NDArray[np.float64]:
+    """log(values) - their mean: a unit's runs on a common scale, so that units can be pooled."""
+    x = np.log(np.asarray(values, float))
+    return x - x.mean()
+
+
+def alternate(items: Sequence[T]) -> tuple[list[T], list[T]]:
+    """Rounds 1, 3, 5, ... and 2, 4, ... (items in round order)."""
+    return list(items[0::2]), list(items[1::2])
+
+
+@dataclass(frozen=True)
+class PseudoAA:
+    alternating_rejected: bool  # the comparison rejected at the alternating-rounds split
+    rejections: int  # over the random splits
+    splits: int
+    n_a: int  # runs (or items) on each side of a split
+    n_b: int
+
+    @property
+    def rate(self) -> float:
+        return self.rejections / self.splits if self.splits else math.nan
+
+
+def pseudo_aa(
+    units: Sequence[Sequence[T]],
+    compare: Callable[[list[T], list[T]], bool],
+    *,
+    splits: int = 2000,
+    seed: int = 20261127,
+) -> PseudoAA:
+    """A true A/A from real runs. Each unit is one target's runs of one cell in round order; every split
+    divides each unit into two pseudo-targets (first the alternating rounds, then `splits` random
+    balanced ones: the unit's runs shuffled, then alternated) and pools the units' sides; `compare(a, b)`
+    says whether the comparison rejects. Pooling across units needs values on a common scale
+    (`centered_logs`, done by the caller)."""
+    rng = np.random.default_rng(seed)
+
+    def split(order: list[list[int]]) -> tuple[list[T], list[T]]:
+        a: list[T] = []
+        b: list[T] = []
+        for unit, idx in zip(units, order):
+            ia, ib = alternate(idx)
+            a += [unit[i] for i in ia]
+            b += [unit[i] for i in ib]
+        return a, b
+
+    a0, b0 = split([list(range(len(u))) for u in units])
+    hits = sum(compare(*split([list(rng.permutation(len(u))) for u in units])) for _ in range(splits))
+    return PseudoAA(bool(compare(a0, b0)), int(hits), splits, len(a0), len(b0))
