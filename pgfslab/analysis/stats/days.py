@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike
+from scipy import stats as sps
 
-from pgfslab.analysis.stats import _scipy as sps  # scipy.stats, imported on first use
 from pgfslab.analysis.stats.blocked import host_variance_share, van_elteren
 from pgfslab.analysis.verdicts.ratio import ratio_ci
 

@@ -56,8 +56,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
-
-from pgfslab.analysis.stats import _scipy as sps  # scipy.stats, imported on first use
+from scipy import stats as sps
 
 CELL = ("workload", "clients")
 MAD_SCALE = 1.4826  # MAD of a normal sample x this estimates its standard deviation
