@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pgfslab.config import checks, yaml_text
 from pgfslab.config import study as config
-from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -279,14 +279,14 @@ def test_pgbench_scripts_resolve_next_to_the_config(tmp_path):
 def test_the_schema_is_parsed_once_per_version_of_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The schema is cached (every command validates a config) and read with libyaml where PyYAML has it: the
     same document as PyYAML's pure-Python loader gives, and an edited schema file is read again."""
-    text = config.SCHEMA_PATH.read_text()
-    schema, _ = config._schema()
+    text = checks.SCHEMA_PATH.read_text()
+    schema, _ = checks.schema()
     assert schema == yaml.load(text, Loader=yaml.SafeLoader)
     raw = yaml.safe_load((REPO / "config" / "default.yaml").read_text())
     raw["run"]["duration_s"] = 30
     copy = tmp_path / "config.schema.yaml"
     copy.write_text(text)
-    monkeypatch.setattr(config, "SCHEMA_PATH", copy)
+    monkeypatch.setattr(checks, "SCHEMA_PATH", copy)
     assert config.validate(raw)["run"]["duration_s"] == 30
     edited = text.replace(
         "duration_s: {type: integer, minimum: 1, default: 20}", "duration_s: {type: integer, minimum: 60, default: 60}"

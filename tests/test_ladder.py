@@ -40,7 +40,9 @@ def test_a_rungs_data_set_and_database():
     assert ds["scale"] == 30 and ds["rung"] == 2
     assert config.dataset_for(c, "ext4")["scale"] == 20  # the study's own without a rung
     assert config.database_for(2) == "pgfslab_d2" and config.database_for(None) == "postgres"
-    cmd = pgbench.init_command("pgbench", ["-h", "/tmp"], ds, config.database_for(2))
+    cmd = pgbench.init_command(
+        "pgbench", ["-h", "/tmp"], config.Study.from_dict(c).dataset_for("ext4", 2), "pgfslab_d2"
+    )
     assert cmd[-1] == "pgfslab_d2" and cmd[cmd.index("-s") + 1] == "30"
 
 
@@ -64,7 +66,12 @@ def test_sysbench_rungs_are_table_sizes():
     )
     ds = config.dataset_for(c, "x", 2)
     assert ds["sysbench"]["table_size"] == 50000
-    cmd = sysbench.run_command("/tmp", 5432, c["workloads"]["ro"], 4, c["run"], ds, "pgfslab_d2")
+    study = config.Study.from_dict(c)
+    view = study.run_view(study.find_run("x.ro.d2.c4.r1"))
+    assert view.postgres.database == "pgfslab_d2" and view.duration_s == 20
+    cmd = sysbench.run_command(
+        "/tmp", 5432, view.workload, 4, view.duration_s, view.run, view.dataset, view.postgres.database
+    )
     assert "--pgsql-db=pgfslab_d2" in cmd and "--table-size=50000" in cmd
 
 

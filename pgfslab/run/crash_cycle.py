@@ -10,38 +10,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config import study as cfgmod
+from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, powercut, targets
-from pgfslab.run.common import (
-    copy_log_since,
-    log_size,
-    now,
-    say,
-    server_port,
-    write_json,
-)
+from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
 from pgfslab.run.progress import Progress
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import process
 
 
-def _durability_run(
-    cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str, record: dict[str, Any]
-) -> process.Outcome:
+def durability_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any]) -> process.Outcome:
     """One durability check (pgfslab/runners/durability.py): write, crash, restart, verify.
 
     Writes durability.json (the parser `durability` reads it). The run fails only when the cycle could
     not be completed (no commit before the crash, no restart); lost transactions are its result."""
     from pgfslab.runners import durability
 
-    wl = cfg["workloads"][spec.workload]
-    bindir = postgres.bindir(cfg["postgres"].get("bindir"))
-    user = cfg["postgres"]["user"]
-    settings = cfgmod.pg_settings_for(cfg, spec.target, spec.workload)
-    limits = cgroups.limits_from_config(cfg["resources"], mnt.device)
-    crash_after = float(wl.get("crash_after_s", 3))
-    requested = wl.get("crash", "power-loss")
+    spec, wl, pg, label = view.spec, view.workload, view.postgres, view.label
+    bindir = postgres.bindir(pg.bindir)
+    user = pg.user
+    settings = pg.settings
+    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device)
+    crash_after = float(3 if wl.crash_after_s is None else wl.crash_after_s)
+    requested = wl.crash or "power-loss"
     crash = requested
     can_cut, why = powercut.power_cut_possible(mnt)
     rec: dict[str, Any] = {
@@ -63,8 +54,8 @@ def _durability_run(
     out.mkdir()
     tag = f"{spec.run_id}@{now()}"
     rec["tag"] = tag
-    port = server_port(cfg, spec.target)
-    wd = cfgmod.workdir(cfg)
+    port = pg.port
+    wd = view.target.workdir
     server: dict[str, Any] = {}
     record["server"] = server
     record["postgres_settings"] = settings
@@ -79,7 +70,7 @@ def _durability_run(
                 copy_log_since(log, offset, rdir / name)
             del logs[name]
 
-    with cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg:
+    with cgroups.limited(cgroups.cgroup_name(view.target.study, spec.target), limits) as cg:
         try:
             # 1. write, then crash
             with postgres.running(
@@ -98,7 +89,7 @@ def _durability_run(
                 rec["settings"] = effective
                 cmd = durability.client_command(cl.conninfo, tag, spec.clients, scale, out.resolve(), crash_after + 120)
                 record["commands"] = [cmd]
-                with Samplers(rdir, cfg["sampler"]):
+                with Samplers(rdir, view.sampler):
                     # before a power cut, the server log as the server wrote it (page cache included)
                     crash_info = _write_and_crash(
                         cg.command(cmd),
@@ -117,7 +108,7 @@ def _durability_run(
             # 2. restart (after a power cut: the file system is mounted again from what the image holds)
             vmnt = mnt
             if crash == "power-loss":
-                vmnt = targets.remount(wd, spec.target, cfg["targets"][spec.target], user)
+                vmnt = targets.remount(wd, spec.target, view.target.spec.to_dict(), user)
                 rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
                 record["mount_after_crash"] = vmnt.describe()
                 logs["durability/postgresql.after-crash.log"] = (
