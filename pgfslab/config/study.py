@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 
 from pgfslab import paths
-from pgfslab.config import checks, yaml_text
-from pgfslab.config.checks import COMMON_KEYS, SCHEMA_PATH, TOOL_KEYS, validate
+from pgfslab.config import yaml_text
+from pgfslab.config.checks import validate
 from pgfslab.config.model import (
     Dataset,
     OsSettings,
@@ -39,7 +39,6 @@ from pgfslab.config.model import (
 from pgfslab.errors import LabError
 
 REPO = paths.LAB
-__all__ = ["COMMON_KEYS", "SCHEMA_PATH", "TOOL_KEYS", "LabError", "validate"]
 
 
 @dataclass(frozen=True)
@@ -343,7 +342,7 @@ def load_study(path: str | Path) -> Study:
 def resolve(raw: Any, source: str, base: Path) -> dict[str, Any]:
     """Validate a config (as read, or as Snakemake merged it) and make the files it names absolute: custom
     pgbench scripts are named relative to the config file's folder `base`."""
-    cfg = checks.validate(raw, source)
+    cfg = validate(raw, source)
     for wl in cfg["workloads"].values():
         for item in wl.get("scripts") or []:
             if not Path(item["file"]).is_absolute():
