@@ -237,42 +237,50 @@ class Study(StudyConfig):
 
     # --- what Snakemake compares (a job re-runs when its text changes)
 
+    @functools.cached_property
+    def mapping(self) -> dict[str, Any]:
+        """The validated mapping (to_dict), made once: fingerprints are read from it, as Snakemake asks for
+        every job's. Not to be changed by a caller."""
+        return self.to_dict()
+
     def run_fingerprint(self, r: RunSpec) -> str:
         """Everything a run's result depends on, as one text: Snakemake re-runs a run when it changes (and
         only then: a copied raw folder with arbitrary file times is never re-measured)."""
+        m = self.mapping
         return json.dumps(
             {
-                "target": self.targets[r.target].to_dict(),
-                "workload": self.workloads[r.workload].to_dict(),
+                "target": m["targets"][r.target],
+                "workload": m["workloads"][r.workload],
                 "clients": r.clients,
-                "dataset": self.dataset.to_dict()
+                "dataset": m["dataset"]
                 if r.rung is None
                 else dataset_record(self.dataset_for(r.target, r.rung), r.rung),
-                "run": self.run.to_dict(),
-                "sampler": self.sampler.to_dict(),
-                "postgres": self.postgres.to_dict(),
-                "os": self.os.to_dict(),
-                "resources": self.resources.to_dict(),
-                "snapshots": self.snapshots.to_dict() if self.snapshots else None,
+                "run": m["run"],
+                "sampler": m["sampler"],
+                "postgres": m["postgres"],
+                "os": m["os"],
+                "resources": m["resources"],
+                "snapshots": m.get("snapshots"),
                 # only an optional round depends on the precision target (whether it runs at all); the key is
                 # absent otherwise, so adding `precision` to a study never re-measures its fixed rounds
-                **({"precision": self.precision.to_dict()} if r.optional and self.precision else {}),
+                **({"precision": m["precision"]} if r.optional else {}),
             },
             sort_keys=True,
         )
 
     def target_fingerprint(self, target: str) -> str:
         """Everything a prepared target (file system, cluster, loaded data) depends on."""
+        m = self.mapping
         wal = self.targets[target].wal_on
         return json.dumps(
             {
-                "target": self.targets[target].to_dict(),
-                "dataset": self.dataset.to_dict(),
-                "postgres": self.postgres.to_dict(),
+                "target": m["targets"][target],
+                "dataset": m["dataset"],
+                "postgres": m["postgres"],
                 "tools": sorted(self.tools()),
                 "snapshots": target in self.snapshot_targets(),
-                **({"wal_on": self.targets[wal].to_dict()} if wal else {}),
-                **({"ladder": self.ladder.to_dict()} if self.ladder else {}),
+                **({"wal_on": m["targets"][wal]} if wal else {}),
+                **({"ladder": m["ladder"]} if self.ladder else {}),
             },
             sort_keys=True,
         )
@@ -287,8 +295,8 @@ class Study(StudyConfig):
 
     def baseline_fingerprint(self, target: str) -> str:
         """Everything a target's device baseline depends on: its spec and the baseline settings."""
-        conf = self.device_baseline.to_dict() if self.device_baseline else None
-        return json.dumps({"target": self.targets[target].to_dict(), "device_baseline": conf}, sort_keys=True)
+        m = self.mapping
+        return json.dumps({"target": m["targets"][target], "device_baseline": m.get("device_baseline")}, sort_keys=True)
 
     def baseline_inputs(self, target: str) -> list[str]:
         """The device baseline a target's runs wait for (none when the study has no baseline)."""
