@@ -103,8 +103,8 @@ def run_config(cfg: dict[str, Any], build: Path = Path("build")) -> Path:
     whenever the config changes. With the frozen file as their input, a changed workload was frozen and
     analysed in one `make run` and measured only in the next: a paper whose frozen config did not match its
     runs. The file written here exists before any job starts, so the parameters are compared in one pass."""
-    study = labcfg.as_study(cfg)
-    path = build / study.study / (f"run-config-{study.host}.json" if study.host else "run-config.json")
+    host = cfg.get("host")
+    path = build / str(cfg["study"]) / (f"run-config-{host}.json" if host else "run-config.json")
     text = frozen_json(cfg)
     if not path.exists() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
