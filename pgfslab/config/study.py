@@ -384,53 +384,12 @@ def find_run(cfg: StudyLike, run_id: str) -> tuple[RunSpec, int]:
     return study.find_run(run_id), len(study.runs)
 
 
-def tools(cfg: StudyLike) -> set[str]:
-    return as_study(cfg).tools()
-
-
-def dataset_for(cfg: StudyLike, target: str, rung: int | None = None) -> dict[str, Any]:
-    """The study's dataset with the target's overrides (and a rung's size and number) merged in."""
-    return dataset_record(as_study(cfg).dataset_for(target, rung), rung)
-
-
-def os_for(cfg: StudyLike, workload: str) -> dict[str, Any]:
-    return as_study(cfg).os_for(workload).to_dict()
-
-
-def pg_settings_for(cfg: StudyLike, target: str, workload: str | None = None) -> dict[str, Any]:
-    return as_study(cfg).pg_settings_for(target, workload)
-
-
-def precision_cells(cfg: StudyLike) -> set[tuple[str, int]]:
-    return as_study(cfg).precision_cells()
-
-
-def repeats_for(cfg: StudyLike, workload: str, clients: int) -> int:
-    return as_study(cfg).repeats_for(workload, clients)
-
-
-def ladder_rungs(cfg: StudyLike) -> list[int]:
-    return as_study(cfg).ladder_rungs()
-
-
-def rungs_for(cfg: StudyLike, workload: str) -> list[int | None]:
-    return as_study(cfg).rungs_for(workload)
-
-
-def snapshot_targets(cfg: StudyLike) -> list[str]:
-    return as_study(cfg).snapshot_targets()
-
-
 def workdir(cfg: StudyLike) -> Path:
     return as_study(cfg).work_dir
 
 
 def raw_dir_of(cfg: StudyLike) -> Path:
     return as_study(cfg).raw_dir
-
-
-def host_suffix(cfg: StudyLike) -> str:
-    return as_study(cfg).host_suffix
 
 
 def run_fingerprint(cfg: StudyLike, r: RunSpec) -> str:
@@ -444,10 +403,6 @@ def target_fingerprint(cfg: StudyLike, target: str) -> str:
 def wal_target_inputs(cfg: StudyLike, study: str, target: str) -> list[str]:
     wal = as_study(cfg).targets[target].wal_on
     return [str(raw_dir(study, as_study(cfg).host) / "_setup" / wal / "target.json")] if wal else []
-
-
-def baseline_enabled(cfg: StudyLike) -> bool:
-    return as_study(cfg).baseline_enabled()
 
 
 def baseline_fingerprint(cfg: StudyLike, target: str) -> str:
