@@ -1,5 +1,5 @@
-"""What every stage that touches the machine shares: the run.json schema version, JSON writing, setup folders and
-ports, copying the server log, progress lines, and the disk-full diagnosis.
+"""What every stage that touches the machine shares: the run.json schema version, JSON writing, where WAL lives,
+copying the server log, progress lines, and the disk-full diagnosis.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config import study as cfgmod
 from pgfslab.config import targets as target_spec
 from pgfslab.config.model import TargetSpec
 from pgfslab.host import postgres
@@ -59,10 +58,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
     os.replace(tmp, path)
-
-
-def setup_dir(study: str, target: str, host: str | None = None) -> Path:
-    return cfgmod.raw_dir(study, host) / "_setup" / target
 
 
 def copy_log_since(log: Path, offset: int, dest: Path) -> None:

@@ -413,12 +413,6 @@ def settings(conf: DeviceBaseline | None) -> dict[str, Any] | None:
     return {**DEFAULTS, **{k: v for k, v in conf.to_dict().items() if k != "enabled"}}
 
 
-def out_dir(study: str, target: str, host: str | None = None) -> Path:
-    from pgfslab.run.common import setup_dir
-
-    return setup_dir(study, target, host) / BASELINE_DIR
-
-
 def baseline_target(cfg: StudyLike, target: str) -> Path:
     """Mount a prepared target and measure it without PostgreSQL (PostgreSQL's cluster there is not
     started): the fio jobs and pg_test_fsync in a directory of the lab's on it, raw outputs and
