@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pgfslab.config import checks, yaml_text
 from pgfslab.config import study as config
-from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -127,11 +127,11 @@ def full() -> dict:
 
 def test_new_sections_validate_with_defaults():
     cfg = config.validate(full())
-    assert cfg["snapshots"]["offset_s"] == 0 and config.snapshot_targets(cfg) == ["c", "disk"]
+    assert cfg["snapshots"]["offset_s"] == 0 and config.Study.from_dict(cfg).snapshot_targets() == ["c", "disk"]
     assert cfg["targets"]["disk"]["format"] is True and "format" not in cfg["targets"]["a"]
     plain = config.validate(base())
     assert plain["os"] == {"drop_caches": True} and plain["resources"] == {} and "snapshots" not in plain
-    assert config.snapshot_targets(plain) == []
+    assert config.Study.from_dict(plain).snapshot_targets() == []
 
 
 def test_drop_caches_is_one_setting():
@@ -244,17 +244,21 @@ def test_target_and_workload_overrides_merge_over_the_study():
     cfg["workloads"]["w"]["postgres_settings"] = {"synchronous_commit": "off"}
     cfg["os"] = {"vm_dirty_bytes": "1GB"}
     cfg["workloads"]["w"]["os"] = {"vm_dirty_background_bytes": "32MB"}
-    c = config.validate(cfg)
-    assert config.pg_settings_for(c, "a", "w") == {"shared_buffers": "64MB", "fsync": "on", "synchronous_commit": "off"}
-    assert config.pg_settings_for(c, "b", "w") == {
+    c = config.Study.from_dict(config.validate(cfg))
+    assert c.pg_settings_for("a", "w") == {"shared_buffers": "64MB", "fsync": "on", "synchronous_commit": "off"}
+    assert c.pg_settings_for("b", "w") == {
         "shared_buffers": "64MB",
         "fsync": "off",
         "synchronous_commit": "off",
     }
-    assert config.dataset_for(c, "b")["sysbench"] == {"tables": 2, "table_size": 1000, "fillfactor": 70}
-    assert config.dataset_for(c, "a")["sysbench"] == {"tables": 2, "table_size": 1000}
-    os_w = config.os_for(c, "w")
-    assert os_w["vm_dirty_bytes"] == "1GB" and os_w["vm_dirty_background_bytes"] == "32MB"
+    assert c.dataset_for("b").sysbench.to_dict() == {"tables": 2, "table_size": 1000, "fillfactor": 70}
+    assert c.dataset_for("a").sysbench.to_dict() == {"tables": 2, "table_size": 1000}
+    os_w = c.os_for("w")
+    assert os_w.vm_dirty_bytes == "1GB" and os_w.vm_dirty_background_bytes == "32MB"
+    # the run's view carries the same: PostgreSQL settings of the run, its data set and OS settings
+    view = c.run_view(c.runs[1])
+    assert view.spec.target == "b" and view.postgres.settings == c.pg_settings_for("b", "w")
+    assert view.dataset.sysbench.fillfactor == 70 and view.os == os_w
 
 
 @pytest.mark.parametrize("value", ["x'; DROP TABLE t", "1\ninclude '/etc/passwd'", "$(reboot)", 'a"b', "on;off"])
@@ -279,14 +283,14 @@ def test_pgbench_scripts_resolve_next_to_the_config(tmp_path):
 def test_the_schema_is_parsed_once_per_version_of_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The schema is cached (every command validates a config) and read with libyaml where PyYAML has it: the
     same document as PyYAML's pure-Python loader gives, and an edited schema file is read again."""
-    text = config.SCHEMA_PATH.read_text()
-    schema, _ = config._schema()
+    text = checks.SCHEMA_PATH.read_text()
+    schema, _ = checks.schema()
     assert schema == yaml.load(text, Loader=yaml.SafeLoader)
     raw = yaml.safe_load((REPO / "config" / "default.yaml").read_text())
     raw["run"]["duration_s"] = 30
     copy = tmp_path / "config.schema.yaml"
     copy.write_text(text)
-    monkeypatch.setattr(config, "SCHEMA_PATH", copy)
+    monkeypatch.setattr(checks, "SCHEMA_PATH", copy)
     assert config.validate(raw)["run"]["duration_s"] == 30
     edited = text.replace(
         "duration_s: {type: integer, minimum: 1, default: 20}", "duration_s: {type: integer, minimum: 60, default: 60}"

@@ -443,18 +443,23 @@ def test_syncfs_of_a_bad_descriptor_raises() -> None:
 
 
 def test_a_delete_of_pre_created_files_runs_until_all_are_deleted() -> None:
-    from pgfslab.run.execute import fs_op_spec
+    from pgfslab.config.model import RunSettings, Workload
+    from pgfslab.run.fs_run import fs_op_spec
 
-    cfg = {"run": {"duration_s": 5, "timeout_factor": 3}}
+    run = RunSettings(duration_s=5, timeout_factor=3)
     # no duration of its own: every one of the 100k files is deleted, however long it takes (as seed 003)
-    op, timeout = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete", "files": 100_000, "repeats": 4})
+    op, timeout = fs_op_spec(
+        Workload.from_dict({"tool": "fsmicro", "op": "delete", "files": 100_000, "repeats": 4}), run
+    )
     assert op == {"op": "delete", "files": 100_000} and fspec.resolve(op)["duration_s"] is None
     assert timeout == 5 * 3 + 600 + 1000  # + 10 ms per file made
     # a duration or a count of its own is kept
-    op, _ = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete", "files": 10, "duration_s": 2})
+    op, _ = fs_op_spec(Workload.from_dict({"tool": "fsmicro", "op": "delete", "files": 10, "duration_s": 2}), run)
     assert op["duration_s"] == 2
-    op, _ = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete", "files": 10, "count": 4})
+    op, _ = fs_op_spec(Workload.from_dict({"tool": "fsmicro", "op": "delete", "files": 10, "count": 4}), run)
     assert op == {"op": "delete", "files": 10, "count": 4, "duration_s": 5}
     # every other op runs for the study's duration; its background files lengthen the timeout
-    op, timeout = fs_op_spec(cfg, {"tool": "fsmicro", "op": "delete_large_dir", "bg_files": 100_000})
+    op, timeout = fs_op_spec(
+        Workload.from_dict({"tool": "fsmicro", "op": "delete_large_dir", "bg_files": 100_000}), run
+    )
     assert op["duration_s"] == 5 and timeout == 5 * 3 + 600 + 1000

@@ -35,12 +35,12 @@ def test_every_pgbench_cell_runs_at_every_rung_interleaved():
 
 
 def test_a_rungs_data_set_and_database():
-    c = cfg()
-    ds = config.dataset_for(c, "ext4", 2)
-    assert ds["scale"] == 30 and ds["rung"] == 2
-    assert config.dataset_for(c, "ext4")["scale"] == 20  # the study's own without a rung
+    c = config.Study.from_dict(cfg())
+    view = c.run_view(c.find_run("ext4.rw.d2.c1.r1"))
+    assert view.dataset.scale == 30 and view.dataset_record()["rung"] == 2 and view.postgres.database == "pgfslab_d2"
+    assert c.dataset_for("ext4").scale == 20  # the study's own without a rung
     assert config.database_for(2) == "pgfslab_d2" and config.database_for(None) == "postgres"
-    cmd = pgbench.init_command("pgbench", ["-h", "/tmp"], ds, config.database_for(2))
+    cmd = pgbench.init_command("pgbench", ["-h", "/tmp"], view.dataset, view.postgres.database)
     assert cmd[-1] == "pgfslab_d2" and cmd[cmd.index("-s") + 1] == "30"
 
 
@@ -62,9 +62,13 @@ def test_sysbench_rungs_are_table_sizes():
             "ladder": {"table_sizes": [1000, 50000]},
         }
     )
-    ds = config.dataset_for(c, "x", 2)
-    assert ds["sysbench"]["table_size"] == 50000
-    cmd = sysbench.run_command("/tmp", 5432, c["workloads"]["ro"], 4, c["run"], ds, "pgfslab_d2")
+    study = config.Study.from_dict(c)
+    assert study.dataset_for("x", 2).sysbench.table_size == 50000
+    view = study.run_view(study.find_run("x.ro.d2.c4.r1"))
+    assert view.postgres.database == "pgfslab_d2" and view.duration_s == 20
+    cmd = sysbench.run_command(
+        "/tmp", 5432, view.workload, 4, view.duration_s, view.run, view.dataset, view.postgres.database
+    )
     assert "--pgsql-db=pgfslab_d2" in cmd and "--table-size=50000" in cmd
 
 

@@ -191,7 +191,7 @@ def study(monkeypatch) -> Iterator[tuple[dict, Path]]:
         from pgfslab.run.interrupt import release_after_interrupt
 
         for t in cfg["targets"]:
-            release_after_interrupt(cfg, t)
+            release_after_interrupt(cfgmod.as_study(cfg).target_view(t))
         subprocess.run(["rm", "-rf", "--one-file-system", str(work)], check=False)
 
 
@@ -244,7 +244,7 @@ def test_tiny_study_on_zfs_and_wal_on_ext4(study):
 def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
     """A failure in the middle of a run (the client raises) and in the middle of a preparation (after
     the pool is imported): the pool is exported, the loop device detached, the daemon stopped."""
-    from pgfslab.run import execute, prepare
+    from pgfslab.run import pg_run, prepare
     from pgfslab.run.execute import run_one
     from pgfslab.run.prepare import prepare_target
 
@@ -254,7 +254,7 @@ def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
     def boom(*a, **k):
         raise LabError("injected failure")
 
-    monkeypatch.setattr(execute.pgbench, "execute", boom)
+    monkeypatch.setattr(pg_run.pgbench, "execute", boom)
     run_id = next(r.run_id for r in cfgmod.plan(cfg) if r.target == "zfs")
     with pytest.raises(LabError, match="injected failure"):
         run_one(cfg, run_id)

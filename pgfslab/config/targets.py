@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pgfslab.config.model import TargetSpec
 from pgfslab.errors import LabError
 
 MKFS: dict[str, list[str]] = {
@@ -164,12 +165,12 @@ def fs_label(fs: str, implementation: str | None = None) -> str:
     return fs
 
 
-def kind(spec: dict[str, Any]) -> str:
+def kind(spec: TargetSpec | dict[str, Any]) -> str:
     """image | device | tmpfs | existing | dir"""
-    fs = spec["fs"]
+    fs, device = (spec.fs, spec.device) if isinstance(spec, TargetSpec) else (spec["fs"], spec.get("device"))
     if fs in ("dir", "existing", "tmpfs"):
         return fs
-    return "device" if spec.get("device") else "image"
+    return "device" if device else "image"
 
 
 def spec_problems(spec: dict[str, Any]) -> list[str]:

@@ -1,5 +1,5 @@
-"""What every stage that touches the machine shares: the run.json schema version, JSON writing, setup folders and
-ports, copying the server log, progress lines, and the disk-full diagnosis.
+"""What every stage that touches the machine shares: the run.json schema version, JSON writing, where WAL lives,
+copying the server log, progress lines, and the disk-full diagnosis.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config import study as cfgmod
 from pgfslab.config import targets as target_spec
+from pgfslab.config.model import TargetSpec
 from pgfslab.host import postgres
 
 SCHEMA_VERSION = 1
@@ -60,14 +60,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def setup_dir(study: str, target: str, host: str | None = None) -> Path:
-    return cfgmod.raw_dir(study, host) / "_setup" / target
-
-
-def server_port(cfg: dict[str, Any], target: str) -> int:
-    return int(cfg["postgres"]["port_base"]) + list(cfg["targets"]).index(target)
-
-
 def copy_log_since(log: Path, offset: int, dest: Path) -> None:
     if log.exists():
         with open(log, "rb") as src, open(dest, "wb") as out:
@@ -86,35 +78,34 @@ def say(label: str, text: str) -> None:
 PG_TOOLS = {"pgbench", "sysbench", "durability"}
 
 
-def _size_text(spec: dict[str, Any]) -> str:
+def _size_text(spec: TargetSpec) -> str:
     k = target_spec.kind(spec)
     if k == "image":
-        return f"{spec['fs']}, {spec['size_gb']:g} GiB image"
+        return f"{spec.fs}, {spec.size_gb:g} GiB image"
     if k == "tmpfs":
-        return f"tmpfs, {spec['size_gb']:g} GiB"
+        return f"tmpfs, {spec.size_gb:g} GiB"
     if k == "device":
-        return f"{spec['fs']} on device {spec['device']}"
+        return f"{spec.fs} on device {spec.device}"
     if k == "existing":
-        return f"a directory on the file system at {spec.get('path')}"
+        return f"a directory on the file system at {spec.path}"
     return "a plain directory"
 
 
-def _advice(target: str, spec: dict[str, Any]) -> str:
+def _advice(target: str, spec: TargetSpec) -> str:
     k = target_spec.kind(spec)
     if k in ("image", "tmpfs"):
-        return f"make targets.{target}.size_gb larger (now {spec['size_gb']:g}) or the data set smaller"
+        return f"make targets.{target}.size_gb larger (now {spec.size_gb:g}) or the data set smaller"
     if k == "device":
         return "use a larger device or a smaller data set"
     return "free space there or use a smaller data set"
 
 
-def disk_full_message(cfg: dict[str, Any], target: str, texts: list[str], path: Path | None = None) -> str | None:
+def disk_full_message(target: str, spec: TargetSpec, texts: list[str], path: Path | None = None) -> str | None:
     """One clear sentence when the outputs in `texts` show that the target ran out of space (ENOSPC),
     naming the target and its size; None when they do not."""
     hit = next((ln.strip() for t in texts for ln in t.splitlines() if postgres.ENOSPC.search(ln)), None)
     if hit is None:
         return None
-    spec = cfg["targets"][target]
     free = ""
     if path is not None:
         with contextlib.suppress(OSError):

@@ -10,40 +10,51 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config import study as cfgmod
+from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, powercut, targets
-from pgfslab.run.common import (
-    copy_log_since,
-    log_size,
-    now,
-    say,
-    server_port,
-    write_json,
-)
+from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
 from pgfslab.run.progress import Progress
 from pgfslab.run.sampler import Samplers
-from pgfslab.runners import process
+from pgfslab.runners import durability, process
 
 
-def _durability_run(
-    cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, mnt: targets.Mounted, label: str, record: dict[str, Any]
-) -> process.Outcome:
+def durability_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any]) -> process.Outcome:
     """One durability check (pgfslab/runners/durability.py): write, crash, restart, verify.
 
     Writes durability.json (the parser `durability` reads it). The run fails only when the cycle could
     not be completed (no commit before the crash, no restart); lost transactions are its result."""
-    from pgfslab.runners import durability
+    t_start = time.monotonic()
+    rec = _cycle_record(view, mnt)
+    out = rdir / "durability"
+    out.mkdir()
+    server: dict[str, Any] = {}
+    record["server"] = server
+    record["postgres_settings"] = view.postgres.settings
+    logs = _Logs(rdir)
+    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device)
+    with cgroups.limited(cgroups.cgroup_name(view.target.study, view.spec.target), limits) as cg:
+        try:
+            before, effective = _write_and_crash_server(view, cg, mnt, rdir, out, rec, record, logs)
+            _restart_and_verify(view, cg, mnt, out, rec, record, logs, before, effective)
+            record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
+        finally:
+            logs.keep()
+    rec["verdict"] = durability.verdict(rec)
+    write_json(rdir / "durability.json", rec)
+    error = _cycle_error(rec)
+    server["crash"] = "caused by the durability check itself (not a failure of the run)"
+    say(view.label, rec["verdict"])
+    return process.Outcome(
+        record["commands"][0] if record.get("commands") else [], 0, round(time.monotonic() - t_start, 3), False, error
+    )
 
-    wl = cfg["workloads"][spec.workload]
-    bindir = postgres.bindir(cfg["postgres"].get("bindir"))
-    user = cfg["postgres"]["user"]
-    settings = cfgmod.pg_settings_for(cfg, spec.target, spec.workload)
-    limits = cgroups.limits_from_config(cfg["resources"], mnt.device)
-    crash_after = float(wl.get("crash_after_s", 3))
-    requested = wl.get("crash", "power-loss")
-    crash = requested
-    can_cut, why = powercut.power_cut_possible(mnt)
+
+def _cycle_record(view: RunView, mnt: targets.Mounted) -> dict[str, Any]:
+    """durability.json as the cycle starts: what was asked, and the crash this target allows (a power loss
+    needs a loop-mounted image; elsewhere every server process is killed, with a note)."""
+    spec, wl = view.spec, view.workload
+    requested = wl.crash or "power-loss"
     rec: dict[str, Any] = {
         "format": durability.FORMAT,
         "run_id": spec.run_id,
@@ -51,108 +62,139 @@ def _durability_run(
         "workload": spec.workload,
         "clients": spec.clients,
         "crash_requested": requested,
-        "crash_after_s": crash_after,
+        "crash_after_s": float(3 if wl.crash_after_s is None else wl.crash_after_s),
         "crashes": 0,
     }
+    crash = requested
+    can_cut, why = powercut.power_cut_possible(mnt)
     if requested == "power-loss" and not can_cut:
         crash = "kill"
         rec["crash_note"] = f"power-loss emulation not possible here ({why}): SIGKILL of every server process only"
-        say(label, f"WARNING: {rec['crash_note']}")
+        say(view.label, f"WARNING: {rec['crash_note']}")
     rec["crash"] = crash
-    out = rdir / "durability"
-    out.mkdir()
-    tag = f"{spec.run_id}@{now()}"
-    rec["tag"] = tag
-    port = server_port(cfg, spec.target)
-    wd = cfgmod.workdir(cfg)
-    server: dict[str, Any] = {}
-    record["server"] = server
-    record["postgres_settings"] = settings
-    error: str | None = None
-    t_start = time.monotonic()
-    # server logs to keep: name in the run folder -> (log on the target, offset); copied once
-    logs: dict[str, tuple[Path, int]] = {}
+    rec["tag"] = f"{spec.run_id}@{now()}"
+    return rec
 
-    def keep_logs() -> None:
-        for name, (log, offset) in list(logs.items()):
+
+class _Logs:
+    """Server logs to keep: name in the run folder -> (log on the target, offset), each copied once."""
+
+    def __init__(self, rdir: Path) -> None:
+        self.rdir = rdir
+        self.pending: dict[str, tuple[Path, int]] = {}
+
+    def add(self, name: str, log: Path) -> None:
+        self.pending[name] = (log, log_size(log))
+
+    def keep(self) -> None:
+        for name, (log, offset) in list(self.pending.items()):
             with contextlib.suppress(OSError):
-                copy_log_since(log, offset, rdir / name)
-            del logs[name]
+                copy_log_since(log, offset, self.rdir / name)
+            del self.pending[name]
 
-    with cgroups.limited(cgroups.cgroup_name(cfg["study"], spec.target), limits) as cg:
-        try:
-            # 1. write, then crash
-            with postgres.running(
-                mnt.path / "pgdata", port, bindir, user, run_settings=settings, wrap=cg.command
-            ) as cl:
-                logs["postgresql.log"] = (cl.log, log_size(cl.log))
-                server["start_notes"] = list(cl.notes)
-                record["postgres_before"] = cl.facts()
-                with cl.connect() as conn:
-                    durability.prepare(conn)
-                    effective = durability.settings(conn)
-                    scale = durability.scale_of(conn)
-                    before = durability.sums(conn)
-                if scale < 1:
-                    raise LabError(f"target {spec.target}: no pgbench tables to write (prepare the target again)")
-                rec["settings"] = effective
-                cmd = durability.client_command(cl.conninfo, tag, spec.clients, scale, out.resolve(), crash_after + 120)
-                record["commands"] = [cmd]
-                with Samplers(rdir, cfg["sampler"]):
-                    # before a power cut, the server log as the server wrote it (page cache included)
-                    crash_info = _write_and_crash(
-                        cg.command(cmd),
-                        cl,
-                        out,
-                        crash_after,
-                        crash,
-                        wd,
-                        mnt,
-                        label,
-                        keep_logs if crash == "power-loss" else None,
-                    )
-                rec.update(crash_info)
-                rec["crashes"] = 1
-            server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
-            # 2. restart (after a power cut: the file system is mounted again from what the image holds)
-            vmnt = mnt
-            if crash == "power-loss":
-                vmnt = targets.remount(wd, spec.target, cfg["targets"][spec.target], user)
-                rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
-                record["mount_after_crash"] = vmnt.describe()
-                logs["durability/postgresql.after-crash.log"] = (
-                    vmnt.path / "postgresql.log",
-                    log_size(vmnt.path / "postgresql.log"),
-                )
-            t0 = time.monotonic()
-            try:
-                with postgres.running(
-                    vmnt.path / "pgdata", port, bindir, user, run_settings=settings, wrap=cg.command
-                ) as cl2:
-                    rec["restart_s"] = round(time.monotonic() - t0, 3)
-                    rec["restart_notes"] = list(cl2.notes)
-                    with cl2.connect() as conn:
-                        rec.update(durability.verify(conn, tag, out, before, effective, rec["crash_at"], crash))
-                    record["postgres"] = cl2.facts()
-            except LabError as exc:
-                rec["restart_error"] = " ".join(str(exc).split())[:600]
-            record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
-        finally:
-            keep_logs()
-    rec["verdict"] = durability.verdict(rec)
-    write_json(rdir / "durability.json", rec)
+
+def _write_and_crash_server(
+    view: RunView,
+    cg: cgroups.Cgroup,
+    mnt: targets.Mounted,
+    rdir: Path,
+    out: Path,
+    rec: dict[str, Any],
+    record: dict[str, Any],
+    logs: _Logs,
+) -> tuple[dict[str, int], dict[str, str]]:
+    """1. The server started, the client committing for crash_after_s, then the crash. Returns the tables'
+    sums before and the server's effective durability settings (for the verification)."""
+    pg, crash = view.postgres, rec["crash"]
+    server = record["server"]
+    bindir = postgres.bindir(pg.bindir)
+    with postgres.running(
+        mnt.path / "pgdata", pg.port, bindir, pg.user, run_settings=pg.settings, wrap=cg.command
+    ) as cl:
+        logs.add("postgresql.log", cl.log)
+        server["start_notes"] = list(cl.notes)
+        record["postgres_before"] = cl.facts()
+        with cl.connect() as conn:
+            durability.prepare(conn)
+            effective = durability.settings(conn)
+            scale = durability.scale_of(conn)
+            before = durability.sums(conn)
+        if scale < 1:
+            raise LabError(f"target {view.spec.target}: no pgbench tables to write (prepare the target again)")
+        rec["settings"] = effective
+        crash_after = rec["crash_after_s"]
+        cmd = durability.client_command(
+            cl.conninfo, rec["tag"], view.spec.clients, scale, out.resolve(), crash_after + 120
+        )
+        record["commands"] = [cmd]
+        with Samplers(rdir, view.sampler):
+            # before a power cut, the server log as the server wrote it (page cache included)
+            crash_info = _write_and_crash(
+                cg.command(cmd),
+                cl,
+                out,
+                crash_after,
+                crash,
+                view.target.workdir,
+                mnt,
+                view.label,
+                logs.keep if crash == "power-loss" else None,
+            )
+        rec.update(crash_info)
+        rec["crashes"] = 1
+    server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
+    return before, effective
+
+
+def _restart_and_verify(
+    view: RunView,
+    cg: cgroups.Cgroup,
+    mnt: targets.Mounted,
+    out: Path,
+    rec: dict[str, Any],
+    record: dict[str, Any],
+    logs: _Logs,
+    before: dict[str, int],
+    effective: dict[str, str],
+) -> None:
+    """2. The restart (after a power cut: the file system mounted again from what the image holds) and the
+    verification of every acknowledged commit."""
+    pg, crash = view.postgres, rec["crash"]
+    vmnt = mnt
+    if crash == "power-loss":
+        vmnt = targets.remount(view.target.workdir, view.spec.target, view.target.spec.to_dict(), pg.user)
+        rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
+        record["mount_after_crash"] = vmnt.describe()
+        logs.add("durability/postgresql.after-crash.log", vmnt.path / "postgresql.log")
+    t0 = time.monotonic()
+    try:
+        with postgres.running(
+            vmnt.path / "pgdata",
+            pg.port,
+            postgres.bindir(pg.bindir),
+            pg.user,
+            run_settings=pg.settings,
+            wrap=cg.command,
+        ) as cl2:
+            rec["restart_s"] = round(time.monotonic() - t0, 3)
+            rec["restart_notes"] = list(cl2.notes)
+            with cl2.connect() as conn:
+                rec.update(durability.verify(conn, rec["tag"], out, before, effective, rec["crash_at"], crash))
+            record["postgres"] = cl2.facts()
+    except LabError as exc:
+        rec["restart_error"] = " ".join(str(exc).split())[:600]
+
+
+def _cycle_error(rec: dict[str, Any]) -> str | None:
+    """Why the cycle could not be completed (None when it was: lost transactions are a result, not an error)."""
     if rec.get("power_restored"):
-        error = f"power-loss emulation incomplete: {rec['power_restored']}"
         rec["crash"] = "power-loss-incomplete"
-    elif rec.get("restart_error"):
-        error = f"server did not restart after the crash: {rec['restart_error']}"
-    elif not rec.get("committed_ids"):
-        error = f"no transaction committed in the {crash_after:g} s before the crash (see durability/client.stderr)"
-    server["crash"] = "caused by the durability check itself (not a failure of the run)"
-    say(label, rec["verdict"])
-    return process.Outcome(
-        record["commands"][0] if record.get("commands") else [], 0, round(time.monotonic() - t_start, 3), False, error
-    )
+        return f"power-loss emulation incomplete: {rec['power_restored']}"
+    if rec.get("restart_error"):
+        return f"server did not restart after the crash: {rec['restart_error']}"
+    if not rec.get("committed_ids"):
+        return f"no transaction committed in the {rec['crash_after_s']:g} s before the crash (see durability/client.stderr)"
+    return None
 
 
 def _write_and_crash(

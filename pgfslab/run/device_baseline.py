@@ -49,6 +49,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config.model import DeviceBaseline
+from pgfslab.config.study import StudyLike, as_study
 from pgfslab.errors import LabError
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -403,46 +405,37 @@ BASELINE_DIR = "device"  # data/raw/<study>/_setup/<target>/device/
 WORK_SUBDIR = "pgfslab-device-baseline"  # on the mounted target, removed afterwards
 
 
-def settings(cfg: dict[str, Any]) -> dict[str, Any] | None:
+def settings(conf: DeviceBaseline | None) -> dict[str, Any] | None:
     """The study's device-baseline settings with defaults, or None when it has none (`device_baseline`
     absent or `enabled: false`)."""
-    conf = cfg.get("device_baseline")
-    if not conf or not conf.get("enabled", True):
+    if conf is None or conf.enabled is False:
         return None
-    return {**DEFAULTS, **{k: v for k, v in conf.items() if k != "enabled"}}
+    return {**DEFAULTS, **{k: v for k, v in conf.to_dict().items() if k != "enabled"}}
 
 
-def out_dir(study: str, target: str, host: str | None = None) -> Path:
-    from pgfslab.run.common import setup_dir
-
-    return setup_dir(study, target, host) / BASELINE_DIR
-
-
-def baseline_target(cfg: dict[str, Any], target: str) -> Path:
+def baseline_target(cfg: StudyLike, target: str) -> Path:
     """Mount a prepared target and measure it without PostgreSQL (PostgreSQL's cluster there is not
     started): the fio jobs and pg_test_fsync in a directory of the lab's on it, raw outputs and
     baseline.json (the record: target, file system as labelled, implementation, timings) under
     data/raw/<study>/_setup/<target>/device/. Returns baseline.json."""
-    from pgfslab.config import study as cfgmod
     from pgfslab.host import postgres, targets
     from pgfslab.run import provenance
     from pgfslab.run.common import SCHEMA_VERSION, now, say, write_json
 
-    conf = settings(cfg) or dict(DEFAULTS)
-    study = cfg["study"]
-    if target not in cfg["targets"]:
-        raise LabError(f"target {target!r} is not in study {study!r}")
-    spec = cfg["targets"][target]
-    out = out_dir(study, target, cfg.get("host"))
+    study = as_study(cfg)
+    conf = settings(study.device_baseline) or dict(DEFAULTS)
+    tv = study.target_view(target)
+    spec = tv.spec.to_dict()
+    out = tv.setup_dir / BASELINE_DIR
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    wd = cfgmod.workdir(cfg)
-    bindir = postgres.bindir(cfg["postgres"].get("bindir"))
+    wd = tv.workdir
+    bindir = postgres.bindir(study.postgres.bindir)
     label = f"device baseline {target}"
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "study": study,
+        "study": study.study,
         "target": target,
         "spec": spec,
         "settings": conf,
@@ -451,7 +444,7 @@ def baseline_target(cfg: dict[str, Any], target: str) -> Path:
     t0 = time.monotonic()
     with (
         targets.zfs_service(wd, [spec]),
-        targets.mounted(wd, target, spec, cfg["postgres"]["user"], study=study) as mnt,
+        targets.mounted(wd, target, spec, study.postgres.user, study=study.study) as mnt,
     ):
         record["mount"] = mnt.describe()
         record["fs_label"] = mnt.fs_label

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab import paths
-from pgfslab.config import study as labcfg
+from pgfslab.config.checks import validate
+from pgfslab.config.study import StudyLike, as_study, load_study
 from pgfslab.errors import LabError
 from pgfslab.run import provenance
 from pgfslab.run.common import now, write_json
@@ -82,14 +83,14 @@ def describe(host: str) -> dict[str, Any]:
     }
 
 
-def runtime_minutes(cfg: dict[str, Any]) -> int:
+def runtime_minutes(cfg: StudyLike) -> int:
     """A generous wall-time limit for one host's share (Slurm's `--time`): measured seconds plus overhead
     per run, a preparation per target, doubled, in minutes."""
+    study = as_study(cfg)
     seconds = 0.0
-    for r in labcfg.plan(cfg):
-        wl = cfg["workloads"][r.workload]
-        seconds += float(wl.get("duration_s") or cfg["run"]["duration_s"]) + RUN_OVERHEAD_S
-    seconds += PREPARE_S * len(cfg["targets"])
+    for r in study.runs:
+        seconds += float(study.workloads[r.workload].duration_s or study.run.duration_s) + RUN_OVERHEAD_S
+    seconds += PREPARE_S * len(study.targets)
     return int(2 * seconds // 60) + 10
 
 
@@ -133,10 +134,9 @@ def check_shared(frozen: Path) -> None:
 def run_share(frozen: Path, host: str, out: Path) -> int:
     """A host's whole share of the plan (see the module's doc). Returns Snakemake's exit status."""
     check_shared(frozen)
-    base = labcfg.load(frozen)
-    cfg = {**base, "host": host}
-    labcfg.validate(cfg, f"{frozen} with host={host}")
-    raw = labcfg.raw_dir_of(cfg)
+    study = load_study(frozen).with_host(host)
+    validate(study.to_dict(), f"{frozen} with host={host}")
+    raw = study.raw_dir
     raw.mkdir(parents=True, exist_ok=True)
     write_json(raw / "host.json", describe(host))
     t0 = time.monotonic()
@@ -151,12 +151,12 @@ def run_share(frozen: Path, host: str, out: Path) -> int:
         proc.wait()
         raise
     statuses: dict[str, str] = {}
-    for r in labcfg.plan(cfg):
+    for r in study.runs:
         rj = raw / r.run_id / "run.json"
         statuses[r.run_id] = json.loads(rj.read_text()).get("status", "?") if rj.exists() else "not run"
     record = {
         "host_key": host,
-        "study": cfg["study"],
+        "study": study.study,
         "started_at": started,
         "ended_at": now(),
         "wall_s": round(time.monotonic() - t0, 1),

@@ -10,22 +10,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config import study as cfgmod
+from pgfslab.config.study import TargetView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, sysctl, targets
-from pgfslab.run.common import (
-    say,
-)
+from pgfslab.run.common import say
 
 
-def release_after_interrupt(cfg: dict[str, Any], target: str, vm_rec: dict[str, Any] | None = None) -> list[str]:
+def release_after_interrupt(target: TargetView, vm_rec: dict[str, Any] | None = None) -> list[str]:
     """The safety net after an interrupt or a lab error: whatever the unwinding context managers
     could not release (a second signal during their cleanup, an error inside one) is released here.
     Idempotent and limited to the lab's own things: the target's server processes, its mount and loop
     devices, its cgroups, and vm.* settings not restored. Returns what it had to do."""
     done: list[str] = []
-    wd = cfgmod.workdir(cfg)
-    mnt = targets.mountpoint(wd, target)
+    wd = target.workdir
+    mnt = targets.mountpoint(wd, target.name)
     for pid in _processes_under(mnt):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
@@ -33,13 +31,13 @@ def release_after_interrupt(cfg: dict[str, Any], target: str, vm_rec: dict[str, 
     if done:
         time.sleep(0.5)
     with contextlib.suppress(LabError):
-        done += targets.release(wd, target)
-    wal = cfg["targets"][target].get("wal_on")
+        done += targets.release(wd, target.name)
+    wal = target.spec.wal_on
     if wal:  # the target that holds this target's WAL was mounted for the run too
         with contextlib.suppress(LabError):
             done += targets.release(wd, wal)
     with contextlib.suppress(Exception):
-        done += cgroups.remove_leftovers(cgroups.cgroup_name(cfg["study"], target))
+        done += cgroups.remove_leftovers(cgroups.cgroup_name(target.study, target.name))
     if vm_rec and "before" in vm_rec and "restored" not in vm_rec and vm_rec.get("before"):
         errors = sysctl.restore(vm_rec["before"])
         done.append("restored vm settings" + (f" (errors: {'; '.join(errors)})" if errors else ""))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.analysis.stats.cells import median_ci_ranks
-from pgfslab.config import study as cfgmod
+from pgfslab.config.study import RunSpec, Study, run_id
 from pgfslab.ingest.parsers import ParseError, pgbench_summary, sysbench
 from pgfslab.run.common import write_json
 
@@ -91,14 +91,12 @@ def headline(run_dir: Path, tool: str) -> float | None:
     return None
 
 
-def _ok_values(
-    cfg: dict[str, Any], raw: Path, cell: tuple[str, int | None, int], target: str, before: int
-) -> list[float]:
+def _ok_values(study: Study, cell: tuple[str, int | None, int], target: str, before: int) -> list[float]:
     workload, rung, clients = cell
-    tool = cfg["workloads"][workload]["tool"]
+    tool = study.workloads[workload].tool
     values = []
     for rep in range(1, before):
-        rdir = raw / (cfgmod.run_id(target, workload, clients, rep, rung) + cfgmod.host_suffix(cfg))
+        rdir = study.raw_dir / (run_id(target, workload, clients, rep, rung) + study.host_suffix)
         with contextlib.suppress(OSError, json.JSONDecodeError):
             if json.loads((rdir / "run.json").read_text()).get("status") != "ok":
                 continue
@@ -122,7 +120,7 @@ def study_started(raw: Path) -> dt.datetime | None:
 Cell = tuple[str, int | None, int]  # workload, ladder rung (None without a ladder), clients
 
 
-def cell_of(spec: cfgmod.RunSpec) -> Cell:
+def cell_of(spec: RunSpec) -> Cell:
     return (spec.workload, spec.rung, spec.clients)
 
 
@@ -134,30 +132,34 @@ def cell_name(cell: Cell) -> str:
 def decision_path(raw: Path, cell: Cell, round_: int) -> Path:
     """data/raw/<study>/_precision/<workload>[.d<rung>].c<clients>.r<round>.json"""
     workload, rung, clients = cell
-    return raw / "_precision" / f"{cfgmod.run_id('', workload, clients, round_, rung).lstrip('.')}.json"
+    return raw / "_precision" / f"{run_id('', workload, clients, round_, rung).lstrip('.')}.json"
 
 
-def assess(cfg: dict[str, Any], raw: Path, cell: Cell, round_: int) -> dict[str, TargetPrecision]:
+def assess(study: Study, cell: Cell, round_: int) -> dict[str, TargetPrecision]:
     """Each target's precision in a cell from the rounds before `round_`."""
-    conf = float(cfg["precision"]["confidence"])
-    return {t: precision_of(_ok_values(cfg, raw, cell, t, round_), conf) for t in cfg["targets"]}
+    if study.precision is None:
+        raise ValueError(f"study {study.study} has no precision target")
+    conf = float(study.precision.confidence)
+    return {t: precision_of(_ok_values(study, cell, t, round_), conf) for t in study.targets}
 
 
-def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = None) -> Decision:
+def decide(study: Study, spec: RunSpec, now: dt.datetime | None = None) -> Decision:
     """Whether the optional round `spec.repeat` of the run's cell is measured. Taken once per cell and
     round (at the round's first run) and kept in data/raw/<study>/_precision/; later calls read it."""
-    raw = cfgmod.raw_dir_of(cfg)
+    raw = study.raw_dir
     path = decision_path(raw, cell_of(spec), spec.repeat)
     if path.exists():
         rec = json.loads(path.read_text())
         rec["targets"] = {k: TargetPrecision(**v) for k, v in rec["targets"].items()}
         return Decision(**rec)
-    prec = cfg["precision"]
-    goal, budget = float(prec["half_width"]), prec.get("budget_min")
+    prec = study.precision
+    if prec is None:
+        raise ValueError(f"study {study.study} has no precision target")
+    goal, budget = float(prec.half_width), prec.budget_min
     now = now or dt.datetime.now(dt.UTC)
     started = study_started(raw)
     elapsed = (now - started).total_seconds() / 60 if started else 0.0
-    per_target = assess(cfg, raw, cell_of(spec), spec.repeat)
+    per_target = assess(study, cell_of(spec), spec.repeat)
     short = sorted(t for t, p in per_target.items() if not p.reached(goal))
     if not short:
         run, reason = False, f"precision reached: every target within ±{100 * goal:g} %"
@@ -174,7 +176,7 @@ def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = 
         run,
         reason,
         goal,
-        float(prec["confidence"]),
+        float(prec.confidence),
         round(elapsed, 2),
         float(budget) if budget is not None else None,
         per_target,
@@ -185,17 +187,16 @@ def decide(cfg: dict[str, Any], spec: cfgmod.RunSpec, now: dt.datetime | None = 
     return decision
 
 
-def progress_line(cfg: dict[str, Any], decision: Decision) -> str:
+def progress_line(study: Study, decision: Decision) -> str:
     """One line for the run's progress: this cell's precision per target, how many cells are precise,
     and the time left of the budget."""
-    raw = cfgmod.raw_dir_of(cfg)
     per = ", ".join(
         f"{t} ±{100 * p.half_width:.1f} % (n={p.n})" if p.half_width is not None else f"{t} n={p.n}"
         for t, p in decision.targets.items()
     )
-    cells = [(w, rung, c) for w, c in sorted(cfgmod.precision_cells(cfg)) for rung in cfgmod.rungs_for(cfg, w)]
-    top = int(cfg["precision"]["max_repeats"]) + 1
-    done = sum(all(p.reached(decision.goal) for p in assess(cfg, raw, cell, top).values()) for cell in cells)
+    cells = [(w, rung, c) for w, c in sorted(study.precision_cells()) for rung in study.rungs_for(w)]
+    top = int(study.precision.max_repeats if study.precision else 0) + 1
+    done = sum(all(p.reached(decision.goal) for p in assess(study, cell, top).values()) for cell in cells)
     left = (
         f", {max(0.0, decision.budget_min - decision.elapsed_min):.1f} min of the {decision.budget_min:g} min budget left"
         if decision.budget_min is not None

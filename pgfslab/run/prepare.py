@@ -12,7 +12,8 @@ from typing import Any
 
 import psycopg
 
-from pgfslab.config import study as cfgmod
+from pgfslab.config.model import Dataset
+from pgfslab.config.study import PostgresSettings, StudyLike, TargetView, as_study, database_for
 from pgfslab.errors import LabError
 from pgfslab.host import postgres, safety, targets, zfs
 from pgfslab.run import provenance
@@ -24,8 +25,6 @@ from pgfslab.run.common import (
     fs_used_bytes,
     now,
     say,
-    server_port,
-    setup_dir,
     texts,
     wal_dir,
     wal_record,
@@ -33,48 +32,51 @@ from pgfslab.run.common import (
 )
 from pgfslab.runners import pgbench, sysbench
 
+# a data set to load: its ladder rung (None without a ladder) and what it is
+Load = tuple[int | None, Dataset]
 
-def prepare_target(cfg: dict[str, Any], target: str) -> Path:
+
+def prepare_target(cfg: StudyLike, target: str) -> Path:
     """Create the target's file system and, when a workload needs PostgreSQL, initdb a cluster on it
     and bulk-load the data (pgbench -i and/or sysbench prepare, each timed: the bulk-load result)."""
-    if target not in cfg["targets"]:
-        raise LabError(f"target {target!r} is not in study {cfg['study']!r} (targets: {', '.join(cfg['targets'])})")
-    spec = cfg["targets"][target]
-    study = cfg["study"]
-    out = setup_dir(study, target, cfg.get("host"))
+    study = as_study(cfg)
+    tv = study.target_view(target)
+    spec = tv.spec
+    out = tv.setup_dir
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    wd = cfgmod.workdir(cfg)
-    user = cfg["postgres"]["user"]
-    tools = cfgmod.tools(cfg)
-    dataset = cfgmod.dataset_for(cfg, target)
+    wd = tv.workdir
+    user = study.postgres.user
+    tools = study.tools()
+    dataset = study.dataset_for(target)
+    loads: list[Load] = [(rung, study.dataset_for(target, rung)) for rung in study.ladder_rungs()] or [(None, dataset)]
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "study": study,
+        "study": study.study,
         "target": target,
-        "spec": spec,
-        "dataset": dataset,
+        "spec": spec.to_dict(),
+        "dataset": dataset.to_dict(),
         "started_at": now(),
     }
     label = f"prepare {target}"
-    say(label, f"creating {spec['fs']} target")
-    wal = spec.get("wal_on")
-    specs = [spec] + ([cfg["targets"][wal]] if wal else [])
-    bindir = postgres.bindir(cfg["postgres"].get("bindir")) if tools & PG_TOOLS else None
-    with targets.zfs_service(wd, specs), contextlib.ExitStack() as stack:
+    say(label, f"creating {spec.fs} target")
+    wal = spec.wal_on
+    pg = study.postgres_for(target) if tools & PG_TOOLS else None
+    bindir = postgres.bindir(pg.bindir) if pg is not None else None
+    with targets.zfs_service(wd, tv.specs()), contextlib.ExitStack() as stack:
         record["created"] = targets.create(
             wd,
             target,
-            spec,
-            study=study,
-            data_subvolume=target in cfgmod.snapshot_targets(cfg) and spec["fs"] == "btrfs",
+            spec.to_dict(),
+            study=study.study,
+            data_subvolume=target in study.snapshot_targets() and spec.fs == "btrfs",
         )
-        mnt = stack.enter_context(targets.mounted(wd, target, spec, user, study=study))
+        mnt = stack.enter_context(targets.mounted(wd, target, spec.to_dict(), user, study=study.study))
         record["mount"] = mnt.describe()
         waldir = None
-        if wal and bindir is not None:
-            wmnt = stack.enter_context(targets.mounted(wd, wal, cfg["targets"][wal], user, study=study))
+        if wal and tv.wal is not None and pg is not None:
+            wmnt = stack.enter_context(targets.mounted(wd, wal, tv.wal.to_dict(), user, study=study.study))
             waldir = wal_dir(wmnt, target)
             if waldir.exists() or waldir.is_symlink():
                 safety.reset_dir(waldir, wd)
@@ -82,107 +84,104 @@ def prepare_target(cfg: dict[str, Any], target: str) -> Path:
             record["wal"] = wal_record(wal, wmnt, waldir)
             say(label, f"WAL on target {wal} ({wmnt.fs_label}): {waldir}")
         try:
-            _prepare_on(cfg, target, mnt, out, bindir, tools, dataset, label, record, waldir)
+            if pg is not None and bindir is not None:
+                laddered = bool(study.ladder_rungs())
+                _prepare_cluster(tv, pg, bindir, mnt, out, tools, loads, label, record, waldir, laddered)
+            else:
+                record["fs_used_bytes"] = fs_used_bytes(mnt)
         except (LabError, psycopg.Error) as exc:
             server_log = mnt.path / "postgresql.log"
             if server_log.exists() and not (out / "postgresql.log").exists():
                 copy_log_since(server_log, 0, out / "postgresql.log")
-            full = disk_full_message(cfg, target, [str(exc), *texts(out)], mnt.mountpoint)
+            full = disk_full_message(target, spec, [str(exc), *texts(out)], mnt.mountpoint)
             if full:
                 raise LabError(full) from None
             raise
     record["ended_at"] = now()
     record["tools"] = provenance.tools(str(bindir) if bindir else "")
     record["host"] = provenance.host()
-    record["host_key"] = cfg.get("host")
+    record["host_key"] = study.host
     record["git"] = provenance.git()
     write_json(out / "target.json", record)
-    loads = [f"{k} {record[k]['wall_s']:.1f} s" for k in ("load", "load_sysbench") if k in record]
+    loaded = [f"{k} {record[k]['wall_s']:.1f} s" for k in ("load", "load_sysbench") if k in record]
     size = (record.get("postgres") or {}).get("database_bytes")
     say(
         label,
-        "done" + (f": {', '.join(loads)}" if loads else "") + (f", database {size / 2**20:.0f} MiB" if size else ""),
+        "done" + (f": {', '.join(loaded)}" if loaded else "") + (f", database {size / 2**20:.0f} MiB" if size else ""),
     )
     return out / "target.json"
 
 
-def _prepare_on(
-    cfg: dict[str, Any],
-    target: str,
+def _prepare_cluster(
+    tv: TargetView,
+    pg: PostgresSettings,
+    bindir: Path,
     mnt: targets.Mounted,
     out: Path,
-    bindir: Path | None,
     tools: set[str],
-    dataset: dict[str, Any],
+    loads: list[Load],
     label: str,
     record: dict[str, Any],
-    waldir: Path | None = None,
+    waldir: Path | None,
+    laddered: bool,
 ) -> None:
-    """initdb and bulk loads on a mounted target (prepare_target's body)."""
-    user = cfg["postgres"]["user"]
-    if bindir is not None:
-        settings = cfgmod.pg_settings_for(cfg, target)
-        with postgres.running(
-            mnt.path / "pgdata", server_port(cfg, target), bindir, user, init=True, run_settings=settings, waldir=waldir
-        ) as cl:
-            record["initdb"] = True
-            record["initdb_command"] = cl.initdb_command
-            rungs = cfgmod.ladder_rungs(cfg)
-            if not rungs:
-                _load(cfg, target, cl, out, bindir, tools, dataset, label, record, None)
-            else:
-                record["rungs"] = []
-                for rung in rungs:
-                    rung_rec: dict[str, Any] = {"rung": rung, "database": cfgmod.database_for(rung)}
-                    cl.query(f"CREATE DATABASE {rung_rec['database']}")
-                    ds = cfgmod.dataset_for(cfg, target, rung)
-                    _load(cfg, target, cl, out, bindir, tools, ds, f"{label} rung {rung}", rung_rec, rung)
-                    cl.dbname = rung_rec["database"]
-                    rung_rec["database_bytes"] = cl.query("SELECT pg_database_size(current_database())")[0][0]
-                    cl.dbname = "postgres"
-                    record["rungs"].append(rung_rec)
-            cl.query("CHECKPOINT")
-            record["postgres"] = cl.facts()
-            record["fs_used_bytes"] = fs_used_bytes(mnt)
-            if mnt.zfs:
-                record["zfs_footprint"] = zfs.footprint(mnt.zfs["dataset"])
-            log = cl.log
-        copy_log_since(log, 0, out / "postgresql.log")
-    else:
+    """initdb and the bulk loads on a mounted target: the study's data set, or each rung's into its own database."""
+    with postgres.running(
+        mnt.path / "pgdata", pg.port, bindir, pg.user, init=True, run_settings=pg.settings, waldir=waldir
+    ) as cl:
+        record["initdb"] = True
+        record["initdb_command"] = cl.initdb_command
+        if not laddered:
+            _load(tv.name, cl, out, bindir, tools, loads[0][1], label, record, None)
+        else:
+            record["rungs"] = []
+            for rung, ds in loads:
+                rung_rec: dict[str, Any] = {"rung": rung, "database": database_for(rung)}
+                cl.query(f"CREATE DATABASE {rung_rec['database']}")
+                _load(tv.name, cl, out, bindir, tools, ds, f"{label} rung {rung}", rung_rec, rung)
+                cl.dbname = rung_rec["database"]
+                rung_rec["database_bytes"] = cl.query("SELECT pg_database_size(current_database())")[0][0]
+                cl.dbname = "postgres"
+                record["rungs"].append(rung_rec)
+        cl.query("CHECKPOINT")
+        record["postgres"] = cl.facts()
         record["fs_used_bytes"] = fs_used_bytes(mnt)
+        if mnt.zfs:
+            record["zfs_footprint"] = zfs.footprint(mnt.zfs["dataset"])
+        log = cl.log
+    copy_log_since(log, 0, out / "postgresql.log")
 
 
 def _load(
-    cfg: dict[str, Any],
     target: str,
     cl: postgres.Cluster,
     out: Path,
     bindir: Path,
     tools: set[str],
-    dataset: dict[str, Any],
+    dataset: Dataset,
     label: str,
     record: dict[str, Any],
     rung: int | None,
 ) -> None:
     """Bulk-load one data set (the study's, or a ladder rung's into its own database), each tool's load
     timed; a rung's logs are named after it (pgbench_init.d<k>.stdout, ...)."""
-    db = cfgmod.database_for(rung)
+    db = database_for(rung)
     sfx = "" if rung is None else f".d{rung}"
     old, cl.dbname = cl.dbname, db
     try:
         if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
             cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset, db)
-            say(label, f"loading scale {dataset['scale']} with pgbench -i")
+            say(label, f"loading scale {dataset.scale} with pgbench -i")
             res = pgbench.execute(cmd, out, f"pgbench_init{sfx}.stdout", f"pgbench_init{sfx}.stderr", timeout_s=3600)
             if res.returncode != 0:
                 raise LabError(
                     f"target {target}: pgbench -i failed: {res.error} (see {out / f'pgbench_init{sfx}.stderr'})"
                 )
-            record["load"] = {"command": cmd, "wall_s": res.wall_s, "scale": dataset["scale"]}
+            record["load"] = {"command": cmd, "wall_s": res.wall_s, "scale": dataset.scale}
         if "sysbench" in tools:
             cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset, dbname=db)
-            sb = dataset.get("sysbench") or {}
-            say(label, f"loading {sb.get('tables', 4)} sysbench tables of {sb.get('table_size', 100000)} rows")
+            sb = dataset.sysbench
+            say(label, f"loading {sb.tables} sysbench tables of {sb.table_size} rows")
             res = sysbench.execute(
                 cmd, out, 3600, stdout_name=f"sysbench_prepare{sfx}.stdout", stderr_name=f"sysbench_prepare{sfx}.stderr"
             )
@@ -198,7 +197,7 @@ def _load(
             record["load_sysbench"] = {
                 "command": cmd,
                 "wall_s": res.wall_s,
-                **sb,
+                **sb.to_dict(),
                 "fillfactor_sql": statements,
                 "fillfactor_s": round(time.monotonic() - t0, 3),
             }

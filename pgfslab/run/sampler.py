@@ -13,6 +13,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pgfslab.config.model import SamplerSettings
+
 
 class ProcSampler:
     """Copy a /proc file into `out` at `hz` samples per second until stopped."""
@@ -182,17 +184,20 @@ class PgStatSampler:
 class Samplers:
     """Every sampler of a run, started together and stopped together (contextlib.ExitStack)."""
 
-    def __init__(self, rundir: Path, cfg: dict[str, float], conninfo: str | None = None) -> None:
+    def __init__(self, rundir: Path, rates: SamplerSettings, conninfo: str | None = None) -> None:
         import contextlib
 
         self._stack = contextlib.ExitStack()
         self.items: dict[str, ProcSampler | PgStatSampler] = {}
-        for name, src in (("meminfo", "/proc/meminfo"), ("diskstats", "/proc/diskstats"), ("vmstat", "/proc/vmstat")):
-            hz = float(cfg.get(f"{name}_hz", 1 if name == "meminfo" else 0))
-            if hz > 0:
-                self.items[name] = ProcSampler(src, rundir / f"{name}.log", hz)
-        if conninfo and float(cfg.get("pgstat_hz", 0)) > 0:
-            self.items["pgstat"] = PgStatSampler(conninfo, rundir / "pgstat.csv", float(cfg["pgstat_hz"]))
+        for name, src, hz in (
+            ("meminfo", "/proc/meminfo", rates.meminfo_hz),
+            ("diskstats", "/proc/diskstats", rates.diskstats_hz),
+            ("vmstat", "/proc/vmstat", rates.vmstat_hz),
+        ):
+            if float(hz) > 0:
+                self.items[name] = ProcSampler(src, rundir / f"{name}.log", float(hz))
+        if conninfo and float(rates.pgstat_hz) > 0:
+            self.items["pgstat"] = PgStatSampler(conninfo, rundir / "pgstat.csv", float(rates.pgstat_hz))
 
     def __enter__(self) -> Samplers:
         for s in self.items.values():

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
+from pgfslab.config.model import Dataset, RunSettings, Workload
 from pgfslab.run.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
 from pgfslab.runners.process import execute as _execute
@@ -23,53 +23,54 @@ PROGRESS = regex_progress(
 )
 
 
-def init_command(pgbench: Path, conn: list[str], dataset: dict[str, Any], dbname: str = "postgres") -> list[str]:
+def init_command(pgbench: Path | str, conn: list[str], dataset: Dataset, dbname: str = "postgres") -> list[str]:
     extra: list[str] = []
-    if dataset.get("fillfactor"):
-        extra += ["-F", str(dataset["fillfactor"])]
-    if dataset.get("partitions"):
-        extra += [f"--partitions={dataset['partitions']}"]
-    return [str(pgbench), *conn, "-i", "-s", str(dataset["scale"]), *extra, dbname]
+    if dataset.fillfactor:
+        extra += ["-F", str(dataset.fillfactor)]
+    if dataset.partitions:
+        extra += [f"--partitions={dataset.partitions}"]
+    return [str(pgbench), *conn, "-i", "-s", str(dataset.scale), *extra, dbname]
 
 
 def run_command(
-    pgbench: Path,
+    pgbench: Path | str,
     conn: list[str],
-    workload: dict[str, Any],
+    workload: Workload,
     clients: int,
-    run: dict[str, Any],
+    duration_s: int,
+    run: RunSettings,
     scripts: list[tuple[Path, int]] | None = None,
     dbname: str = "postgres",
 ) -> list[str]:
-    """The pgbench command of one run. `scripts` are (path, weight) of custom scripts, already resolved;
-    `dbname` is the database holding the run's data set (a ladder's rung has its own)."""
-    threads = min(workload.get("threads") or min(clients, os.cpu_count() or 1), clients)
+    """The pgbench command of one run of `duration_s` (unless the workload counts transactions). `scripts` are
+    (path, weight) of custom scripts, already resolved; `dbname` is the database holding the run's data set
+    (a ladder's rung has its own)."""
+    threads = min(workload.threads or min(clients, os.cpu_count() or 1), clients)
     cmd = [str(pgbench), *conn]
-    if workload.get("builtin"):
-        cmd += ["-b", workload["builtin"]]
+    if workload.builtin:
+        cmd += ["-b", workload.builtin]
     for path, weight in scripts or []:
         cmd += ["-f", f"{path}@{weight}"]
     cmd += ["-c", str(clients), "-j", str(threads)]
-    if workload.get("transactions"):
-        cmd += ["-t", str(workload["transactions"])]
+    if workload.transactions:
+        cmd += ["-t", str(workload.transactions)]
     else:
-        cmd += ["-T", str(workload.get("duration_s") or run["duration_s"])]
-    cmd += ["-P", str(run["progress_interval_s"])]
-    if workload.get("rate_tps"):
-        cmd += [f"--rate={workload['rate_tps']:g}"]
-    if workload.get("latency_limit_ms"):
-        cmd += [f"--latency-limit={workload['latency_limit_ms']:g}"]
-    if workload.get("query_mode"):
-        cmd += ["-M", workload["query_mode"]]
-    if workload.get("per_statement"):
+        cmd += ["-T", str(duration_s)]
+    cmd += ["-P", str(run.progress_interval_s)]
+    if workload.rate_tps:
+        cmd += [f"--rate={workload.rate_tps:g}"]
+    if workload.latency_limit_ms:
+        cmd += [f"--latency-limit={workload.latency_limit_ms:g}"]
+    if workload.query_mode:
+        cmd += ["-M", workload.query_mode]
+    if workload.per_statement:
         cmd += ["-r"]
-    log = workload.get("log", "aggregate")
-    if log == "aggregate":
-        cmd += ["--log", "--log-prefix=pgbench_log", f"--aggregate-interval={run['aggregate_interval_s']}"]
-    elif log == "transactions":
+    if workload.log == "aggregate":
+        cmd += ["--log", "--log-prefix=pgbench_log", f"--aggregate-interval={run.aggregate_interval_s}"]
+    elif workload.log == "transactions":
         cmd += ["--log", "--log-prefix=pgbench_tx"]
-        if workload.get("sampling_rate"):
-            cmd += [f"--sampling-rate={workload['sampling_rate']:g}"]
+        if workload.sampling_rate:
+            cmd += [f"--sampling-rate={workload.sampling_rate:g}"]
     return [*cmd, dbname]
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
+from pgfslab.config.model import Dataset, RunSettings, Workload
 from pgfslab.errors import LabError
 from pgfslab.run.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
@@ -41,13 +41,12 @@ def _conn(sockdir: Path, port: int, dbname: str = "postgres") -> list[str]:
     ]
 
 
-def _data(dataset: dict[str, Any]) -> list[str]:
-    sb = dataset.get("sysbench") or {}
-    return [f"--tables={sb.get('tables', 4)}", f"--table-size={sb.get('table_size', 100000)}"]
+def _data(dataset: Dataset) -> list[str]:
+    return [f"--tables={dataset.sysbench.tables}", f"--table-size={dataset.sysbench.table_size}"]
 
 
 def prepare_command(
-    sockdir: Path, port: int, dataset: dict[str, Any], threads: int = 1, dbname: str = "postgres"
+    sockdir: Path, port: int, dataset: Dataset, threads: int = 1, dbname: str = "postgres"
 ) -> list[str]:
     # oltp_common's prepare creates and fills the sbtest tables (any oltp_* test name will do)
     return [
@@ -60,40 +59,41 @@ def prepare_command(
     ]
 
 
-def fillfactor_sql(dataset: dict[str, Any]) -> list[str]:
+def fillfactor_sql(dataset: Dataset) -> list[str]:
     """Statements that rewrite every sbtest table with the configured fillfactor (empty if none)."""
-    sb = dataset.get("sysbench") or {}
-    ff = sb.get("fillfactor")
+    ff = dataset.sysbench.fillfactor
     if not ff:
         return []
     out = []
-    for i in range(1, int(sb.get("tables", 4)) + 1):
+    for i in range(1, int(dataset.sysbench.tables) + 1):
         out += [f"ALTER TABLE sbtest{i} SET (fillfactor = {int(ff)})", f"VACUUM FULL sbtest{i}"]
     return out
 
 
 def run_command(
-    sockdir: Path,
+    sockdir: Path | str,
     port: int,
-    workload: dict[str, Any],
+    workload: Workload,
     threads: int,
-    run: dict[str, Any],
-    dataset: dict[str, Any],
+    duration_s: int,
+    run: RunSettings,
+    dataset: Dataset,
     dbname: str = "postgres",
 ) -> list[str]:
+    """The sysbench command of one run of `duration_s` with `threads` client threads."""
     cmd = [
         binary(),
-        workload["test"],
-        *_conn(sockdir, port, dbname),
+        str(workload.test),
+        *_conn(Path(sockdir), port, dbname),
         *_data(dataset),
         f"--threads={threads}",
-        f"--time={workload.get('duration_s') or run['duration_s']}",
-        f"--report-interval={run['progress_interval_s']}",
-        f"--percentile={workload.get('percentile', 95)}",
+        f"--time={duration_s}",
+        f"--report-interval={run.progress_interval_s}",
+        f"--percentile={workload.percentile}",
     ]
-    if workload.get("rand_type"):
-        cmd.append(f"--rand-type={workload['rand_type']}")
-    if workload.get("histogram"):
+    if workload.rand_type:
+        cmd.append(f"--rand-type={workload.rand_type}")
+    if workload.histogram:
         cmd.append("--histogram=on")
     return [*cmd, "run"]
 

@@ -1,0 +1,328 @@
+"""Validating a study config: the JSON schema (workflow/schemas/config.schema.yaml) with its defaults filled
+in, then every rule the schema cannot say (a target's spec, WAL targets, OS settings, snapshots, the
+precision target, the ladder, each workload's keys), each refused with the file and the key.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import jsonschema
+
+from pgfslab import paths
+from pgfslab.config import targets, yaml_text
+from pgfslab.config.model import Dataset, StudyConfig, Workload
+from pgfslab.errors import LabError
+
+SCHEMA_PATH = paths.SCHEMA
+
+
+@functools.lru_cache(maxsize=2)
+def _schema_of(stamp: tuple[int, int]) -> tuple[dict[str, Any], jsonschema.Draft202012Validator]:
+    schema = yaml_text.safe_load(SCHEMA_PATH.read_text())
+    return schema, jsonschema.Draft202012Validator(schema)
+
+
+def schema() -> tuple[dict[str, Any], jsonschema.Draft202012Validator]:
+    """The config schema and its validator, parsed once per version of the file (every command, run and
+    notebook validates a config)."""
+    st = SCHEMA_PATH.stat()
+    return _schema_of((st.st_mtime_ns, st.st_size))
+
+
+def _fill_defaults(instance: Any, schema: dict[str, Any]) -> Any:
+    """Fill `default`s from the schema into a validated instance (objects only, recursively)."""
+    if not isinstance(instance, dict) or schema.get("type") != "object":
+        return instance
+    props: dict[str, Any] = schema.get("properties", {})
+    for key, sub in props.items():
+        if key not in instance and "default" in sub:
+            instance[key] = json.loads(json.dumps(sub["default"]))
+        if key in instance:
+            instance[key] = _fill_defaults(instance[key], sub)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, value in instance.items():
+            if key not in props:
+                instance[key] = _fill_defaults(value, extra)
+    return instance
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    return path or "(top level)"
+
+
+def validate(raw: Any, source: str = "<config>") -> dict[str, Any]:
+    """Validate a config mapping and return it with defaults filled in (the mapping a
+    pgfslab.config.study.Study is built from).
+
+    Raises LabError naming the file and the offending key.
+    """
+    if not isinstance(raw, dict):
+        raise LabError(f"{source}: a study config must be a mapping, got {type(raw).__name__}")
+    sch, validator = schema()
+    errors = sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = []
+        for err in errors[:10]:
+            msg = err.message
+            if err.validator == "additionalProperties":
+                msg = f"unknown key: {msg}"
+            lines.append(f"{source}: {_where(err)}: {msg}")
+        raise LabError("invalid study config\n  " + "\n  ".join(lines))
+    _check_characters(raw, source)
+    cfg = _fill_defaults(json.loads(json.dumps(raw)), sch)
+    _resolve_drop_caches(raw, cfg, source)
+    _resolve_memory_limit(cfg, source)
+    _check_dataset_overrides(cfg, source)
+    check(StudyConfig.from_dict(cfg), source)
+    return cfg
+
+
+def _check_characters(value: Any, source: str, path: str = "") -> None:
+    """No control character (a newline above all) in any key or string value: the schema's patterns
+    end in `$`, which Python's re also matches before a final newline, and a newline in a setting or a
+    path could start a line of its own in a config file or a command."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            where = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and any(ord(c) < 32 or ord(c) == 127 for c in k):
+                raise LabError(f"{source}: {path or '(top level)'}: key {k!r} contains a control character")
+            _check_characters(v, source, where)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_characters(v, source, f"{path}.{i}")
+    elif isinstance(value, str) and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise LabError(f"{source}: {path}: {value!r} contains a control character (a newline?)")
+
+
+def _resolve_drop_caches(raw: dict[str, Any], cfg: dict[str, Any], source: str) -> None:
+    """os.drop_caches and run.drop_caches are one setting: they must agree; the one given wins."""
+    given_os = (raw.get("os") or {}).get("drop_caches")
+    given_run = (raw.get("run") or {}).get("drop_caches")
+    if given_os is not None and given_run is not None and given_os != given_run:
+        raise LabError(
+            f"{source}: os.drop_caches ({given_os}) and run.drop_caches ({given_run}) disagree; give one of them"
+        )
+    value = given_os if given_os is not None else cfg["run"]["drop_caches"]
+    cfg["os"]["drop_caches"] = cfg["run"]["drop_caches"] = value
+
+
+def _resolve_memory_limit(cfg: dict[str, Any], source: str) -> None:
+    """A ladder's memory limit is the cgroup's: said once, it becomes resources.memory_limit_mb."""
+    limit = (cfg.get("ladder") or {}).get("memory_limit_mb")
+    res = cfg["resources"].get("memory_limit_mb")
+    if limit is not None and res is not None and limit != res:
+        raise LabError(
+            f"{source}: ladder.memory_limit_mb ({limit}) and resources.memory_limit_mb ({res}) disagree; give one"
+        )
+    if limit is not None:
+        cfg["resources"]["memory_limit_mb"] = limit
+
+
+def _check_dataset_overrides(cfg: dict[str, Any], source: str) -> None:
+    """A target's `dataset` overrides the study's: it has the study dataset's keys (the schema leaves it open)."""
+    for name, spec in cfg["targets"].items():
+        if spec.get("dataset"):
+            try:
+                Dataset.from_dict(spec["dataset"], "dataset")
+            except LabError as exc:
+                raise LabError(f"{source}: targets.{name}.{exc}") from None
+
+
+def check(study: StudyConfig, source: str) -> None:
+    """Every rule of a study the schema cannot say."""
+    # host.sysctl reads the byte counts the kernel will be given (imported here: config sits below host)
+    from pgfslab.host import sysctl
+
+    _check_targets(study, source)
+    for name in [None, *study.workloads]:
+        try:
+            sysctl.settings_from_config((study.os if name is None else study.os_for(name)).to_dict())
+        except LabError as exc:
+            where = "os" if name is None else f"workloads.{name}.os"
+            raise LabError(f"{source}: {where}: {str(exc).removeprefix('os: ')}") from None
+    if study.resources.blkio:
+        for name, spec in study.targets.items():
+            if targets.kind(spec) in ("tmpfs", "dir"):
+                raise LabError(f"{source}: resources.blkio: target {name} ({spec.fs}) has no block device to throttle")
+    _check_snapshots(study, source)
+    _check_precision(study, source)
+    _check_ladder(study, source)
+    for name, wl in study.workloads.items():
+        _check_workload(name, wl, source)
+        if isinstance(wl.repeats, dict):
+            unknown = sorted(set(int(k) for k in wl.repeats) - set(wl.clients))
+            if unknown:
+                raise LabError(
+                    f"{source}: workloads.{name}.repeats: client counts {unknown} are not in clients {list(wl.clients)}"
+                )
+
+
+def _check_targets(study: StudyConfig, source: str) -> None:
+    """Each target's spec, no device twice, and WAL targets that exist and do not chain."""
+    devices: dict[str, str] = {}
+    for name, spec in study.targets.items():
+        for problem in targets.spec_problems(spec.to_dict()):
+            raise LabError(f"{source}: targets.{name}: {problem}")
+        if spec.device:
+            if spec.device in devices:
+                raise LabError(
+                    f"{source}: targets.{name}: device {spec.device} is also target {devices[spec.device]}'s"
+                )
+            devices[spec.device] = name
+    for name, spec in study.targets.items():
+        wal = spec.wal_on
+        if wal is None:
+            continue
+        where = f"{source}: targets.{name}.wal_on"
+        if wal == name:
+            raise LabError(f"{where}: a target cannot hold its own WAL on itself; name another target")
+        if wal not in study.targets:
+            raise LabError(f"{where}: {wal!r} is not a target (targets: {', '.join(study.targets)})")
+        if study.targets[wal].wal_on:
+            raise LabError(f"{where}: target {wal} keeps its own WAL on another target; WAL targets do not chain")
+        if targets.kind(spec) == "existing" or targets.kind(study.targets[wal]) == "existing":
+            raise LabError(f"{where}: WAL on another target needs targets the lab prepares (not fs: existing)")
+
+
+def _check_snapshots(study: StudyConfig, source: str) -> None:
+    for name in study.snapshot_targets():
+        if name not in study.targets:
+            raise LabError(
+                f"{source}: snapshots.targets: {name!r} is not a target (targets: {', '.join(study.targets)})"
+            )
+        spec = study.targets[name]
+        if spec.fs not in ("btrfs", "zfs") or targets.kind(spec) not in ("image", "device"):
+            raise LabError(
+                f"{source}: snapshots.targets: {name} is {spec.fs} ({targets.kind(spec)}): "
+                "the lab snapshots btrfs image or device targets and zfs targets only (LVM thin "
+                "snapshots would need device-mapper)"
+            )
+
+
+def _check_ladder(study: StudyConfig, source: str) -> None:
+    """A ladder's lists match the tools, climb and have one length."""
+    lad = study.ladder
+    if not lad:
+        return
+    used = study.tools()
+    scales, sizes = lad.scales, lad.table_sizes
+    if not scales and not sizes:
+        raise LabError(f"{source}: ladder: give `scales` (pgbench) or `table_sizes` (sysbench)")
+    if "pgbench" in used and not scales:
+        raise LabError(f"{source}: ladder: the study runs pgbench: give `scales`, one per rung")
+    if "sysbench" in used and not sizes:
+        raise LabError(f"{source}: ladder: the study runs sysbench: give `table_sizes`, one per rung")
+    if scales and sizes and len(scales) != len(sizes):
+        raise LabError(f"{source}: ladder: scales ({len(scales)}) and table_sizes ({len(sizes)}) differ in length")
+    for key, values in (("scales", scales), ("table_sizes", sizes)):
+        if values and list(values) != sorted(values):
+            raise LabError(f"{source}: ladder.{key}: rungs climb: {list(values)} is not ascending")
+    if "durability" in used:
+        raise LabError(f"{source}: ladder: a durability check does not climb a ladder; give it a study of its own")
+
+
+def _check_precision(study: StudyConfig, source: str) -> None:
+    prec = study.precision
+    if not prec:
+        return
+    if prec.min_repeats > prec.max_repeats:
+        raise LabError(
+            f"{source}: precision: min_repeats ({prec.min_repeats}) is above max_repeats ({prec.max_repeats})"
+        )
+    runnable = [
+        f"{n}/c={c}" for n, wl in study.workloads.items() if wl.tool in ("pgbench", "sysbench") for c in wl.clients
+    ]
+    for item in prec.cells or ():
+        name, _, clients = item.partition("/c=")
+        wl = study.workloads.get(name)
+        if wl is None or wl.tool not in ("pgbench", "sysbench") or (clients and int(clients) not in wl.clients):
+            raise LabError(
+                f"{source}: precision.cells: {item!r} is not a pgbench or sysbench cell of this study "
+                f"(cells: {', '.join(runnable) or 'none'})"
+            )
+    cells = study.precision_cells()
+    if not cells:
+        raise LabError(f"{source}: precision: the study has no pgbench or sysbench cell to make precise")
+    for name, _ in sorted(cells):
+        if "repeats" in study.workloads[name].keys:
+            raise LabError(
+                f"{source}: workloads.{name}.repeats: the precision target decides this workload's repeats "
+                "(precision.min_repeats..max_repeats); remove one of them"
+            )
+
+
+# Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
+COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os"}
+TOOL_KEYS: dict[str, set[str]] = {
+    "pgbench": {
+        "builtin",
+        "scripts",
+        "threads",
+        "transactions",
+        "rate_tps",
+        "latency_limit_ms",
+        "query_mode",
+        "per_statement",
+        "log",
+        "sampling_rate",
+    },
+    "sysbench": {"test", "rand_type", "percentile", "histogram"},
+    "fsmicro": {
+        "op",
+        "count",
+        "size_bytes",
+        "files",
+        "bg_files",
+        "bg_size_bytes",
+        "max_file_bytes",
+        "fsync_dir",
+        "unlink_open",
+        "setup_sync",
+        "fill",
+    },
+    "durability": {"crash_after_s", "crash"},
+}
+# keys whose schema default is filled in for every workload: not a sign of the wrong tool
+_DEFAULTED = {"per_statement", "log", "percentile", "histogram"}
+
+
+def tool_params(wl: Workload) -> dict[str, Any]:
+    """The workload's keys of its own tool, as given (fsmicro's op spec)."""
+    given = wl.to_dict()
+    return {k: v for k, v in given.items() if k in TOOL_KEYS[wl.tool]}
+
+
+def _check_workload(name: str, wl: Workload, source: str) -> None:
+    tool = wl.tool
+    where = f"{source}: workloads.{name}"
+    foreign = sorted(k for k in wl.keys if k not in COMMON_KEYS | TOOL_KEYS[tool] | _DEFAULTED)
+    if foreign:
+        owners = {k: t for t, keys in TOOL_KEYS.items() for k in keys}
+        raise LabError(f"{where}: {', '.join(f'{k!r} ({owners.get(k)})' for k in foreign)} not valid for tool {tool}")
+    if tool == "pgbench" and not (wl.builtin or wl.scripts):
+        raise LabError(f"{where}: pgbench needs `builtin` or `scripts`")
+    if tool == "pgbench" and wl.sampling_rate and wl.log != "transactions":
+        raise LabError(f"{where}: sampling_rate needs log: transactions")
+    if tool == "durability" and wl.transactions:
+        raise LabError(f"{where}: durability runs until its crash (crash_after_s), not a transaction count")
+    if tool == "sysbench" and not wl.test:
+        raise LabError(f"{where}: sysbench needs `test` (e.g. oltp_read_write)")
+    if tool == "fsmicro":
+        if not wl.op:
+            raise LabError(f"{where}: fsmicro needs `op` (e.g. create_fsync)")
+        if wl.clients != (1,):
+            raise LabError(f"{where}: fsmicro runs single-threaded: clients must be [1]")
+        # the op's own rules live with the runner that executes it (imported here only: config sits below runners)
+        from pgfslab.runners import fsmicro_spec
+
+        spec = tool_params(wl)
+        spec.setdefault("duration_s", wl.duration_s or 1)
+        try:
+            fsmicro_spec.resolve(spec)
+        except ValueError as exc:
+            raise LabError(f"{where}: {exc}") from None

@@ -1,0 +1,439 @@
+"""The validated study config as typed, frozen objects: one dataclass per object of
+workflow/schemas/config.schema.yaml, one field per property (tests/test_study_model.py holds them to the
+schema, both ways).
+
+Built once from a validated mapping (`Study.from_dict`, after pgfslab.config.validate has filled the
+schema's defaults); `to_dict()` gives that mapping back, key for key and in its own order, so the frozen
+data/raw/<study>/study.yaml, run.json's copies of the spec and every fingerprint stay as they were.
+A property the config did not give is None (the schema allows no null, so None always means absent).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from typing import Any, Self, TypeVar
+
+from pgfslab.errors import LabError
+
+PgSettings = dict[str, str | int | float | bool]
+Bytes = int | str  # a byte count, or a text with a unit (32MB, 1GiB)
+
+
+@dataclass(frozen=True)
+class Node:
+    """What every config object shares: building from a mapping and giving it back."""
+
+    # the keys in the order the mapping gave them (not a config property: to_dict keeps the order)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    @classmethod
+    def from_dict(cls, data: typing.Mapping[str, Any], where: str = "") -> Self:
+        return _build(cls, data, where)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping this object was built from (its keys, in their order); a field set since
+        (dataclasses.replace) follows them when it differs from its default."""
+        out = {k: _plain(getattr(self, k)) for k in self.keys if getattr(self, k) is not None}
+        for f in config_fields(type(self)):
+            value = getattr(self, f.name)
+            if f.name not in out and value is not None and value != _default(f):
+                out[f.name] = _plain(value)
+        return out
+
+
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else MISSING
+
+
+def config_fields(cls: type) -> list[Any]:
+    """The fields of a config object that are properties of the schema."""
+    return [f for f in fields(cls) if f.name != "keys"]
+
+
+def _optional(hint: Any) -> Any:
+    """X for X | None (the hint itself otherwise)."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(inner) == 1:
+            return inner[0]
+    return hint
+
+
+def _node_type(hint: Any) -> type | None:
+    """The config-object class a field holds directly (X or X | None), else None."""
+    hint = _optional(hint)
+    return hint if isinstance(hint, type) and is_dataclass(hint) and issubclass(hint, Node) else None
+
+
+Convert = typing.Callable[[Any, str], Any]
+
+
+def _converter(hint: Any) -> Convert:
+    """How a field's value is built from the mapping's (decided once per field, from its type)."""
+    hint = _optional(hint)
+    node = _node_type(hint)
+    if node is not None:
+        return lambda value, where: _build(node, value, where)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    item = _node_type(args[-1]) if args else None
+    if origin is dict and item is not None:
+        return lambda value, where: {k: _build(item, v, f"{where}.{k}") for k, v in value.items()}
+    if origin is tuple and _node_type(args[0]) is not None:
+        node_item = _node_type(args[0])
+        return lambda value, where: tuple(_build(node_item, v, f"{where}.{i}") for i, v in enumerate(value))
+    if origin is tuple:
+        return lambda value, where: tuple(_copy(v) for v in value)
+    return lambda value, where: _copy(value)
+
+
+@functools.cache
+def _fields_of(cls: type) -> tuple[tuple[str, bool, Convert], ...]:
+    """(name, required, converter) of each config field of a class."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (f.name, f.default is MISSING and f.default_factory is MISSING, _converter(hints[f.name]))
+        for f in config_fields(cls)
+    )
+
+
+def _copy(value: Any) -> Any:
+    """A value as given (no int turned float: fingerprints compare the config's text), its containers copied."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Node):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+N = TypeVar("N", bound=Node)
+
+
+def _build(cls: type[N], data: typing.Mapping[str, Any], where: str) -> N:
+    if not isinstance(data, typing.Mapping):
+        raise LabError(f"{where or 'config'}: a mapping expected, got {type(data).__name__}")
+    known = _fields_of(cls)
+    kwargs: dict[str, Any] = {}
+    for name, required, convert in known:
+        value = data.get(name)
+        if value is not None:
+            kwargs[name] = convert(value, f"{where}.{name}" if where else name)
+        elif required:
+            raise LabError(f"{where or 'config'}: {name} missing (is the config validated?)")
+    if len(kwargs) < len(data):
+        unknown = sorted(set(data) - {name for name, *_ in known})
+        if unknown:
+            raise LabError(f"{where or 'config'}: unknown key(s) {', '.join(unknown)}")
+    return cls(**kwargs, keys=tuple(data))
+
+
+# --- the schema's objects, in its order; a field without a default is one the schema requires or fills
+
+
+@dataclass(frozen=True)
+class TargetSpec(Node):
+    """targets.<name>: where one cluster lives."""
+
+    fs: str
+    size_gb: float = 4
+    mkfs_options: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
+    direct_io: bool = True
+    device: str | None = None
+    format: bool | None = None
+    dataset: dict[str, Any] | None = None  # overrides of the study's dataset (its keys, checked at validation)
+    postgres_settings: PgSettings | None = None
+    zfs: dict[str, str | int | bool] | None = None
+    wal_on: str | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class PostgresConfig(Node):
+    """postgres: the binaries, the OS user, the ports and the settings of every cluster."""
+
+    user: str = "postgres"
+    port_base: int = 55400
+    settings: PgSettings = field(default_factory=dict)
+    bindir: str | None = None
+
+
+@dataclass(frozen=True)
+class SysbenchData(Node):
+    tables: int = 4
+    table_size: int = 100000
+    fillfactor: int | None = None
+
+
+@dataclass(frozen=True)
+class Dataset(Node):
+    """dataset: what each cluster is loaded with (a target may override it, a ladder's rung sets its size)."""
+
+    scale: int = 20
+    sysbench: SysbenchData = field(default_factory=SysbenchData)
+    fillfactor: int | None = None
+    partitions: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadOs(Node):
+    vm_dirty_background_bytes: Bytes | None = None
+    vm_dirty_bytes: Bytes | None = None
+
+
+@dataclass(frozen=True)
+class Script(Node):
+    file: str
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class Workload(Node):
+    """workloads.<name>: one tool's cells (a cell per client count). Tool keys are None for other tools."""
+
+    tool: str
+    clients: tuple[int, ...] = (1,)
+    repeats: int | dict[str, int] | None = None
+    duration_s: int | None = None
+    postgres_settings: PgSettings | None = None
+    os: WorkloadOs | None = None
+    # pgbench
+    builtin: str | None = None
+    scripts: tuple[Script, ...] | None = None
+    threads: int | None = None
+    transactions: int | None = None
+    rate_tps: float | None = None
+    latency_limit_ms: float | None = None
+    query_mode: str | None = None
+    per_statement: bool = False
+    log: str = "aggregate"
+    sampling_rate: float | None = None
+    # sysbench
+    test: str | None = None
+    rand_type: str | None = None
+    percentile: int = 95
+    histogram: bool = False
+    # fsmicro
+    op: str | None = None
+    count: int | None = None
+    size_bytes: int | None = None
+    files: int | None = None
+    bg_files: int | None = None
+    bg_size_bytes: int | None = None
+    max_file_bytes: int | None = None
+    fsync_dir: bool | None = None
+    unlink_open: bool | None = None
+    setup_sync: str | None = None
+    fill: str | None = None
+    # durability
+    crash_after_s: float | None = None
+    crash: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSettings(Node):
+    """run: how long and how often."""
+
+    duration_s: int = 20
+    progress_interval_s: int = 1
+    aggregate_interval_s: int = 1
+    drop_caches: bool = True
+    timeout_factor: float = 3
+    repeats: int = 5
+    prewarm: bool | None = None
+    # no schema default: a new key with a default would change every run's parameters and make Snakemake redo them
+    timeout_grace_s: float | None = None
+
+
+@dataclass(frozen=True)
+class OsSettings(Node):
+    """os: machine-wide settings applied around every run (a workload may override the vm_ ones)."""
+
+    vm_dirty_background_bytes: Bytes | None = None
+    vm_dirty_bytes: Bytes | None = None
+    vm: dict[str, Bytes] | None = None
+    drop_caches: bool | None = None
+
+
+@dataclass(frozen=True)
+class Blkio(Node):
+    read_bps: Bytes | None = None
+    write_bps: Bytes | None = None
+    read_iops: int | None = None
+    write_iops: int | None = None
+
+
+@dataclass(frozen=True)
+class Resources(Node):
+    memory_limit_mb: int | None = None
+    blkio: Blkio | None = None
+
+
+@dataclass(frozen=True)
+class Snapshots(Node):
+    interval_s: float
+    keep_s: float
+    targets: tuple[str, ...]
+    offset_s: float = 0
+
+
+@dataclass(frozen=True)
+class DeviceBaseline(Node):
+    enabled: bool | None = None
+    duration_s: int | None = None
+    size: str | None = None
+    wal_size: str | None = None
+    pg_test_fsync_s: int | None = None
+
+
+@dataclass(frozen=True)
+class Ladder(Node):
+    scales: tuple[int, ...] | None = None
+    table_sizes: tuple[int, ...] | None = None
+    memory_limit_mb: int | None = None
+
+    @property
+    def rungs(self) -> list[int]:
+        """The rungs, 1-based."""
+        return list(range(1, len(self.scales or self.table_sizes or ()) + 1))
+
+
+@dataclass(frozen=True)
+class Precision(Node):
+    half_width: float
+    confidence: float = 0.95
+    min_repeats: int = 6
+    max_repeats: int = 15
+    budget_min: float | None = None
+    cells: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SamplerSettings(Node):
+    meminfo_hz: float = 1
+    diskstats_hz: float = 1
+    vmstat_hz: float = 1
+    pgstat_hz: float = 1
+
+
+@dataclass(frozen=True)
+class AnalysisSettings(Node):
+    moving_average_s: int = 15
+    trim_s: float = 2
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class StudyConfig(Node):
+    """The whole study config (the top level of the schema). pgfslab.config.study.Study adds what is
+    derived from it: the plan, each run's view, the fingerprints."""
+
+    study: str
+    targets: dict[str, TargetSpec]
+    workloads: dict[str, Workload]
+    title: str = "pgfs-lab study"
+    authors: tuple[str, ...] = ("pgfs-lab",)
+    seeds: tuple[str, ...] = ()
+    workdir: str = "data/work"
+    postgres: PostgresConfig = field(default_factory=PostgresConfig)
+    dataset: Dataset = field(default_factory=Dataset)
+    run: RunSettings = field(default_factory=RunSettings)
+    os: OsSettings = field(default_factory=OsSettings)
+    resources: Resources = field(default_factory=Resources)
+    sampler: SamplerSettings = field(default_factory=SamplerSettings)
+    analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
+    host: str | None = None
+    snapshots: Snapshots | None = None
+    device_baseline: DeviceBaseline | None = None
+    ladder: Ladder | None = None
+    precision: Precision | None = None
+
+    # --- what the study says about one of its parts (pure: derived from the fields alone)
+
+    def tools(self) -> set[str]:
+        return {wl.tool for wl in self.workloads.values()}
+
+    def dataset_for(self, target: str, rung: int | None = None) -> Dataset:
+        """The study's dataset with the target's overrides (e.g. a different fillfactor) merged in, at a
+        ladder's rung when given (its pgbench scale and sysbench table size)."""
+        out = merge(self.dataset.to_dict(), self.targets[target].dataset or {})
+        if rung is not None and self.ladder is not None:
+            if self.ladder.scales:
+                out["scale"] = int(self.ladder.scales[rung - 1])
+            if self.ladder.table_sizes:
+                out["sysbench"] = {**(out.get("sysbench") or {}), "table_size": int(self.ladder.table_sizes[rung - 1])}
+        return Dataset.from_dict(out, f"targets.{target}.dataset")
+
+    def os_for(self, workload: str) -> OsSettings:
+        """OS settings of a workload's runs: the study's `os` with the workload's overrides."""
+        over = self.workloads[workload].os
+        return OsSettings.from_dict(merge(self.os.to_dict(), over.to_dict() if over else {}))
+
+    def pg_settings_for(self, target: str, workload: str | None = None) -> dict[str, Any]:
+        """PostgreSQL settings of a run: the study's, then the target's, then the workload's."""
+        out = dict(self.postgres.settings)
+        out.update(self.targets[target].postgres_settings or {})
+        if workload is not None:
+            out.update(self.workloads[workload].postgres_settings or {})
+        return out
+
+    def precision_cells(self) -> set[tuple[str, int]]:
+        """The (workload, clients) cells whose repeats the precision target decides (empty without `precision`)."""
+        if self.precision is None:
+            return set()
+        cells = {
+            (name, c) for name, wl in self.workloads.items() if wl.tool in ("pgbench", "sysbench") for c in wl.clients
+        }
+        if not self.precision.cells:
+            return cells
+        out: set[tuple[str, int]] = set()
+        for item in self.precision.cells:
+            name, _, clients = item.partition("/c=")
+            out |= {(w, c) for w, c in cells if w == name and (not clients or c == int(clients))}
+        return out
+
+    def repeats_for(self, workload: str, clients: int) -> int:
+        if self.precision is not None and (workload, clients) in self.precision_cells():
+            return int(self.precision.max_repeats)
+        reps = self.workloads[workload].repeats
+        if reps is None:
+            return int(self.run.repeats)
+        if isinstance(reps, dict):
+            return int(reps.get(str(clients), self.run.repeats))
+        return int(reps)
+
+    def ladder_rungs(self) -> list[int]:
+        """The ladder's rungs, 1-based (empty without a ladder)."""
+        return self.ladder.rungs if self.ladder is not None else []
+
+    def rungs_for(self, workload: str) -> list[int | None]:
+        """The rungs a workload's cells run at: every rung for pgbench and sysbench in a ladder study."""
+        if self.workloads[workload].tool in ("pgbench", "sysbench") and self.ladder_rungs():
+            return list(self.ladder_rungs())
+        return [None]
+
+    def snapshot_targets(self) -> list[str]:
+        """Targets that get periodic snapshots (and so a btrfs data subvolume at creation)."""
+        return list(self.snapshots.targets) if self.snapshots is not None else []
+
+
+def merge(base: dict[str, Any], over: typing.Mapping[str, Any]) -> dict[str, Any]:
+    """`over` merged into `base`, mappings key by key."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out

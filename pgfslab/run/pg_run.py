@@ -1,0 +1,153 @@
+"""One pgbench or sysbench run against a target's cluster: a fresh server in the target's cgroup, the
+tool's command, the samplers and snapshots beside it, and what the server said before and after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgfslab.config.model import Snapshots
+from pgfslab.config.study import RunView
+from pgfslab.errors import LabError
+from pgfslab.host import cgroups, postgres, snapshots, targets
+from pgfslab.run.common import copy_log_since, log_size, one_line, texts
+from pgfslab.run.phases import Phases
+from pgfslab.run.progress import Progress
+from pgfslab.run.sampler import Samplers
+from pgfslab.runners import pgbench, process, sysbench
+
+
+def pg_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any], ph: Phases) -> process.Outcome:
+    """One pgbench or sysbench run against the target's cluster (in its cgroup, with its samplers).
+
+    A server that crashes during the run is data: what it left is recorded (record["server"]), its
+    orphans and stale postmaster.pid are cleaned up, and the server log is kept on every exit path."""
+    pg = view.postgres
+    bindir = postgres.bindir(pg.bindir)
+    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device)
+    server: dict[str, Any] = {}
+    record["server"] = server
+    log_at: list[Any] = []
+    try:
+        with contextlib.ExitStack() as outer:
+            outer.callback(ph.lap, "cgroup_remove")
+            cg = outer.enter_context(cgroups.limited(cgroups.cgroup_name(view.target.study, view.spec.target), limits))
+            ph.lap("cgroup")
+            # Kept: a fresh server per run (started after the cache drop, stopped with its shutdown
+            # checkpoint): no run inherits another's shared buffers, dirty pages or WAL to checkpoint.
+            outer.callback(ph.lap, "server_stop")
+            cl = outer.enter_context(
+                postgres.running(
+                    mnt.path / "pgdata", pg.port, bindir, pg.user, run_settings=pg.settings, wrap=cg.command
+                )
+            )
+            ph.lap("server_start")
+            log_at[:] = [cl.log, log_size(cl.log)]
+            cl.dbname = pg.database  # the run's data set: its facts and pg_stat_database samples are that database's
+            server["start_notes"] = list(cl.notes)
+            record["postgres_settings"] = pg.settings
+            if view.run.prewarm:
+                record["prewarm"] = _prewarm(cl)
+                ph.lap("prewarm")
+            record["postgres_before"] = cl.facts()
+            cmd = tool_command(view, cl, bindir, rdir)
+            record["commands"] = [cmd]
+            ph.lap("facts_before")  # the server's settings and sizes before the run (a first connection)
+            with contextlib.ExitStack() as stack:
+                stack.callback(ph.lap, "samplers_stop")
+                smp = stack.enter_context(Samplers(rdir, view.sampler, cl.conninfo))
+                sched = _snapshots(stack, view.snapshots, mnt, rdir)
+                ph.lap("samplers_start")
+                outcome = _execute(view, cg.command(cmd), rdir)
+                # pgbench's own start (connections, the vacuum of its tables) is tool_overhead
+                ph.lap_tool(None if view.workload.transactions else view.duration_s)
+            record["sampler"] = {**view.sampler.to_dict(), **smp.record()}
+            if sched is not None:
+                record["snapshots"] = sched.summary()
+            _facts_after(cl, server, record)
+            record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
+            ph.lap("facts_after")
+        server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
+    finally:
+        if log_at:
+            copy_log_since(log_at[0], log_at[1], rdir / "postgresql.log")
+    signs = postgres.crash_signs(texts(rdir, ["postgresql.log"])[0] if (rdir / "postgresql.log").exists() else "")
+    server["log_signs"] = signs
+    server["crashed"] = not server["alive_after_run"] or bool(signs)
+    return outcome
+
+
+def tool_command(view: RunView, cl: postgres.Cluster, bindir: Path, rdir: Path) -> list[str]:
+    """The run's pgbench or sysbench command against the running cluster."""
+    wl, pg = view.workload, view.postgres
+    if wl.tool == "pgbench":
+        scripts = copy_scripts(view, rdir)
+        return pgbench.run_command(
+            bindir / "pgbench", cl.client_args(), wl, view.spec.clients, view.duration_s, view.run, scripts, pg.database
+        )
+    return sysbench.run_command(
+        cl.sockdir, cl.port, wl, view.spec.clients, view.duration_s, view.run, view.dataset, pg.database
+    )
+
+
+def _execute(view: RunView, cmd: list[str], rdir: Path) -> process.Outcome:
+    if view.workload.tool == "pgbench":
+        return pgbench.execute(
+            cmd, rdir, "pgbench.stdout", "pgbench.stderr", view.timeout_s, Progress(view.label), view.duration_s
+        )
+    return sysbench.execute(cmd, rdir, view.timeout_s, Progress(view.label))
+
+
+def copy_scripts(view: RunView, rdir: Path) -> list[tuple[Path, int]]:
+    """Custom pgbench scripts, copied into the run folder (the raw data carries what was run)."""
+    out = []
+    for item in view.workload.scripts or ():
+        src = Path(item.file)  # made absolute, relative to the config file, by config.load
+        if not src.exists():
+            raise LabError(f"pgbench script {src} not found (workloads: scripts are relative to the config file)")
+        dest = rdir / f"script_{src.name}"
+        shutil.copyfile(src, dest)
+        out.append((dest.resolve(), int(item.weight)))
+    return out
+
+
+def _snapshots(
+    stack: contextlib.ExitStack[Any], snaps: Snapshots | None, mnt: targets.Mounted, rdir: Path
+) -> Any | None:
+    """The periodic snapshots of the run's target (ZFS's own, or btrfs subvolume snapshots), started on `stack`."""
+    if snaps is None:
+        return None
+    schedule = snapshots.Schedule(snaps.interval_s, snaps.keep_s, snaps.offset_s)
+    if mnt.zfs:
+        return stack.enter_context(
+            snapshots.ZfsScheduler(mnt.zfs["dataset"], mnt.mountpoint, schedule, rdir / snapshots.CSV_NAME)
+        )
+    return stack.enter_context(snapshots.scheduled(mnt.path, mnt.mountpoint, schedule, rdir))
+
+
+def _facts_after(cl: postgres.Cluster, server: dict[str, Any], record: dict[str, Any]) -> None:
+    """Whether the server outlived the run, and its facts when it did."""
+    server["alive_after_run"] = cl.alive()
+    if server["alive_after_run"]:
+        try:
+            record["postgres"] = cl.facts()
+        except psycopg.Error as exc:  # e.g. in crash recovery after a backend was killed
+            server["facts_error"] = one_line(exc)
+
+
+def _prewarm(cl: postgres.Cluster) -> dict[str, Any]:
+    """Load every table and index of the run's database into shared_buffers (pg_prewarm, PostgreSQL's own
+    contrib module): a warm start, outside the measured interval."""
+    t0 = time.monotonic()
+    cl.query("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    blocks = cl.query(
+        "SELECT coalesce(sum(pg_prewarm(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')"
+    )[0][0]
+    return {"blocks": int(blocks), "wall_s": round(time.monotonic() - t0, 3)}
