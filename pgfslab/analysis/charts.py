@@ -21,22 +21,15 @@ from __future__ import annotations
 import base64
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-# jsonschema (altair's spec validator) imports the optional IRI checker rfc3987_syntax when it is
-# installed, which builds a Lark grammar at import time: ~3 s of every notebook's start on a small
-# machine, for a format ("iri") no Vega-Lite spec of ours uses. Without it jsonschema simply does not
-# check that format. (Set only if nothing imported it yet.)
-sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-
-import altair as alt  # noqa: E402
-import polars as pl  # noqa: E402
-import vl_convert as vlc  # noqa: E402
+import altair as alt
+import polars as pl
+import vl_convert as vlc
 
 THEME = "pgfs"
 RENDERER = "pgfs"
@@ -809,13 +802,8 @@ def chart_spec(chart: alt.TopLevelMixin, theme: str | None = THEME) -> dict[str,
 
 
 def _svg(spec: dict[str, Any]) -> str:
-    """The spec's SVG: from the warm interpreter's renderer when this process is one of its children
-    (pgfslab.warm.render: vl-convert already started, the same SVG), else by vl-convert here."""
-    from pgfslab.warm import render
-
-    version = _vl_version()
-    svg = render.remote_svg(spec, version)
-    return svg if svg is not None else vlc.vegalite_to_svg(spec, vl_version=version)
+    """The spec's SVG, by vl-convert."""
+    return vlc.vegalite_to_svg(spec, vl_version=_vl_version())
 
 
 def _write(path: Path, data: bytes) -> None:
