@@ -93,8 +93,7 @@ def build(
     nb.metadata["pgfs"] = meta
     nbformat.write(nb, executed)
     pdf.parent.mkdir(parents=True, exist_ok=True)
-    # side by side: Typst typesets (1.4 s for the default study's paper) without the GIL, while nbconvert
-    # writes the HTML in this thread
+    # side by side: Typst typesets without the GIL, while nbconvert writes the HTML in this thread
     with ThreadPoolExecutor(max_workers=1) as pool:
         typeset = pool.submit(pdf_export.export_pdf, executed, pdf)
         export_html(executed, html)
