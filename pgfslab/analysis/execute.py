@@ -16,9 +16,7 @@ from pgfslab.analysis.registry import Job
 from pgfslab.errors import LabError
 
 
-def run(
-    job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS, **papermill_options: Any
-) -> None:
+def run(job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS) -> None:
     """Execute `job`'s notebook into `out`; a failing cell is a LabError naming the notebook and the error."""
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -33,7 +31,6 @@ def run(
             # written once, at the end (also after a failed cell, with its traceback), instead of after every
             # cell's start and end: each write serialises and validates the whole notebook, figures included
             request_save_on_cell_execute=False,
-            **papermill_options,
         )
     except pm.PapermillExecutionError as exc:
         raise LabError(

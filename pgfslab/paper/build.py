@@ -48,12 +48,10 @@ def build(
     *,
     figures_dir: str | Path | None = None,
     tables_dir: str | Path | None = None,
-    papermill_options: dict[str, Any] | None = None,
 ) -> None:
     """Execute the paper notebook against `db` and the executed notebooks' outputs (figures in
     `figures_dir`, default figures/<study>; tables and their publications in `tables_dir`, default
-    <build dir>/tables, the build dir being the executed notebook's folder), then export PDF and HTML.
-    `papermill_options` go to papermill.execute_notebook (e.g. `km`, a running kernel's manager)."""
+    <build dir>/tables, the build dir being the executed notebook's folder), then export PDF and HTML."""
     # here, not at the top: the paper notebook's kernel imports this module (write_meta) and needs neither
     import papermill
 
@@ -78,7 +76,6 @@ def build(
                 "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
                 "build_dir": str(build_dir.absolute()),
             },
-            **(papermill_options or {}),
         )
     except papermill.PapermillExecutionError as exc:
         raise LabError(
