@@ -93,14 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--command-lines", type=int, default=5_000_000, help="ingest-command: lines [5,000,000]")
     p.add_argument("--pg", action="store_true", help="sampler: also pgbench's tps with and without samplers")
     args = p.parse_args(argv)
-    started = page.now()
+    started, where = page.now(), page.machine()
     figures: list[page.Figure] = []
     for name in args.only or DEFAULT:
         print(f"== {name} ==", flush=True)
         figures += BENCHMARKS[name](args)
         print(flush=True)
     if figures:
-        print(f"written: {page.write(figures, started).relative_to(page.REPO)}")
+        print(f"written: {page.write(figures, started, where).relative_to(page.REPO)}")
     return 0  # figures, not tests: a goal not met is a "no" on the page
 
 

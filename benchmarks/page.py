@@ -42,7 +42,7 @@ def _commit() -> str:
     return (res.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
 
 
-def markdown(figures: list[Figure], started: str) -> str:
+def markdown(figures: list[Figure], started: str, where: str) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -50,7 +50,7 @@ def markdown(figures: list[Figure], started: str) -> str:
         "baseline measured in the same run, or a wall time against its goal; on a loaded machine every time is",
         "longer, so read the ratios first.",
         "",
-        f"Measured {started} at commit {_commit()} on {machine()}.",
+        f"Measured {started} at commit {_commit()} on {where}.",
         "",
         "| Figure | Value | Baseline | Ratio | Goal | Met |",
         "|---|---|---|---|---|---|",
@@ -64,9 +64,9 @@ def markdown(figures: list[Figure], started: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(figures: list[Figure], started: str, page: Path = PAGE) -> Path:
+def write(figures: list[Figure], started: str, where: str, page: Path = PAGE) -> Path:
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(markdown(figures, started))
+    page.write_text(markdown(figures, started, where))
     return page
 
 

@@ -57,6 +57,11 @@ if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pgfslab ] || [ "$(cat "$stamp" 
   echo "$want" > "$stamp"
 fi
 # the lab's own modules too (editable: a module edited later is compiled again in memory, correctly, until
-# the next setup writes its .pyc)
-.venv/bin/python -m compileall -q -j 0 pgfslab benchmarks >/dev/null || true
+# the next setup writes its .pyc), when one changed since the last time (the stamp is set first: a module
+# edited while this compiles is compiled again next time)
+compiled=.venv/.compiled
+if [ ! -e "$compiled" ] || [ -n "$(find pgfslab benchmarks -name '*.py' -newer "$compiled" -print -quit)" ]; then
+  touch "$compiled"
+  .venv/bin/python -m compileall -q -j 0 pgfslab benchmarks >/dev/null || true
+fi
 echo "setup: ok ($(.venv/bin/python --version), $(ls /usr/lib/postgresql/ | sort -n | tail -1 | sed 's/^/PostgreSQL /'))"
