@@ -25,21 +25,15 @@ PY := $(LAB)/.venv/bin/python
 # target's preparation and every run take all of them (workflow/rules/run.smk: threads), so nothing runs
 # beside a measurement.
 CORES ?= all
-# Snakemake through pgfslab.cli.snakemake_main: `python -m snakemake`, without the second its exit waited for
-# a scheduler timer after every invocation that ran a job, and without the Slurm plugin's import (pandas, 0.5 s)
-# where the command line cannot use it
-SNAKE := $(PY) -m pgfslab.cli.snakemake_main --snakefile $(LAB)/workflow/Snakefile --cores $(CORES) --scheduler greedy --rerun-incomplete \
+SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --cores $(CORES) --scheduler greedy --rerun-incomplete \
          --keep-going --printshellcmds --quiet rules
 ifeq ($(EXECUTOR),slurm)
-RUN_SNAKE := $(PY) -m pgfslab.cli.snakemake_main --snakefile $(LAB)/workflow/Snakefile --profile $(LAB)/workflow/profiles/slurm --quiet rules
+RUN_SNAKE := $(PY) -m snakemake --snakefile $(LAB)/workflow/Snakefile --profile $(LAB)/workflow/profiles/slurm --quiet rules
 else ifeq ($(EXECUTOR),local)
 RUN_SNAKE := $(SNAKE)
 else
 $(error EXECUTOR=$(EXECUTOR): local or slurm)
 endif
-# A no-op `make run`/`make analyse` without Snakemake's start-up: the state Snakemake last found up to date,
-# stamped (pgfslab/noop.py says when that is provably the same answer); any change runs Snakemake.
-NOOP := $(PY) -m pgfslab.noop
 HOST_CONFIG := $(if $(HOSTS),hosts=$(HOSTS) pin_hosts=$(PIN_HOSTS)) $(if $(HOST),host=$(HOST))
 
 .PHONY: setup setup-slurm run analyse test test-fast lint format bench release unlock lock clean-build sync-notebooks docs
@@ -59,33 +53,27 @@ setup-slurm:
 run: setup
 	@if [ "$(EXECUTOR)" = slurm ] && [ -z "$(HOSTS)" ]; then \
 	  echo "EXECUTOR=slurm needs HOSTS=key1,key2,... (one Slurm job per host key; PIN_HOSTS=1: keys are node names)"; exit 2; fi
-	@trap 'echo' INT TERM; set -- $(RUN_SNAKE) $(SNAKE_ARGS) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); \
-	$(NOOP) check -- "$$@"; rc=$$?; \
-	if [ $$rc -ne 0 ]; then $(NOOP) snapshot -- "$$@"; "$$@"; rc=$$?; \
-	  if [ $$rc -eq 0 ]; then $(NOOP) certify -- "$$@"; fi; fi; \
+	@trap 'echo' INT TERM; \
+	$(RUN_SNAKE) $(SNAKE_ARGS) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); rc=$$?; \
 	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 
-# Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs). The notebooks'
-# warm interpreter (pgfslab.warm) starts importing while Snakemake starts (in a one-thread job's environment,
-# as Snakemake gives the notebooks theirs: the same server).
+# Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs).
 analyse: setup
 	@test -n "$(STUDY)" || { echo "usage: make analyse STUDY=<name of a folder in data/raw/>"; exit 2; }
-	@set -- $(SNAKE) --config study=$(STUDY) raw_only=1; $(NOOP) check -- "$$@" && exit 0; \
-	$(PY) -m pgfslab.warm --job-threads 1 start; $(NOOP) snapshot -- "$$@"; "$$@" || exit $$?; $(NOOP) certify -- "$$@"
+	@$(SNAKE) --config study=$(STUDY) raw_only=1
 
-# Test files side by side (pytest-xdist): a real study in a test spends most of its time waiting (its runs'
-# fixed durations, Slurm, the disks), so more workers than cores. tests/conftest.py keeps each file on one
-# worker (its study runs once), runs the files that change machine-wide settings one after another, and
-# starts the longest first. TEST_WORKERS=0: one process, in file order. Four here, on 2 cores: /proc/stat
-# shows both busy 94-98 % of the suite (its length is CPU, not waiting: the summary prints each unit's), four
-# fill the gaps while a study waits on its runs; 7:38 against 7:49-7:56 with three (2026-11-26).
+# Test files side by side (pytest-xdist, each file on one worker: its study set up once); a real study in a
+# test spends much of its time waiting (its runs' fixed durations, Slurm, the disks), so more workers than
+# cores. Then, one after another in one process, the files marked machine_wide (vm.* settings, dropped caches,
+# cgroups), which must not run beside each other or beside a study. TEST_WORKERS=0: everything in one process.
 TEST_WORKERS ?= 4
 
 # Everything (CI): lint, then every test including the slow ones (real file systems, PostgreSQL,
 # notebooks, the paper).
 test: setup setup-slurm lint
-	@cd $(LAB) && $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	@cd $(LAB) && $(PY) -m pytest -m "not machine_wide" -n $(TEST_WORKERS) --dist loadfile --durations 15 \
+	  && $(PY) -m pytest -m machine_wide -p no:xdist --durations 5
 
 # The inner loop: the tests that need no root, no server and no notebook kernel (under a minute).
 test-fast: setup

@@ -1,23 +1,27 @@
-"""`make bench` (`python -m benchmarks.__main__`): every benchmark of the lab, one after the other.
+"""`make bench` (`python -m benchmarks`): the lab's speed figures, as ratios, written to docs/benchmarks.md.
 
-    .venv/bin/python -m benchmarks.__main__                       # all, full size
-    .venv/bin/python -m benchmarks.__main__ --only ingest --lines 1000000
+    .venv/bin/python -m benchmarks                          # the three figures below, and the page
+    .venv/bin/python -m benchmarks --only ingest --lines 1000000
 
-Benchmarks: `ingest` (benchmarks.ingest: a 10-million-line pgbench per-transaction log through
-the lab's ingest, DuckDB's bare read_csv and a Python split loop; time, ratios, peak memory),
-`ingest-command` (benchmarks.ingest_command: `python -m pgfslab ingest` on a 5-million-line log
-against a process doing only DuckDB's read_csv, start-up included; the ratio of the same run),
-`sampler` (benchmarks.sampler: the samplers' CPU cost at 1 and 10 Hz; with --pg the tps of
-pgbench with and without them, interleaved), `noop` (benchmarks.noop: a no-op `make run` against
-Snakemake's start-up and its own no-op), `measuring` (benchmarks.measuring: a tiny real study's measuring
-share with its per-phase breakdown; root, takes the machine lock), `analyse` (benchmarks.analyse: `make
-analyse` of the default study's raw folder (a recorded one before `make run`), warm and cold, a notebook edit's
-rebuild, the no-op). After `make run`, `measuring` also reads the default study's own records.
+The figures (docs/benchmarks.md, generated):
+
+* `measuring` (benchmarks.measuring): the measuring share of a study after set-up, from the default study's raw
+  folder after `make run`, else from a tiny real study run here (root; takes the machine lock); goal ≥ 90 %;
+* `analyse` (benchmarks.analyse): `make analyse` of the default study's raw folder (a recorded study's before
+  `make run`), goal ≤ 60 s, and a no-op `make analyse` against Snakemake's own dry run;
+* `noop` (benchmarks.noop): a no-op `make run` of the default study against Snakemake's own dry run, goal
+  within about 1 s (after `make run`).
+
+More, printed only (`--only`): `ingest` (benchmarks.ingest: a 10-million-line pgbench log through the lab's
+ingest, DuckDB's bare read_csv and a Python split loop), `ingest-command` (benchmarks.ingest_command: `python -m
+pgfslab ingest` against a process doing only DuckDB's read_csv), `sampler` (benchmarks.sampler: the samplers'
+CPU cost; with --pg pgbench's tps with and without them).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -26,75 +30,78 @@ from benchmarks import ingest as bench_ingest
 from benchmarks import ingest_command as bench_ingest_command
 from benchmarks import measuring as bench_measuring
 from benchmarks import noop as bench_noop
+from benchmarks import page
 from benchmarks import sampler as bench_sampler
 
-
-def _ingest(args: argparse.Namespace) -> int:
-    argv = ["--lines", str(args.lines), "--repeat", str(args.repeat)]
-    return bench_ingest.main(argv)
-
-
-def _ingest_command(args: argparse.Namespace) -> int:
-    return bench_ingest_command.main(["--lines", str(args.command_lines), "--repeat", str(max(args.repeat, 3))])
-
-
-def _sampler(args: argparse.Namespace) -> int:
-    return bench_sampler.main(["--pg"] if args.pg else [])
-
-
-def _noop(args: argparse.Namespace) -> int:
-    return bench_noop.main(["--config", args.config])
-
-
 # the default study's raw folder, once `make run` has made it: the issue's figures are the default study's
-DEFAULT_RAW = bench_analyse.REPO / "data" / "raw" / "default"
+DEFAULT_RAW = page.REPO / "data" / "raw" / "default"
+RECORDED_RAW = page.REPO / "tests" / "data" / "studies" / "dirty-bytes"
 
 
-def _measuring(args: argparse.Namespace) -> int:
-    status = bench_measuring.main([])
+def _measuring(args: argparse.Namespace) -> list[page.Figure]:
     if DEFAULT_RAW.is_dir():
-        print("-- the default study as it ran (its raw folder's records):")
-        status = bench_measuring.main(["--raw", str(DEFAULT_RAW)]) or status
-    return status
+        for line in bench_measuring.from_raw(DEFAULT_RAW):
+            print(line)
+        got = bench_measuring.figure(DEFAULT_RAW, "the default study")
+        return [got] if got else []
+    if os.geteuid() != 0:
+        print("measuring: no default study's raw folder (make run) and not root (a tiny study needs it); skipped")
+        return []
+    got = bench_measuring.tiny_study(args.repeats, args.duration, args.lock)
+    return [got] if got else []
 
 
-def _analyse(args: argparse.Namespace) -> int:
-    # from the default study's raw folder when there is one (else a recorded study's, tests/data/studies/)
-    return bench_analyse.main(["--raw", str(DEFAULT_RAW)] if DEFAULT_RAW.is_dir() else [])
+def _analyse(args: argparse.Namespace) -> list[page.Figure]:
+    return bench_analyse.run(DEFAULT_RAW if DEFAULT_RAW.is_dir() else RECORDED_RAW, args.repeat)
 
 
-BENCHMARKS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "ingest": _ingest,
-    "ingest-command": _ingest_command,
-    "sampler": _sampler,
-    "noop": _noop,
+def _noop(args: argparse.Namespace) -> list[page.Figure]:
+    got = bench_noop.run(args.config, args.repeat)
+    return [got] if got else []
+
+
+def _printed(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], list[page.Figure]]:
+    def figures(args: argparse.Namespace) -> list[page.Figure]:
+        run(args)
+        return []
+
+    return figures
+
+
+BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[page.Figure]]] = {
     "measuring": _measuring,
     "analyse": _analyse,
+    "noop": _noop,
+    "ingest": _printed(lambda a: bench_ingest.main(["--lines", str(a.lines)])),
+    "ingest-command": _printed(lambda a: bench_ingest_command.main(["--lines", str(a.command_lines)])),
+    "sampler": _printed(lambda a: bench_sampler.main(["--pg"] if a.pg else [])),
 }
+DEFAULT = ("measuring", "analyse", "noop")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.__main__", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--only", action="append", choices=list(BENCHMARKS), help="run only this benchmark (repeatable)")
-    p.add_argument("--lines", type=int, default=10_000_000, help="ingest: lines of the generated log [10,000,000]")
-    p.add_argument(
-        "--command-lines",
-        type=int,
-        default=5_000_000,
-        help="ingest-command: lines of the log ingested by whole commands [5,000,000]",
-    )
-    p.add_argument("--repeat", type=int, default=1, help="ingest: runs per method, medians reported [1]")
-    p.add_argument("--pg", action="store_true", help="sampler: also the tps of pgbench with and without samplers")
+    p.add_argument("--repeat", type=int, default=3, help="no-op timings per side, medians [3]")
     p.add_argument("--config", default="config/default.yaml", help="noop: a finished study [config/default.yaml]")
+    p.add_argument("--repeats", type=int, default=4, help="measuring's tiny study: runs [4]")
+    p.add_argument("--duration", type=int, default=10, help="measuring's tiny study: seconds per run [10]")
+    p.add_argument("--lock", default="/tmp/pgfslab-real.lock", help="the machine lock real runs take ('' for none)")
+    p.add_argument("--lines", type=int, default=10_000_000, help="ingest: lines of the generated log [10,000,000]")
+    p.add_argument("--command-lines", type=int, default=5_000_000, help="ingest-command: lines [5,000,000]")
+    p.add_argument("--pg", action="store_true", help="sampler: also pgbench's tps with and without samplers")
     args = p.parse_args(argv)
-    status = 0
-    for name in args.only or list(BENCHMARKS):
+    started, where = page.now(), page.machine()
+    figures: list[page.Figure] = []
+    for name in args.only or DEFAULT:
         print(f"== {name} ==", flush=True)
-        status |= BENCHMARKS[name](args)
+        figures += BENCHMARKS[name](args)
         print(flush=True)
-    return status
+    if figures:
+        print(f"written: {page.write(figures, started, where).relative_to(page.REPO)}")
+    return 0  # figures, not tests: a goal not met is a "no" on the page
 
 
 if __name__ == "__main__":

@@ -1,131 +1,108 @@
-"""How fast is a re-analysis, a notebook edit and a no-op? (`make bench`, benchmark `analyse`; no root)
+"""How long does a re-analysis take, and a no-op? (`make bench`, benchmark `analyse`; no root)
 
-From a raw folder alone (a recorded study of tests/data/studies/ by default, copied to a scratch folder),
-in the same run:
+From a raw folder alone (the default study's after `make run`, else a recorded study of tests/data/studies/),
+copied to a scratch folder, in the same run:
 
-* `make analyse` from nothing (database, notebooks, paper), every core, with each notebook, kernel and the
-  paper started cold (PGFSLAB_WARM=0, the baseline) and forked from the warm interpreter (pgfslab.warm, the
-  default; its start-up included);
-* after an edit of one notebook (a blank line added to the lab's own copy, restored afterwards), no warm
-  server running: the rebuild of that notebook and the paper;
-* a second `make analyse` with nothing changed, against Snakemake's own start-up (`snakemake --version`)
-  and a bare Snakemake no-op of the same study (what `make analyse` did before pgfslab.noop).
-
-Prints seconds and ratios; the machine's load at the start (on a loaded machine every figure is larger).
+* `make analyse` from nothing (ingest, every notebook, the paper), every core: its wall time against the goal,
+  and the CPU it and its children used (the figure a loaded machine changes least);
+* a second `make analyse`, with nothing to do, against Snakemake's own dry run of the same study (the same
+  command line with `--dry-run`), interleaved, medians: what the Makefile adds to Snakemake's no-op.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.page import Figure, machine
+
 REPO = Path(__file__).resolve().parent.parent
+GOAL_S = 60.0
+NOOP_GOAL_S = 1.0
 
 
-def _timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
-    t0 = time.monotonic()
-    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
-    wall = time.monotonic() - t0
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds (the command and every child it waited for) and its output; a failure ends the
+    benchmark with the command's output."""
+    cpu0, t0 = _children_cpu_s(), time.monotonic()
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    wall, cpu = time.monotonic() - t0, _children_cpu_s() - cpu0
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}")
-    return wall, res.stdout + res.stderr
+    return wall, cpu, res.stdout + res.stderr
 
 
-def _env(scratch: Path, runtime: str, warm: str) -> dict[str, str]:
-    """The environment of one step: its own runtime folder (so which warm server it finds is this step's
-    business) and PGFSLAB_WARM."""
-    d = scratch / runtime
-    d.mkdir(mode=0o700, exist_ok=True)
-    return {**os.environ, "XDG_RUNTIME_DIR": str(d), "PGFSLAB_WARM": warm}
+def noop_figure(name: str, make: list[str], snake: list[str], cwd: Path, repeat: int) -> Figure:
+    """A no-op `make` target against Snakemake's own dry run of the same command line, interleaved."""
+    ours, theirs = [], []
+    for _ in range(repeat):
+        wall, _, out = timed(make, cwd)
+        if "Nothing to be done" not in out:
+            raise SystemExit(f"{' '.join(make)} was not a no-op:\n{out[-2000:]}")
+        ours.append(wall)
+        theirs.append(timed([*snake, "--dry-run"], cwd)[0])
+    m, s = statistics.median(ours), statistics.median(theirs)
+    print(f"{name}: {m:.2f} s; Snakemake's own dry run {s:.2f} s; difference {m - s:+.2f} s, ratio {m / s:.2f}")
+    return Figure(
+        name,
+        f"{m:.2f} s",
+        f"Snakemake's dry run {s:.2f} s",
+        f"{m / s:.2f} ({m - s:+.2f} s)",
+        f"within {NOOP_GOAL_S:.0f} s",
+        m - s <= NOOP_GOAL_S,
+        f"medians of {repeat}, interleaved",
+    )
 
 
-def _stop_servers(scratch: Path) -> None:
-    """The warm servers this benchmark started (each names its pid in its log); they would idle out anyway."""
-    import re
-    import signal
-
-    for log in scratch.glob("run-*/pgfslab-warm-*/*.log"):
-        for pid in re.findall(r"pgfslab warm server (\d+):", log.read_text()):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGTERM)
-
-
-def _fresh(raw: Path, study: str, into: Path) -> Path:
-    if into.exists():
-        shutil.rmtree(into)
-    (into / "data" / "raw").mkdir(parents=True)
-    shutil.copytree(raw, into / "data" / "raw" / study)
-    return into
+def run(raw: Path, repeat: int = 3) -> list[Figure]:
+    study = raw.name
+    print(machine())
+    scratch = Path(tempfile.mkdtemp(prefix="pgfs-bench-analyse-"))
+    try:
+        (scratch / "data" / "raw").mkdir(parents=True)
+        shutil.copytree(raw, scratch / "data" / "raw" / study)
+        make = ["make", "-s", "-f", str(REPO / "Makefile"), "analyse", f"STUDY={study}"]
+        timed(["make", "-s", "-f", str(REPO / "Makefile"), "setup"], scratch)  # not part of the figure
+        wall, cpu, out = timed(make, scratch)
+        jobs = out.count("Finished jobid") - 1  # rule all
+        print(f"make analyse STUDY={study}: {wall:.1f} s wall ({jobs} jobs), {cpu:.0f} s CPU; goal ≤ {GOAL_S:.0f} s")
+        analyse = Figure(
+            f"`make analyse` of {study}'s raw folder",
+            f"{wall:.1f} s",
+            f"{cpu:.0f} s CPU on {os.cpu_count()} cores",
+            f"{wall / GOAL_S:.2f} of the goal",
+            f"≤ {GOAL_S:.0f} s",
+            wall <= GOAL_S,
+            f"{jobs} jobs: ingest, notebooks, paper; every core"
+            + ("" if study == "default" else " (a recorded study: the default study's raw folder was not there)"),
+        )
+        snake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile")]
+        snake += ["--cores", "all", "--config", f"study={study}", "raw_only=1"]
+        return [analyse, noop_figure("no-op `make analyse`", make, snake, scratch, repeat)]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.analyse", description=__doc__)
     p.add_argument("--raw", type=Path, default=REPO / "tests" / "data" / "studies" / "dirty-bytes")
-    p.add_argument("--notebook", default="throughput_stability", help="the notebook edited [throughput_stability]")
     p.add_argument("--repeat", type=int, default=3, help="no-op timings, medians [3]")
     args = p.parse_args(argv)
-    study = args.raw.name
-    load = os.getloadavg()
-    print(
-        f"machine load (1/5/15 min) at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores"
-    )
-    scratch = Path(tempfile.mkdtemp(prefix="pgfs-bench-analyse-"))
-    py = sys.executable
-    try:
-        walls = {}
-        # the baseline: every notebook, kernel and the paper started cold (PGFSLAB_WARM=0, a fresh interpreter
-        # each, as before pgfslab.warm); then the lab's way, from a runtime folder with no server in it (its
-        # start-up is part of the time)
-        for mode, warm in (("cold", "0"), ("warm", "1")):
-            work = _fresh(args.raw, study, scratch / mode)
-            make = ["make", "-s", "-f", str(REPO / "Makefile"), "analyse", f"STUDY={study}"]
-            walls[mode], _ = _timed(make, work, _env(scratch, f"run-{mode}", warm))
-        print(f"make analyse STUDY={study} from the raw folder, every core: {walls['warm']:.1f} s; baseline with every")
-        print(
-            f"  notebook, kernel and the paper started cold {walls['cold']:.1f} s (ratio {walls['warm'] / walls['cold']:.2f});"
-            " goal < 30 s (default study)"
-        )
-        # a notebook edit (a blank line added to its source; restored, with its mtime, whatever happens), with
-        # no server running (a researcher's edit comes minutes later): that notebook and the paper
-        work = scratch / "warm"
-        make = ["make", "-s", "-f", str(REPO / "Makefile"), "analyse", f"STUDY={study}"]
-        nb = REPO / "notebooks" / f"{args.notebook}.ipynb"
-        original, st = nb.read_bytes(), nb.stat()
-        try:
-            nb.write_bytes(original + b"\n")
-            edit, out = _timed(make, work, _env(scratch, "run-edit", "1"))
-        finally:
-            nb.write_bytes(original)
-            os.utime(nb, ns=(st.st_atime_ns, st.st_mtime_ns))
-        ran = out.count("Finished jobid")
-        print(
-            f"after an edit of notebooks/{nb.name}: {edit:.1f} s ({ran} jobs: the notebook and the paper); goal < 15 s"
-        )
-        _timed(make, work, _env(scratch, "run-edit", "1"))  # back to the original notebook (not timed)
-        # no-op: make analyse (pgfslab.noop) vs Snakemake's start-up and its own no-op of the same study
-        make = ["make", "-s", "-f", str(REPO / "Makefile"), "analyse", f"STUDY={study}"]
-        snake = [py, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"), "--cores", "1"]
-        noop, version, bare = [], [], []
-        for _ in range(args.repeat):
-            noop.append(_timed(make, work)[0])
-            version.append(_timed([py, "-m", "snakemake", "--version"], work)[0])
-            bare.append(_timed([*snake, "--config", f"study={study}", "raw_only=1"], work)[0])
-        med = sorted(noop)[len(noop) // 2]
-        v = sorted(version)[len(version) // 2]
-        b = sorted(bare)[len(bare) // 2]
-        print(f"no-op make analyse: {med:.2f} s; baseline snakemake --version {v:.2f} s (ratio {med / v:.2f});")
-        print(f"  Snakemake's own no-op of the study {b:.2f} s (ratio {med / b:.2f}); goal < 3 s")
-        return 0
-    finally:
-        _stop_servers(scratch)
-        shutil.rmtree(scratch, ignore_errors=True)
+    run(args.raw, args.repeat)
+    return 0
 
 
 if __name__ == "__main__":

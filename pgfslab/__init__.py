@@ -17,16 +17,3 @@ The subpackages follow the data's flow:
 """
 
 __version__ = "0.2.0"
-
-import sys as _sys
-
-# jsonschema (pgfslab.config validates study configs with it) imports the optional `rfc3987_syntax` when it
-# is installed (jupyter-events pulls it in), and that module builds a Lark grammar at import: about 2 s for
-# every `pgfslab` command, every run and every Snakemake start-up that reads a config. It only adds an `iri`
-# format check; the lab validates without format checks (no format_checker) and its schema has no iri
-# format. So, unless something already imported it, this process reads it as absent (jsonschema's own
-# `suppress(ImportError)` path). The lab's own lock leaves the package out altogether (requirements-overrides.txt,
-# for Snakemake, altair and the kernels, which import jsonschema before this package); this guard is for an
-# environment built otherwise (environment.yml, a site's own).
-if "rfc3987_syntax" not in _sys.modules:
-    _sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]

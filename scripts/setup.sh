@@ -12,9 +12,11 @@ APT_PACKAGES=(postgresql postgresql-contrib sysbench btrfs-progs xfsprogs btrfs-
 if [ "${WITH_SLURM:-0}" = 1 ]; then APT_PACKAGES+=(slurm-wlm munge); fi
 need_bin() { command -v "$1" >/dev/null 2>&1; }
 
+# one dpkg-query for all of them (this runs before every `make run`, also one with nothing to do)
+installed=" $( (dpkg-query -W -f='${Package} ${Status}\n' "${APT_PACKAGES[@]}" 2>/dev/null || true) | awk '/install ok installed/ {printf "%s ", $1}')"
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  [[ "$installed" == *" $pkg "* ]] || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -43,8 +45,8 @@ UV="uv"; need_bin uv || UV="$PY -m uv"
 # pyproject.toml changed.
 # --compile-bytecode: every module compiled once here. Python never writes a .pyc where
 # PYTHONDONTWRITEBYTECODE is set (CI images, containers often set it), and uv installs none by default: then
-# every process compiles every module it imports from source, each time (Snakemake's start-up alone spent
-# 5 of its 7 s compiling). The layout version below redoes an environment made before this.
+# every process compiles every module it imports from source, each time (most of Snakemake's start-up). The
+# layout version below redoes an environment made before this.
 stamp=.venv/.lock-sha256
 want=$( (cat requirements.lock pyproject.toml; echo "venv layout 2: bytecode compiled") | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pgfslab ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -55,6 +57,11 @@ if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pgfslab ] || [ "$(cat "$stamp" 
   echo "$want" > "$stamp"
 fi
 # the lab's own modules too (editable: a module edited later is compiled again in memory, correctly, until
-# the next setup writes its .pyc)
-.venv/bin/python -m compileall -q -j 0 pgfslab benchmarks >/dev/null || true
+# the next setup writes its .pyc), when one changed since the last time (the stamp is set first: a module
+# edited while this compiles is compiled again next time)
+compiled=.venv/.compiled
+if [ ! -e "$compiled" ] || [ -n "$(find pgfslab benchmarks -name '*.py' -newer "$compiled" -print -quit)" ]; then
+  touch "$compiled"
+  .venv/bin/python -m compileall -q -j 0 pgfslab benchmarks >/dev/null || true
+fi
 echo "setup: ok ($(.venv/bin/python --version), $(ls /usr/lib/postgresql/ | sort -n | tail -1 | sed 's/^/PostgreSQL /'))"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import glob
 import os
-import resource
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,41 +14,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 
-# `make test` runs test files side by side (pytest-xdist, `--dist loadfile`): each file is one unit of work,
-# so a file's module-scoped study runs once. The files that change machine-wide state (vm.* settings, whose
-# lock is exclusive, and hundreds of MB through the page cache) form one unit: one after another.
-# (A scheduler of our own, not `xdist_group` marks: pytest >= 9.2 derives a node's id, so xdist 3.8's
-# `--dist loadgroup` no longer sees the group and spreads a file over the workers.)
-MACHINE_WIDE = ("test_sysctl.py", "test_faults.py", "test_workloads_real.py", "test_cgroups.py")
-# The files that read tests/recorded.py's studies (every recorded study ingested, all its notebooks executed,
-# its paper built: the suite's largest set-up) form one unit, so that the set-up runs once, in one worker
-# (apart, each built it in its own worker: 190 s and 154 s of set-up, side by side on two cores).
-RECORDED = ("test_notebooks.py", "test_paper.py")
-# the longest units first, so that the workers end together: a unit of a minute left for the end (it was
-# test_warm.py) kept one worker busy a minute after the others. Seconds measured in a fresh clone's `make test`
-# (4 workers, 2 cores: 2026-11-26, the summary `units by worker` prints).
-LONGEST_FIRST = (
-    "recorded",  # 158 (notebooks and paper)
-    "test_slurm.py",  # 186
-    "test_integration.py",  # 189
-    "test_regimes_real.py",  # 146
-    "machine-wide",  # 207
-    "test_zfs.py",  # 162
-    "test_ingest.py",  # 93
-    "test_warm.py",  # 96
-    "test_captured.py",  # 75
-    "test_parsers.py",  # 53
-    "test_hosts_paper.py",  # 42
-)
+# `make test` runs the test files side by side (pytest-xdist, `--dist loadfile`: each file on one worker, so a
+# file's module-scoped study runs once), then the files marked `machine_wide` (vm.* settings, dropped caches,
+# cgroups) in a second, serial invocation (pyproject.toml's markers, the Makefile's `test`).
 # this test session's processes, the workers' and what they start (Slurm jobs keep the environment)
 SESSION = "PGFS_LAB_TEST_SESSION"
-
-
-def _unit_of(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    if name in MACHINE_WIDE:
-        return "machine-wide"
-    return "recorded" if name in RECORDED else name
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,100 +26,10 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault(SESSION, str(os.getpid()))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest units first, so that the workers end together (a stable sort: a file's order stays)."""
-    rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_unit_of(item.nodeid.split("::", 1)[0]), len(rank)))
-
-
-# Where the suite's time goes: each unit's worker and span (first set-up start to last teardown end) and the
-# CPU its worker and the children it waited for used (the machine's two cores are busy through the whole
-# suite: CPU, not waiting, sets its length), printed at the end of a run with workers, with the tests that
-# used the most CPU, so a CI log shows which unit ends last and what it spent.
-_SPANS: dict[str, tuple[str, float, float]] = {}
-_CPU_BY_UNIT: dict[str, tuple[float, float]] = {}
-_CPU_BY_TEST: dict[str, tuple[float, float]] = {}
-_CPU_MARK = [(0.0, 0.0)]
-
-
-def _cpu_s() -> tuple[float, float]:
-    """CPU seconds of this process and of the children it waited for."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """The CPU of this process's start-up and collection (every worker imports and collects every test file),
-    kept apart from its first test's."""
-    _CPU_MARK[0] = _cpu_s()
-    workeroutput = getattr(session.config, "workeroutput", None)
-    if workeroutput is not None:  # an xdist worker: the controller prints it
-        workeroutput["startup_cpu_s"] = sum(_CPU_MARK[0])
-
-
-_STARTUP_CPU: dict[str, float] = {}
-
-
-def pytest_testnodedown(node, error) -> None:  # type: ignore[no-untyped-def]
-    cpu = getattr(node, "workeroutput", {}).get("startup_cpu_s")
-    if cpu is not None:
-        _STARTUP_CPU[node.gateway.id] = cpu
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
-    """The CPU used since the previous report (this phase, and for a set-up the gap before it)."""
-    outcome = yield
-    now = _cpu_s()
-    before = _CPU_MARK[0]
-    outcome.get_result().user_properties.append(("cpu_s", (now[0] - before[0], now[1] - before[1])))
-    _CPU_MARK[0] = now
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    node = getattr(report, "node", None)  # set on the controlling process's copy of a worker's report
-    if node is None:
-        return
-    unit = _unit_of(report.nodeid.split("::", 1)[0])
-    worker, start, stop = _SPANS.get(unit, (node.gateway.id, report.start, report.stop))
-    _SPANS[unit] = (worker, min(start, report.start), max(stop, report.stop))
-    own, children = dict(report.user_properties).get("cpu_s", (0.0, 0.0))
-    for table, key in ((_CPU_BY_UNIT, unit), (_CPU_BY_TEST, f"{report.when:<8} {report.nodeid}")):
-        was = table.get(key, (0.0, 0.0))
-        table[key] = (was[0] + own, was[1] + children)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not _SPANS:
-        return
-    t0 = min(start for _, start, _ in _SPANS.values())
-    terminalreporter.section("units by worker (seconds from the first test's start; CPU of the worker + its children)")
-    for unit, (worker, start, stop) in sorted(_SPANS.items(), key=lambda kv: kv[1][:2]):
-        terminalreporter.write_line(
-            f"{worker:>4}  {start - t0:6.1f} -> {stop - t0:6.1f}  ({stop - start:6.1f} s, CPU"
-            f" {_CPU_BY_UNIT[unit][0]:5.1f} + {_CPU_BY_UNIT[unit][1]:5.1f} s)  {unit}"
-        )
-    if _STARTUP_CPU:
-        each = ", ".join(f"{w} {cpu:.1f}" for w, cpu in sorted(_STARTUP_CPU.items()))
-        terminalreporter.write_line(f"start-up and collection, CPU s: {each} ({sum(_STARTUP_CPU.values()):.1f} in all)")
-    terminalreporter.write_line("the most CPU (seconds: the worker + the children it waited for):")
-    for key, (own, children) in sorted(_CPU_BY_TEST.items(), key=lambda kv: -sum(kv[1]))[:15]:
-        terminalreporter.write_line(f"  {own:5.1f} + {children:5.1f}  {key}")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
-    """Under `--dist loadfile`: one unit per file, the machine-wide files one unit, in collection order."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class UnitScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return _unit_of(nodeid.split("::", 1)[0])
-
-    return UnitScheduling(config, log)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's shared scratch (tests/recorded.py's studies), once every worker is done with it."""
+    if not hasattr(config, "workerinput") and os.environ.get(SESSION) == str(os.getpid()):
+        shutil.rmtree(Path(tempfile.gettempdir()) / f"pgfs-nbtest-{os.getpid()}", ignore_errors=True)
 
 
 def machine_can_run_studies() -> tuple[bool, str]:
@@ -286,8 +166,7 @@ def machine_is_quiet() -> tuple[bool, str]:
 
 def leftovers(root: Path, study: str | None = None) -> list[str]:
     """What a study under `root` must have released: mounts and loop devices under it, processes
-    working in its data/work folder or naming it on their command line (servers, clients, runs), children
-    of the warm interpreter working in it, and,
+    working in its data/work folder or naming it on their command line (servers, clients, runs), and,
     given the study's name, the lab cgroups of its runs."""
     found: list[str] = []
     root_s = str(root.resolve())
@@ -305,15 +184,9 @@ def leftovers(root: Path, study: str | None = None) -> list[str]:
             cwd = os.readlink(p / "cwd")
         except OSError:
             continue
-        if (
-            cwd.startswith(root_s + "/data/work")
-            or (
-                root_s in cmdline
-                and any(t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "pgfslab.runners."))
-            )
-            # a child of the warm interpreter (a run, a notebook, its kernel) carries the server's command line
-            # and works in its client's folder (the server itself works in /)
-            or ("pgfslab.warm serve" in cmdline and (cwd == root_s or cwd.startswith(root_s + "/")))
+        if cwd.startswith(root_s + "/data/work") or (
+            root_s in cmdline
+            and any(t in cmdline for t in ("postgres", "pgbench", "sysbench", "run-one", "pgfslab.runners."))
         ):
             found.append(f"process {p.name}: {cmdline}")
     if study:

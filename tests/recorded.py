@@ -2,18 +2,20 @@
 see its README.md), ingested with `python -m pgfslab ingest-study` into a database, every analysis
 notebook the pipeline would run for the study executed with papermill, and the paper built from them.
 
-Everything is done once per test session (both test_notebooks.py and test_paper.py use it) and in
-parallel (a few papermill processes at a time: a notebook is mostly kernel start and imports), in a
-temporary directory removed at exit.
+Everything is done once per test session and in parallel (a few papermill processes at a time: a notebook is
+mostly kernel start and imports), in a folder of the session (`session_dir`, removed by tests/conftest.py when
+the session ends). test_notebooks.py and test_paper.py may run in two pytest-xdist workers: the first to ask
+builds everything under a file lock and records the result there, the other waits for it and reads it (as
+pytest-xdist's documentation makes a session fixture run once).
 """
 
 from __future__ import annotations
 
-import atexit
+import dataclasses
+import fcntl
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,11 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from conftest import SESSION
 
 from pgfslab.analysis import registry
-
-# jsonschema (via nbformat) would import the optional rfc3987_syntax, which builds a grammar for ~3 s
-sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 REPO = Path(__file__).resolve().parent.parent
 STUDIES = REPO / "tests" / "data" / "studies"
@@ -68,16 +68,18 @@ class Study:
         return self.cfg["study"]
 
 
+def session_dir(session: str) -> Path:
+    """The recorded studies' folder of test session `session` (its controlling process's id)."""
+    return Path(tempfile.gettempdir()) / f"pgfs-nbtest-{session}"
+
+
 @functools.cache
 def workdir() -> Path:
-    """A temporary directory, removed at exit; PGFS_TEST_KEEP=<dir> keeps everything there to look at."""
+    """This session's folder (every worker of it shares it); PGFS_TEST_KEEP=<dir>: there instead, kept to
+    look at."""
     keep = os.environ.get("PGFS_TEST_KEEP")
-    if keep:
-        shutil.rmtree(keep, ignore_errors=True)
-        Path(keep).mkdir(parents=True)
-        return Path(keep)
-    d = Path(tempfile.mkdtemp(prefix="pgfs-nbtest-"))
-    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    d = Path(keep) if keep else session_dir(os.environ.get(SESSION, str(os.getpid())))
+    d.mkdir(parents=True, exist_ok=True)
     return d
 
 
@@ -87,10 +89,9 @@ def notebooks_for(cfg: dict) -> list[registry.Job]:
 
 
 def ingest(raw: Path, db: Path, *extra: str) -> None:
-    """`pgfslab ingest-study`, forked from the warm interpreter the notebooks use after it (tests/test_warm.py
-    checks a forked command against the cold one): eight cold starts of the lab cost 15 s of CPU."""
+    """`pgfslab ingest-study`, as the pipeline runs it."""
     res = subprocess.run(
-        [PY, "-m", "pgfslab.warm", "ingest-study", "--raw", str(raw), "--db", str(db), *extra],
+        [PY, "-m", "pgfslab", "ingest-study", "--raw", str(raw), "--db", str(db), *extra],
         cwd=REPO,
         env=ENV,
         capture_output=True,
@@ -101,13 +102,9 @@ def ingest(raw: Path, db: Path, *extra: str) -> None:
 
 
 def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int, str]:
-    """Execute a notebook with papermill in this process, in a fresh kernel as the pipeline runs it: forked
-    from the warm interpreter (pgfslab.warm), or started cold with PGFSLAB_WARM=0."""
+    """Execute a notebook with papermill in this process, in a fresh kernel as the pipeline runs it."""
     import papermill as pm
 
-    from pgfslab.warm import kernel as warm_kernel
-
-    kwargs = warm_kernel.papermill_options()
     try:
         pm.execute_notebook(
             str(NOTEBOOKS / f"{notebook}.ipynb"),
@@ -119,7 +116,6 @@ def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int,
             log_output=False,
             # as pgfslab.analysis.execute runs it: the executed copy is written once, at the end
             request_save_on_cell_execute=False,
-            **kwargs,
         )
     except pm.PapermillExecutionError as exc:
         return 1, f"{exc.ename}: {exc.evalue}"
@@ -162,7 +158,35 @@ def recorded_names() -> list[str]:
 
 @functools.cache
 def studies() -> dict[str, Study]:
-    """Every recorded study, ingested, with all its notebooks executed and its paper built."""
+    """Every recorded study, ingested, with all its notebooks executed and its paper built: by the first
+    process of the session that asks, read from its record by the others."""
+    record = workdir() / "studies.json"
+    with open(workdir() / "studies.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            built = _build()
+            saved = {"studies": built, "missing": _MISSING}
+            record.write_text(
+                json.dumps(saved, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o) else str(o))
+            )
+            return built
+    saved = json.loads(record.read_text())
+    _MISSING.update({k: _execution(e) for k, e in saved["missing"].items()})
+    return {name: _study(d) for name, d in saved["studies"].items()}
+
+
+def _execution(d: dict) -> Execution:
+    return Execution(**{**d, "output": Path(d["output"])})
+
+
+def _study(d: dict) -> Study:
+    paths = {k: Path(d[k]) for k in ("raw", "db", "figures", "tables")}
+    executions = {k: _execution(e) for k, e in d["executions"].items()}
+    pdf = Path(d["paper_pdf"]) if d["paper_pdf"] else None
+    return Study(**{**d, **paths, "executions": executions, "paper_pdf": pdf})
+
+
+def _build() -> dict[str, Study]:
     out: dict[str, Study] = {}
     for name in recorded_names():
         raw = STUDIES / name

@@ -16,6 +16,8 @@ from conftest import machine_is_quiet, needs_root
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups
 
+pytestmark = pytest.mark.machine_wide  # changes machine-wide settings: `make test` runs it apart, serially
+
 MiB = 2**20
 
 

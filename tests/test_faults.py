@@ -31,7 +31,12 @@ from conftest import REPO, machine_can_run_studies, machine_is_quiet
 from conftest import leftovers as _leftovers
 
 ok, why = machine_can_run_studies()
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.machine_wide,
+    pytest.mark.skipif(not ok, reason=why),
+]
 
 STUDY = "faults"
 PORT = 56800
@@ -303,7 +308,7 @@ def test_ctrl_c_to_the_whole_pipeline_then_resume(lab: Lab) -> None:
     snake = [
         sys.executable,
         "-m",
-        "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
+        "snakemake",  # as `make` runs it
         "--snakefile",
         str(REPO / "workflow" / "Snakefile"),
         "--cores",
@@ -473,7 +478,7 @@ def test_sigterm_to_the_whole_pipeline_then_resume(lab: Lab) -> None:
     snake = [
         sys.executable,
         "-m",
-        "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
+        "snakemake",  # as `make` runs it
         "--snakefile",
         str(REPO / "workflow" / "Snakefile"),
         "--cores",

@@ -36,7 +36,7 @@ def analysed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         [
             sys.executable,
             "-m",
-            "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
+            "snakemake",  # as `make` runs it
             "--snakefile",
             str(REPO / "workflow" / "Snakefile"),
             "--cores",

@@ -636,8 +636,7 @@ def test_runs_as_jupyterlab_runs_it_with_repository_relative_paths(
     from nbclient import NotebookClient
 
     s = study_with(st, "pgbench")
-    # under data/work, the lab's scratch folder, which a study's no-op check (pgfslab.noop) does not read: a
-    # `make run` in the checkout beside the suite (test_integration's) is not taken for a changed state
+    # under data/work, the lab's scratch folder, which no rule of the workflow reads
     rel = Path("data") / "work" / "pytest-jupyterlab" / notebook
     root = recorded.REPO / rel
     shutil.rmtree(root, ignore_errors=True)

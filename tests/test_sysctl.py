@@ -16,6 +16,8 @@ from conftest import machine_is_quiet, needs_root
 from pgfslab.errors import LabError
 from pgfslab.host import sysctl
 
+pytestmark = pytest.mark.machine_wide  # changes machine-wide settings: `make test` runs it apart, serially
+
 VM = Path("/proc/sys/vm")
 PAIR_KEYS = ["dirty_background_bytes", "dirty_background_ratio", "dirty_bytes", "dirty_ratio"]
 

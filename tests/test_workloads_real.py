@@ -23,7 +23,12 @@ import yaml
 from conftest import REPO, leftovers, machine_can_run_studies
 
 ok, why = machine_can_run_studies()
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.machine_wide,
+    pytest.mark.skipif(not ok, reason=why),
+]
 
 STUDY = "wtest"
 DELETE_FILES = 300
@@ -86,7 +91,7 @@ def study() -> Iterator[Path]:
         cmd = [
             sys.executable,
             "-m",
-            "pgfslab.cli.snakemake_main",  # Snakemake as `make` runs it
+            "snakemake",  # as `make` runs it
             "--snakefile",
             str(REPO / "workflow" / "Snakefile"),
             "--cores",

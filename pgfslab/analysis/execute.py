@@ -6,32 +6,18 @@ parameter is absolute, so what runs in the pipeline is what a researcher runs by
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
+
+import papermill as pm
 
 from pgfslab import paths
 from pgfslab.analysis.registry import Job
 from pgfslab.errors import LabError
 
 
-def quiet_nbformat() -> None:
-    """nbformat's jsonschema would import the optional IRI checker rfc3987_syntax, which builds a grammar
-    (about 3 s per notebook on a small machine); no notebook uses that format."""
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-
-
-def run(
-    job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS, **papermill_options: Any
-) -> None:
+def run(job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS) -> None:
     """Execute `job`'s notebook into `out`; a failing cell is a LabError naming the notebook and the error."""
-    quiet_nbformat()
-    import papermill as pm
-
-    from pgfslab.warm import kernel as warm_kernel
-
-    papermill_options = {**warm_kernel.papermill_options(), **papermill_options}
-
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         pm.execute_notebook(
@@ -45,7 +31,6 @@ def run(
             # written once, at the end (also after a failed cell, with its traceback), instead of after every
             # cell's start and end: each write serialises and validates the whole notebook, figures included
             request_save_on_cell_execute=False,
-            **papermill_options,
         )
     except pm.PapermillExecutionError as exc:
         raise LabError(

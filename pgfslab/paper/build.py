@@ -5,7 +5,6 @@ so a rebuild from the same raw folder gives the same paper), and export PDF and 
 from __future__ import annotations
 
 import json
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -49,18 +48,14 @@ def build(
     *,
     figures_dir: str | Path | None = None,
     tables_dir: str | Path | None = None,
-    papermill_options: dict[str, Any] | None = None,
 ) -> None:
     """Execute the paper notebook against `db` and the executed notebooks' outputs (figures in
     `figures_dir`, default figures/<study>; tables and their publications in `tables_dir`, default
-    <build dir>/tables, the build dir being the executed notebook's folder), then export PDF and HTML.
-    `papermill_options` go to papermill.execute_notebook (e.g. `km`, a running kernel's manager)."""
-    # nbformat's jsonschema would import the optional IRI checker rfc3987_syntax (~3 s of grammar building)
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    <build dir>/tables, the build dir being the executed notebook's folder), then export PDF and HTML."""
+    # here, not at the top: the paper notebook's kernel imports this module (write_meta) and needs neither
     import papermill
 
     from pgfslab.paper import pdf_export
-    from pgfslab.warm import kernel as warm_kernel
 
     executed, pdf, html = Path(executed), Path(pdf), Path(html)
     build_dir = executed.parent
@@ -81,7 +76,6 @@ def build(
                 "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
                 "build_dir": str(build_dir.absolute()),
             },
-            **{**warm_kernel.papermill_options(), **(papermill_options or {})},
         )
     except papermill.PapermillExecutionError as exc:
         raise LabError(
@@ -96,8 +90,7 @@ def build(
     nb.metadata["pgfs"] = meta
     nbformat.write(nb, executed)
     pdf.parent.mkdir(parents=True, exist_ok=True)
-    # side by side: Typst typesets (1.4 s for the default study's paper) without the GIL, while nbconvert
-    # writes the HTML in this thread
+    # side by side: Typst typesets without the GIL, while nbconvert writes the HTML in this thread
     with ThreadPoolExecutor(max_workers=1) as pool:
         typeset = pool.submit(pdf_export.export_pdf, executed, pdf)
         export_html(executed, html)

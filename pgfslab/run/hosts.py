@@ -99,7 +99,7 @@ def snakemake_command(frozen: Path, host: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "pgfslab.cli.snakemake_main",  # `python -m snakemake`, without a last second at exit (see there)
+        "snakemake",
         "--snakefile",
         str(paths.LAB / "workflow" / "Snakefile"),
         "--cores",

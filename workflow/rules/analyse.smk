@@ -2,7 +2,7 @@
 # executed by papermill with the kernel in notebooks/, as JupyterLab runs it. A notebook re-runs when the
 # database, the notebook, the analysis code or its parameters change.
 
-NOTEBOOK_SHELL = ("{PY} -m pgfslab.warm notebook --config {input.frozen:q} --name {params.name} --out {output.nb}"
+NOTEBOOK_SHELL = ("{PY} -m pgfslab notebook --config {input.frozen:q} --name {params.name} --out {output.nb}"
                   " > {log} 2>&1 || {{ tail -30 {log} >&2; exit 1; }}")
 
 

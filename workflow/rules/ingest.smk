@@ -34,6 +34,5 @@ rule ingest:
     log:
         "build/{study}/logs/ingest.log",
     shell:
-        # the warnings (files not ingested) stay on the console as well (Snakemake's shell sets pipefail);
-        # the notebooks' warm interpreter (pgfslab.warm) starts importing beside the ingest, for the notebooks
-        "{PY} -m pgfslab.warm start; {PY} -m pgfslab ingest-study --raw data/raw/{wildcards.study} --db {output} 2>&1 | tee {log}"
+        # the warnings (files not ingested) stay on the console as well (Snakemake's shell sets pipefail)
+        "{PY} -m pgfslab ingest-study --raw data/raw/{wildcards.study} --db {output} 2>&1 | tee {log}"

@@ -16,6 +16,6 @@ rule paper:
     log:
         "build/{study}/logs/paper.log",
     shell:
-        "{PY} -m pgfslab.warm paper --db {input.db} --study {wildcards.study} --source {input.source}"
+        "{PY} -m pgfslab paper --db {input.db} --study {wildcards.study} --source {input.source}"
         " --executed {output.nb} --pdf {output.pdf} --html {output.html} > {log} 2>&1"
         " || {{ tail -30 {log} >&2; exit 1; }}"

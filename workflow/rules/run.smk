@@ -69,9 +69,7 @@ if not RAW_ONLY:
         priority: lambda w: len(PLAN) - RUNS[w.run_id].plan_index
         threads: MACHINE_CORES  # alone on the machine
         shell:
-            # forked from the warm interpreter (pgfslab.warm): no Python start-up and imports between two runs,
-            # and a precision round's decision finds scipy imported (2.4 s of its 2.5 s)
-            "{PY} -m pgfslab.warm run-one --config {RUN_CONFIG:q} --run-id {wildcards.run_id}"
+            "{PY} -m pgfslab run-one --config {RUN_CONFIG:q} --run-id {wildcards.run_id}"
 
 
     if HOSTS:

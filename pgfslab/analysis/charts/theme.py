@@ -3,17 +3,10 @@ target for a whole study, colour-blind safe."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
-# jsonschema (altair's spec validator) imports the optional IRI checker rfc3987_syntax when it is
-# installed, which builds a Lark grammar at import time, for a format ("iri") no Vega-Lite spec of
-# ours uses. Without it jsonschema simply does not check that format. (Set only if nothing imported
-# it yet.) This module is the first of the package to import altair.
-sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-
-import altair as alt  # noqa: E402
-import polars as pl  # noqa: E402
+import altair as alt
+import polars as pl
 
 THEME = "pgfs"
 FONT = "Liberation Sans"  # bundled in vl-convert; viewers without it fall back along the stack
