@@ -1,0 +1,165 @@
+# %% [markdown]
+# # Are the runs exchangeable, and where is the noise floor?
+#
+# **Question.** A comparison treats each target's runs in a cell as draws from one distribution: the round
+# a run had and what ran before it must not matter. Per target and cell, four checks over the repeats
+# (rounds): a trend over rounds (Kendall's tau, Theil-Sen slope in % per round), the first round against
+# the rest, two groups of runs (the gap ratio), and run-level outliers (median ± k·MAD on the log scale,
+# k calibrated per run count) with what the samplers saw during that run (checkpoints, autovacuum, device
+# reads per second). Where the study carries an A/A control (a twin of the baseline, `aa_of: <baseline>` in
+# the twin's target spec), the A/A ratio per cell and its band beside every comparison with the baseline:
+# an effect inside the band is not a finding.
+
+# %% tags=["parameters"]
+# Paths are relative to the repository (or absolute), wherever the kernel runs. The defaults read the
+# default study (`make run` first); papermill and `pgfslab notebook` pass another study's.
+db = "data/default.duckdb"
+study = "default"
+targets = None  # a list of target names to keep, or None for every target
+alpha = 0.05
+trim_s = 2.0
+figures_dir = "figures/default"
+tables_dir = "build/default/tables"
+aa_twins = None  # {twin: baseline}; None: the targets that name their baseline under `aa_of` in the config
+
+# %%
+import polars as pl
+
+from pgfslab.analysis import queries as data
+from pgfslab.analysis import report, run_evidence
+from pgfslab.analysis.answers import exchangeability as ex
+from pgfslab.analysis.notebook import setup
+from pgfslab.analysis.stats import aa
+
+db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
+
+# %%
+runs = data.require(
+    data.headline(db, study, targets).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
+    "run summaries (pgbench or sysbench)",
+)
+evidence = run_evidence.run_evidence(db, study)
+pub = report.Publication(
+    "exchangeability",
+    "Exchangeable runs and the noise floor",
+    "Do a cell's runs depend on their round, and how far apart do two identical targets come out?",
+    tables_dir=tables_dir,
+    figures_dir=figures_dir,
+    study=study,
+)
+
+# %% [markdown]
+# ## Per target and cell: the four checks
+
+# %%
+checks = data.in_config_order(ex.checks(runs, evidence, alpha), db, study, ["workload", "clients"], col="target_label")
+pub.save(checks)
+pub.table(
+    checks.select(
+        "cell",
+        pl.col("target_label").alias("target"),
+        pl.col("n").alias("runs"),
+        (100 * pl.col("cv")).alias("CV %"),
+        pl.col("slope_pct_per_round").alias("trend %/round"),
+        pl.col("trend_p").alias("trend p"),
+        pl.col("first_ratio").alias("first/rest"),
+        pl.col("gap_ratio").alias("gap ratio"),
+        "outliers",
+        "reason",
+    ),
+    caption=f"Per target and cell: run-to-run CV; the Theil-Sen trend of the runs' log throughput over rounds "
+    f"with Kendall's p; the first round's value over the median of the other rounds; the gap ratio (the widest gap "
+    f"between two groups of at least two runs, over the wider group's spread); outlier runs; and in words what "
+    f"was flagged at α = {alpha:g} (critical values for each run count simulated from one log-normal mode; "
+    "no adjustment for the number of cells).",
+    digits={"CV %": 1, "trend %/round": 1, "trend p": 3, "first/rest": 2, "gap ratio": 2},
+)
+
+# %%
+flagged = ex.flagged_runs(runs, evidence, alpha)
+if flagged.height:
+    pub.table(
+        flagged.select("cell", pl.col("run_id").alias("run"), pl.col("repeat").alias("round"), "reason"),
+        caption="Outlier runs and what the samplers recorded during them, beside the median of the cell's other runs.",
+    )
+
+# %%
+pub.figure(
+    ex.rounds_chart(runs, flagged, colors),
+    "exchangeability",
+    "Each run's throughput by round (log scale), one line per target, one panel per cell; outlier runs ringed in red.",
+)
+
+# %% [markdown]
+# ## The noise floor: the A/A control
+
+# %%
+twins = ex.twins(cfg, aa_twins)
+aa_cells = aa.aa_ratios(runs, twins, alpha=alpha) if twins else pl.DataFrame()
+if aa_cells.height:
+    pub.table(
+        aa_cells.select(
+            ex.cell_expr(),
+            "twin",
+            "baseline",
+            pl.format("{}+{}", "n_twin", "n_baseline").alias("runs"),
+            pl.col("aa_ratio").alias("A/A ratio"),
+            pl.col("aa_lo").alias("lo"),
+            pl.col("aa_hi").alias("hi"),
+            (100 * pl.col("aa_coverage")).alias("coverage %"),
+            pl.col("band_lo").alias("band lo"),
+            pl.col("band_hi").alias("band hi"),
+        ),
+        caption="Per cell: the twin's throughput over its baseline's (Hodges-Lehmann ratio with the exact "
+        "Mann-Whitney interval, as every comparison in this study) and the A/A band it implies, symmetric on the "
+        "log scale because which twin is which is arbitrary.",
+        digits={"A/A ratio": 3, "lo": 3, "hi": 3, "coverage %": 1, "band lo": 3, "band hi": 3},
+    )
+    aa_baseline = next(iter(twins.values()))  # the comparisons are read against the twin's baseline
+    compared = aa.with_noise(ex.comparisons(runs, aa_baseline, alpha, list(twins)), aa_cells)
+    if compared.height:
+        pub.table(
+            compared.select(
+                ex.cell_expr(),
+                "target",
+                "n",
+                "ratio",
+                "lo",
+                "hi",
+                "band_lo",
+                "band_hi",
+                "noise",
+            ),
+            caption="Every comparison with the baseline beside the cell's A/A band: outside the band, a finding; "
+            "inside it, the instrument alone moves two identical targets that far.",
+            digits={"ratio": 3, "lo": 3, "hi": 3, "band_lo": 3, "band_hi": 3},
+        )
+else:
+    pub.text(
+        "This study carries no A/A control (no target names its baseline under `aa_of`): how far apart two "
+        "identical targets come out on this machine is not measured here.",
+        paper=False,
+    )
+
+# %%
+judged = checks.filter(pl.col("judged"))
+kinds = {k: int(judged[k].sum()) for k in ("trend", "first_round_off", "bimodal")}
+if judged.height == 0:
+    text = f"No target cell has the four runs the exchangeability checks need (at most {checks['n'].max()})."
+else:
+    text = (
+        f"{judged.height - int(judged['flagged'].sum())} of {judged.height} target cells with at least four runs "
+        f"pass all four exchangeability checks at α = {alpha:g}; {kinds['trend']} show a trend over rounds, "
+        f"{kinds['first_round_off']} a first round off the rest, {kinds['bimodal']} two groups of runs, and "
+        f"{flagged.height} run(s) are outliers."
+    )
+    if judged.height < checks.height:
+        text += f" {checks.height - judged.height} target cells have too few runs to judge."
+text += f" Run-to-run CV: median {report.pct(checks['cv'].median())} over target cells."
+if aa_cells.height:
+    widest = aa_cells.sort("aa_half_width_pct", descending=True).row(0, named=True)
+    text += (
+        f" The A/A control ({widest['twin']} against {widest['baseline']}) came out at {widest['aa_ratio']:.3f} "
+        f"[{widest['aa_lo']:.3f}, {widest['aa_hi']:.3f}] in its widest cell ({widest['workload']}/c={widest['clients']})."
+    )
+pub.text(text)
