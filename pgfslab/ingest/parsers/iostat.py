@@ -36,7 +36,6 @@ from pgfslab.ingest.parsers._common import (
     conform,
     prompt,
     result,
-    with_torn,
 )
 
 NAME = "iostat"
@@ -67,7 +66,7 @@ def sniff(head: str, path: Path) -> bool:
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines, f, warnings = _capture.read_captured(path)
+    lines, f, warnings = _capture.read_captured(path, keep_last=True)
     body = pl.col("body").str.strip_chars_end()
     time_ts, time_exact = _capture.time_line(body)
     f = f.with_columns(
@@ -105,6 +104,9 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
             & (n_values == pl.col("names").list.len())
         ).alias("is_row")
     )
+    # a last line without a newline is data when complete for its header (all fields, last number whole)
+    f, torn = _capture.settle_last(f, lines, "is_row", _capture.complete_decimals(body))
+    warnings += torn
     # the time of a report: -t's time line before it, else the line's own prefix
     f = f.with_columns(
         pl.col("time_ts").forward_fill().alias("_t"),
@@ -128,4 +130,4 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     _ = NUM  # the same number syntax as the other parsers, decimal commas aside
     noise = pl.col("is_blank") | body.str.contains(BANNER) | body.str.contains(prompt("iostat"))
     kinds = classify(f, pl.col("is_row") | pl.col("is_hdr") | pl.col("is_time"), noise)
-    return result({"iostat": conform(long, SCHEMA)}, warnings, with_torn(kinds, lines))
+    return result({"iostat": conform(long, SCHEMA)}, warnings, _capture.unterminated_kind(kinds, f, "is_row"))

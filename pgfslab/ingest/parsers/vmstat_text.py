@@ -28,7 +28,6 @@ from pgfslab.ingest.parsers._common import (
     conform,
     prompt,
     result,
-    with_torn,
 )
 
 NAME = "vmstat-text"
@@ -61,7 +60,7 @@ def sniff(head: str, path: Path) -> bool:
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines, f, warnings = _capture.read_captured(path)
+    lines, f, warnings = _capture.read_captured(path, keep_last=True)
     body = pl.col("body")
     f = f.with_columns(
         body.str.contains(GROUP_HEADER).alias("is_group"),
@@ -93,6 +92,9 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
             & (pl.col("tokens").list.len() == pl.col("names").list.len() + n_time)
         ).alias("is_row")
     )
+    # a last line without a newline is data when it has all its fields (a cut time stamp does not match ROW)
+    f, torn = _capture.settle_last(f, lines, "is_row", pl.lit(True))
+    warnings += torn
     rows = f.filter(pl.col("is_row")).with_columns(
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("sample"),
         pl.col("tokens").list.head(pl.col("names").list.len()).alias("values"),
@@ -119,4 +121,4 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     out = rows.select("line", "sample", "ts", "since_boot").join(wide, on="line", how="left")
     noise = body.str.contains(BLANK) | body.str.contains(prompt("vmstat"))
     kinds = classify(f, pl.col("is_row") | pl.col("is_group") | pl.col("is_cols"), noise)
-    return result({"vmstat_text": conform(out, SCHEMA)}, warnings, with_torn(kinds, lines))
+    return result({"vmstat_text": conform(out, SCHEMA)}, warnings, _capture.unterminated_kind(kinds, f, "is_row"))
