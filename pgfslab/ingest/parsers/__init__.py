@@ -170,6 +170,9 @@ def parse(path: Path, fmt: str | None = None, **options: Any) -> dict[str, pl.Da
     mod = FORMATS.get(fmt)
     if mod is None:
         raise ParseError(path, None, f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    # the user's time zone (`ingest --tz`) goes to the formats that read local times (their OPTIONS)
+    if "tz" in options and "tz" not in getattr(mod, "OPTIONS", ()):
+        options = {k: v for k, v in options.items() if k != "tz"}
     return mod.parse(path, **options)  # type: ignore[call-arg]
 
 
