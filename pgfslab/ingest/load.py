@@ -716,8 +716,13 @@ def schema_markdown() -> str:
                 what += f"; stored narrower: {narrow}"
             if table in COMPACT_OK:
                 what += f"; `{COMPACT_OK[table][0]}` '{COMPACT_OK[table][1]}' is stored as null"
-        out += [f"### `{table}`", "", what, "", "| column | type |", "|---|---|"]
-        out += [f"| `{c}` | {_duck_type(t)} |" for c, t in cols.items() if c not in LINK_COLUMNS or table in TABLE_DOCS]
+        units = parsers.units_of(table)  # the unit of each numeric column (pgfslab.ingest.parsers._units)
+        out += [f"### `{table}`", "", what, "", "| column | type | unit |", "|---|---|---|"]
+        out += [
+            f"| `{c}` | {_duck_type(t)} | {units.get(c) or ''} |"
+            for c, t in cols.items()
+            if c not in LINK_COLUMNS or table in TABLE_DOCS
+        ]
         out.append("")
     return "\n".join(out)
 

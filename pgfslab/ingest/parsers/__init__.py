@@ -106,6 +106,7 @@ __all__ = [
     "ParserModule",
     "detect_format",
     "parse",
+    "units_of",
 ]
 
 
@@ -185,3 +186,14 @@ FORMATS.update({m.NAME: m for m in (pgstat, fsmicro_ops, btrfs_snapshots)})  # t
 from pgfslab.ingest.parsers import fio, pg_test_fsync  # noqa: E402
 
 FORMATS.update({m.NAME: m for m in (fio, pg_test_fsync)})  # type: ignore[misc]
+
+
+def units_of(table: str) -> dict[str, str | None]:
+    """The unit of each column of a parser table (None: not numeric): pgfslab.ingest.parsers._units."""
+    from pgfslab.ingest.parsers._units import unit_of
+
+    for mod in FORMATS.values():
+        if table in mod.TABLES:
+            explicit = getattr(mod, "UNITS", {}).get(table, {})
+            return {c: unit_of(table, c, t, explicit) for c, t in mod.TABLES[table].items()}
+    return {}
