@@ -341,3 +341,18 @@ def test_iostat_units_follow_the_metric_names() -> None:
     ]
     got = pl.DataFrame({"m": names}).select(iostat.metric_unit(pl.col("m")).alias("u"))["u"].to_list()
     assert got == ["kB/s", "MB/s", "sectors/s", "sectors", "kB", "ms", "%", "requests", "1/s", "kB", "MB"]
+
+
+@pytest.mark.parametrize(("cut", "rows", "torn"), [(0, 54, 0), (3, 53, 1)])
+def test_meminfo_last_line_without_newline(tmp_path: Path, cut: int, rows: int, torn: int) -> None:
+    """`cat /proc/meminfo` without its final newline: `DirectMap1G:    25165824 kB` is data; cut before
+    its ` kB` it is torn."""
+    text = (CAPTURED / "meminfo/local/meminfo_single.txt").read_text().rstrip("\n")
+    p = tmp_path / "m.txt"
+    p.write_text(text[: len(text) - cut])
+    con, res = ingest_one(p)
+    assert con.execute("SELECT count(*) FROM meminfo").fetchall() == [(rows,)]
+    assert res.lines is not None and res.lines.not_understood == torn
+    assert sum("incomplete last line" in w for w in res.warnings) == torn
+    if not torn:
+        assert con.execute("SELECT kb FROM meminfo WHERE key = 'DirectMap1G'").fetchall() == [(25165824,)]
