@@ -356,3 +356,41 @@ def test_meminfo_last_line_without_newline(tmp_path: Path, cut: int, rows: int, 
     assert sum("incomplete last line" in w for w in res.warnings) == torn
     if not torn:
         assert con.execute("SELECT kb FROM meminfo WHERE key = 'DirectMap1G'").fetchall() == [(25165824,)]
+
+
+# ----------------------------------------------------------------------------- pgbench: the last line
+
+
+TEE = CAPTURED / "pgbench/local/pg15_tee.log"  # ends `tps = 1876.441597 (without initial connection time)`
+NEON = CAPTURED / "pgbench/real/pg14client_server15_issue_neon-website_904_progress_zero_tps.txt"
+
+
+def test_pgbench_report_last_line_without_newline(tmp_path: Path) -> None:
+    text = TEE.read_text().rstrip("\n")
+    p = tmp_path / "run.log"
+    p.write_text(text)  # only the newline lost: the line is whole
+    con, res = ingest_one(p, fmt="pgbench-summary")
+    assert con.execute("SELECT tps FROM pgbench_summary").fetchall() == [(1876.441597,)]
+    assert res.lines is not None and (res.lines.total, res.lines.not_understood) == (20, 0)
+    assert not any("incomplete last line" in w for w in res.warnings)
+    # `tps = 1876.441597` without its closing words is torn: the report then has no tps line, refused
+    p.write_text(text[: -len(" (without initial connection time)")])
+    with pytest.raises(parsers.ParseError, match=r"run\.log:19: truncated pgbench report"):
+        ingest_one(p, fmt="pgbench-summary")
+
+
+def test_pgbench_progress_last_line_without_newline(tmp_path: Path) -> None:
+    """`progress: 10.0 s, 8.0 tps, lat 7055.317 ms stddev 9.528` (pgbench 14) is whole; cut to `stddev 9.5`
+    (pgbench prints three decimals) it is torn."""
+    text = NEON.read_text().rstrip("\n")
+    p = tmp_path / "progress.log"
+    last = "SELECT t_s, latency_stddev_ms FROM pgbench_progress ORDER BY t_s DESC LIMIT 1"
+    p.write_text(text)
+    con, res = ingest_one(p, fmt="pgbench-progress")
+    assert con.execute(last).fetchall() == [(10.0, 9.528)]
+    assert res.lines is not None and res.lines.not_understood == 0
+    p.write_text(text[:-2])
+    con, res = ingest_one(p, fmt="pgbench-progress")
+    assert con.execute(last).fetchall()[0][0] < 10.0
+    assert res.lines is not None and res.lines.not_understood == 1
+    assert any("incomplete last line" in w for w in res.warnings)
