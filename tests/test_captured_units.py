@@ -394,3 +394,14 @@ def test_pgbench_progress_last_line_without_newline(tmp_path: Path) -> None:
     assert con.execute(last).fetchall()[0][0] < 10.0
     assert res.lines is not None and res.lines.not_understood == 1
     assert any("incomplete last line" in w for w in res.warnings)
+
+
+def test_fio_inconsistent_job_line_is_still_parsed(tmp_path: Path) -> None:
+    """A warning about a job names its line; the line stays parsed (its row is stored)."""
+    doc = json.loads((CAPTURED / "fio/local/fio3.33_randrw_fdatasync.json").read_text())
+    doc["jobs"][0]["read"]["io_bytes"] = 2 * 7196672
+    p = tmp_path / "edited.json"
+    p.write_text(json.dumps(doc, indent=2) + "\n")
+    _, res = ingest_one(p)
+    assert any("inconsistent report" in w for w in res.warnings)
+    assert res.lines is not None and res.lines.not_understood == 0 and res.lines.parsed == res.lines.total

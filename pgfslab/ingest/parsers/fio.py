@@ -48,7 +48,7 @@ from typing import Any
 
 import polars as pl
 
-from pgfslab.ingest.parsers._common import ParseError
+from pgfslab.ingest.parsers._common import LINES_KEY, LINES_SCHEMA, NOISE, NOT_UNDERSTOOD, PARSED, ParseError
 
 NAME = "fio"
 DESCRIPTION = "fio --output-format=json report: one row per job and direction, sync latency, text around the JSON"
@@ -383,4 +383,28 @@ def parse(path: str | Path) -> dict[str, pl.DataFrame]:
         out[WARNINGS_KEY] = pl.DataFrame(
             {"line": [w[0] for w in warnings], "message": [w[1] for w in warnings]}, schema=WARNINGS_SCHEMA
         )
+    out[LINES_KEY] = _accounting(text, start_idx, end_line, {r[0] for r in text_rows})
     return out
+
+
+def _accounting(text: str, start_idx: int, end_line: int, text_lines: set[int]) -> pl.DataFrame:
+    """The line accounting: the JSON report's lines are parsed (its rows come from them), the text around
+    it (fio_text) not understood, blank lines noise. Warnings about a job (an inconsistent report, an
+    error) name its line but do not make it unread."""
+    all_lines = text.split("\n")
+    if all_lines[-1] == "":
+        all_lines.pop()
+    kinds = [
+        NOT_UNDERSTOOD
+        if i + 1 in text_lines
+        else NOISE
+        if not ln.strip()
+        else PARSED
+        if start_idx <= i <= end_line
+        else NOT_UNDERSTOOD
+        for i, ln in enumerate(all_lines)
+    ]
+    return pl.DataFrame(
+        {"line": list(range(1, len(all_lines) + 1)), "kind": kinds, "text": [ln.rstrip("\r") for ln in all_lines]},
+        schema=LINES_SCHEMA,
+    )
