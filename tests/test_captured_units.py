@@ -175,7 +175,7 @@ def test_pg_test_fsync_inconsistent_usecs_is_flagged(tmp_path: Path) -> None:
     assert got == [
         (3781.0, "ops/sec x usecs/op = 1.3596e+06, not 1e6 (1e6 / 359.587 ops/sec = 2781.0 usecs/op, printed 3781)")
     ]
-    assert [w for w in res.warnings if "inconsistent" in w] == [f"{p}:7: inconsistent result: {got[0][1]}"]
+    assert [w for w in res.warnings if "inconsistent" in w] == [f"{p}:7: inconsistent report: {got[0][1]}"]
 
 
 @pytest.mark.parametrize(("ops", "us"), [(61.933, 16147.0), (8.385, 119260.0), (1358148.069, 1.0), (3247872.414, 0.0)])
@@ -405,3 +405,13 @@ def test_fio_inconsistent_job_line_is_still_parsed(tmp_path: Path) -> None:
     _, res = ingest_one(p)
     assert any("inconsistent report" in w for w in res.warnings)
     assert res.lines is not None and res.lines.not_understood == 0 and res.lines.parsed == res.lines.total
+
+
+def test_summary_flags_inconsistent_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = UNINDENTED.read_text().replace("359.587 ops/sec    2781 usecs/op", "359.587 ops/sec    3781 usecs/op")
+    p = tmp_path / "edited.txt"
+    p.write_text(text)
+    assert cli.main(["ingest", "--db", str(tmp_path / "s.duckdb"), str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "1 row(s) fail a consistency check (stored as read, column `check`):" in out
+    assert f"inconsistent: {p}:7: inconsistent report: ops/sec x usecs/op = 1.3596e+06" in out

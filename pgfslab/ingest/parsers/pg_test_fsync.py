@@ -226,7 +226,7 @@ def parse(path: str | Path) -> dict[str, pl.DataFrame]:
         us = _num(m.group("us")) if status == "ok" else None
         check = consistency(ops, us)
         if check is not None:
-            warnings.append((no, f"inconsistent result: {check}"))
+            warnings.append((no, f"inconsistent report: {check}"))
         kinds[-1] = PARSED
         used.update(h for h in headers.values() if h is not None)
         rows.append(
