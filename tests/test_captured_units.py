@@ -415,3 +415,25 @@ def test_summary_flags_inconsistent_rows(tmp_path: Path, capsys: pytest.CaptureF
     out = capsys.readouterr().out
     assert "1 row(s) fail a consistency check (stored as read, column `check`):" in out
     assert f"inconsistent: {p}:7: inconsistent report: ops/sec x usecs/op = 1.3596e+06" in out
+
+
+# ----------------------------------------------------------------------------- sysbench: the last line
+
+
+SB_CPU = CAPTURED / "sysbench/local/sb10_cpu_time3.log"  # ends `    execution time (avg/stddev):   2.9990/0.00`
+
+
+def test_sysbench_last_line_without_newline(tmp_path: Path) -> None:
+    text = SB_CPU.read_text().rstrip("\n")
+    p = tmp_path / "cpu.log"
+    p.write_text(text)  # only the newline lost
+    con, res = ingest_one(p)
+    assert con.execute(
+        "SELECT execution_time_per_thread_avg_s, execution_time_per_thread_stddev_s FROM sysbench_summary"
+    ).fetchall() == [(2.999, 0.0)]
+    assert res.lines is not None and res.lines.not_understood == 0
+    assert not any("incomplete last line" in w for w in res.warnings)
+    p.write_text(text[:-1])  # `2.9990/0.0`: cut inside its stddev (sysbench prints %.2f): torn, and the
+    # report then lacks its last line, which the parser refuses at the line before
+    with pytest.raises(parsers.ParseError, match=r"cpu\.log:29: truncated sysbench report"):
+        ingest_one(p)
