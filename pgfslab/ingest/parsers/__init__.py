@@ -51,7 +51,7 @@ pgstat              pgstat                the lab's pg_stat_bgwriter/pg_stat_dat
 fsmicro-ops         fsmicro_ops           per-operation latencies of the fsmicro runner (``fsmicro_ops.csv``)
 snapshots           snapshots             the btrfs snapshot scheduler's log (``snapshots.csv``)
 fio                 fio_job, fio_text     fio ``--output-format=json`` reports of the device baseline
-pg-test-fsync       pg_test_fsync,        pg_test_fsync's stdout (ops/s and usecs/op per method)
+pg-test-fsync       pg_test_fsync,        pg_test_fsync's stdout, 9.1-17 (ops/s, usecs/op from 9.3)
                     pg_test_fsync_unrecognised
 =================== ===================== ==========================================================
 """
