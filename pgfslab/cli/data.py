@@ -131,7 +131,14 @@ def _ingest_full(args: argparse.Namespace, files: list[Path], n_files: int) -> i
         for f in files:
             try:
                 res = ingest.ingest_file(
-                    con, f, fmt=args.format, run_id=args.run, study=args.study, origin=args.origin, strict=args.strict
+                    con,
+                    f,
+                    fmt=args.format,
+                    run_id=args.run,
+                    study=args.study,
+                    origin=args.origin,
+                    strict=args.strict,
+                    tz=args.tz,
                 )
             except (parsers.ParseError, LabError) as exc:
                 if not args.keep_going:
@@ -285,6 +292,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "--strict",
         action="store_true",
         help="a line the parser does not understand is an error (the file is not ingested)",
+    )
+    p.add_argument(
+        "--tz",
+        help="the time zone of local time stamps a file does not name or names ambiguously (vmstat -t's 'CST'): "
+        "an IANA name (Asia/Shanghai) or an offset (+08:00)",
     )
     p.add_argument("paths", type=Path, nargs="+")
     p.set_defaults(func=cmd_ingest)

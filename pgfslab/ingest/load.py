@@ -460,13 +460,15 @@ def ingest_file(
     direct: bool = True,
     strict: bool = False,
     parsed: dict[str, pl.DataFrame] | None = None,
+    tz: str | None = None,
 ) -> FileResult:
     """Parse one file and replace its rows in one transaction. Raises ParseError/LabError on failure,
     and then the database is exactly as before. `run_record` (a `runs` row) is stored in the same
     transaction, replacing the run of the same run_id. `direct=False` forces the polars parser.
     Every line is accounted for (`FileResult.lines`, `files.lines_*`, `unparsed_lines`); with
     `strict` a line not understood is an error (LabError naming the lines; nothing stored). `parsed`: the
-    file's tables as parsers.parse gave them for `fmt` (pgfslab.ingest.prefetch), instead of parsing it here."""
+    file's tables as parsers.parse gave them for `fmt` (pgfslab.ingest.prefetch), instead of parsing it here.
+    `tz`: the zone of local time stamps the file does not name (`ingest --tz`; parsers.parse)."""
     path = Path(path)
     fmt = fmt or parsers.detect_format(path)
     if fmt is None:
@@ -496,7 +498,7 @@ def ingest_file(
                     return done
     if file_id is None:
         file_id = sha256(path)
-    tables = dict(parsed) if parsed is not None else parsers.parse(path, fmt)
+    tables = dict(parsed) if parsed is not None else parsers.parse(path, fmt, **({"tz": tz} if tz else {}))
     warn_frame = tables.pop(parsers.WARNINGS_KEY, None)
     items = [] if warn_frame is None else [(r["line"], r["message"]) for r in warn_frame.iter_rows(named=True)]
     warnings = warning_texts(path, items)
@@ -714,8 +716,13 @@ def schema_markdown() -> str:
                 what += f"; stored narrower: {narrow}"
             if table in COMPACT_OK:
                 what += f"; `{COMPACT_OK[table][0]}` '{COMPACT_OK[table][1]}' is stored as null"
-        out += [f"### `{table}`", "", what, "", "| column | type |", "|---|---|"]
-        out += [f"| `{c}` | {_duck_type(t)} |" for c, t in cols.items() if c not in LINK_COLUMNS or table in TABLE_DOCS]
+        units = parsers.units_of(table)  # the unit of each numeric column (pgfslab.ingest.parsers._units)
+        out += [f"### `{table}`", "", what, "", "| column | type | unit |", "|---|---|---|"]
+        out += [
+            f"| `{c}` | {_duck_type(t)} | {units.get(c) or ''} |"
+            for c, t in cols.items()
+            if c not in LINK_COLUMNS or table in TABLE_DOCS
+        ]
         out.append("")
     return "\n".join(out)
 

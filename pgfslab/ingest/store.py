@@ -73,6 +73,11 @@ class FileResult:
                 out.append(f"  not understood: {self.path}:{line}: {text[:120]!r}")
             if lc.not_understood > shown:
                 out.append(f"  ... and {lc.not_understood - shown} more (table unparsed_lines)")
+        # rows whose file states a quantity two ways that disagree (the parsers' `check` columns)
+        flagged = [w for w in self.warnings if "inconsistent report: " in w]
+        if flagged:
+            out.append(f"  {len(flagged)} row(s) fail a consistency check (stored as read, column `check`):")
+            out += [f"  inconsistent: {w}" for w in flagged[:shown]]
         return out
 
 

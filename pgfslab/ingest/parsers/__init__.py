@@ -51,7 +51,7 @@ pgstat              pgstat                the lab's pg_stat_bgwriter/pg_stat_dat
 fsmicro-ops         fsmicro_ops           per-operation latencies of the fsmicro runner (``fsmicro_ops.csv``)
 snapshots           snapshots             the btrfs snapshot scheduler's log (``snapshots.csv``)
 fio                 fio_job, fio_text     fio ``--output-format=json`` reports of the device baseline
-pg-test-fsync       pg_test_fsync,        pg_test_fsync's stdout (ops/s and usecs/op per method)
+pg-test-fsync       pg_test_fsync,        pg_test_fsync's stdout, 9.1-17 (ops/s, usecs/op from 9.3)
                     pg_test_fsync_unrecognised
 =================== ===================== ==========================================================
 """
@@ -106,6 +106,7 @@ __all__ = [
     "ParserModule",
     "detect_format",
     "parse",
+    "units_of",
 ]
 
 
@@ -170,6 +171,9 @@ def parse(path: Path, fmt: str | None = None, **options: Any) -> dict[str, pl.Da
     mod = FORMATS.get(fmt)
     if mod is None:
         raise ParseError(path, None, f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    # the user's time zone (`ingest --tz`) goes to the formats that read local times (their OPTIONS)
+    if "tz" in options and "tz" not in getattr(mod, "OPTIONS", ()):
+        options = {k: v for k, v in options.items() if k != "tz"}
     return mod.parse(path, **options)  # type: ignore[call-arg]
 
 
@@ -182,3 +186,14 @@ FORMATS.update({m.NAME: m for m in (pgstat, fsmicro_ops, btrfs_snapshots)})  # t
 from pgfslab.ingest.parsers import fio, pg_test_fsync  # noqa: E402
 
 FORMATS.update({m.NAME: m for m in (fio, pg_test_fsync)})  # type: ignore[misc]
+
+
+def units_of(table: str) -> dict[str, str | None]:
+    """The unit of each column of a parser table (None: not numeric): pgfslab.ingest.parsers._units."""
+    from pgfslab.ingest.parsers._units import unit_of
+
+    for mod in FORMATS.values():
+        if table in mod.TABLES:
+            explicit = getattr(mod, "UNITS", {}).get(table, {})
+            return {c: unit_of(table, c, t, explicit) for c, t in mod.TABLES[table].items()}
+    return {}

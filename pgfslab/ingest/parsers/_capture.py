@@ -111,12 +111,58 @@ def head_lines(head: str) -> list[str]:
     return [_PREFIX_RE.sub("", ln.rstrip("\r")) for ln in head.split("\n")]
 
 
-def read_captured(path: Path) -> tuple[Any, pl.DataFrame, list[tuple[int | None, str]]]:
+def read_captured(path: Path, *, keep_last: bool = False) -> tuple[Any, pl.DataFrame, list[tuple[int | None, str]]]:
     """A captured log as read (`_common.read_lines`: for the line accounting), its lines with their
     prefixes split off (`split_prefix`), and the warning about a torn last line when there is one: what
-    every capture parser starts from."""
+    every capture parser starts from. With `keep_last` a last line without a newline stays in the frame
+    (column `unterminated` marks it) and no warning is made: the parser decides, with `settle_last`,
+    whether it is complete for its layout (data) or torn."""
     from pgfslab.ingest.parsers._common import read_lines, torn_warning
 
     lines = read_lines(Path(path))
-    warnings: list[tuple[int | None, str]] = [torn_warning(*lines.torn)] if lines.torn is not None else []
-    return lines, split_prefix(lines.frame), warnings
+    frame = lines.frame
+    if keep_last and lines.torn is not None:
+        no, text = lines.torn
+        last = pl.DataFrame({"line": [no], "text": [text.removesuffix("\r")]}, schema=frame.schema)
+        frame = pl.concat([frame, last])
+    torn_no = lines.torn[0] if keep_last and lines.torn is not None else -1
+    warnings: list[tuple[int | None, str]] = (
+        [torn_warning(*lines.torn)] if lines.torn is not None and not keep_last else []
+    )
+    out = split_prefix(frame).with_columns((pl.col("line") == torn_no).alias("unterminated"))
+    return lines, out, warnings
+
+
+def complete_decimals(body: pl.Expr) -> pl.Expr:
+    """Whether a row's last number is not cut short: if it has decimals, as many as the row's other
+    decimal numbers (sysstat prints every rate and percentage with the same number of decimals)."""
+    last = body.str.extract(r"[.,](\d+)\s*$", 1).str.len_chars()
+    widest = body.str.extract_all(r"[.,]\d+").list.eval(pl.element().str.len_chars() - 1).list.max()
+    return last.is_null() | (last >= widest)
+
+
+def settle_last(
+    f: pl.DataFrame, lines: Any, is_row: str, complete: pl.Expr
+) -> tuple[pl.DataFrame, list[tuple[int | None, str]]]:
+    """The last line without a newline (`unterminated`, see `read_captured`) stays a row only when it is
+    `complete` for its layout; otherwise `is_row` is cleared for it and the torn-line warning returned
+    (the accounting then counts it not understood: `unterminated_kind`)."""
+    from pgfslab.ingest.parsers._common import torn_warning
+
+    if lines.torn is None:
+        return f, []
+    f = f.with_columns((pl.col(is_row) & (~pl.col("unterminated") | complete.fill_null(False))).alias(is_row))
+    kept = f.filter(pl.col("unterminated") & pl.col(is_row)).height > 0
+    return f, ([] if kept else [torn_warning(*lines.torn)])
+
+
+def unterminated_kind(kinds: pl.DataFrame, f: pl.DataFrame, is_row: str) -> pl.DataFrame:
+    """The accounting with a torn last line (unterminated, not a row) counted as not understood."""
+    from pgfslab.ingest.parsers._common import NOT_UNDERSTOOD
+
+    torn = f.filter(pl.col("unterminated") & ~pl.col(is_row))["line"].to_list()
+    if not torn:
+        return kinds
+    return kinds.with_columns(
+        pl.when(pl.col("line").is_in(torn)).then(pl.lit(NOT_UNDERSTOOD)).otherwise(pl.col("kind")).alias("kind")
+    )

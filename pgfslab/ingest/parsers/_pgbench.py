@@ -19,6 +19,7 @@ rows and no summary row.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -26,6 +27,7 @@ import polars as pl
 from pgfslab.ingest.parsers._common import (
     BLANK,
     NUM,
+    Lines,
     ParseError,
     Schema,
     cast_checked,
@@ -223,7 +225,13 @@ def parse(path: Path, what: str) -> dict[str, pl.DataFrame]:
     path = Path(path)
     lines = read_lines(path)
     warnings: list[tuple[int | None, str]] = []
-    if lines.torn is not None:
+    if lines.torn is not None and complete_last_line(lines.torn[1]):
+        # a whole report or progress line that lost only its newline (a capture by command substitution,
+        # a paste): data, like the others
+        no, last = lines.torn
+        tail = pl.DataFrame({"line": [no], "text": [last.removesuffix("\r")]}, schema=lines.frame.schema)
+        lines = Lines(pl.concat([lines.frame, tail]), None)
+    elif lines.torn is not None:
         warnings.append(torn_warning(*lines.torn))
     frame = lines.frame
     text = pl.col("text")
@@ -280,6 +288,25 @@ def parse(path: Path, what: str) -> dict[str, pl.DataFrame]:
         warnings,
         kinds,
     )
+
+
+_WHOLE = [re.compile(p) for p, _ in FIELDS.values()] + [re.compile(STMT_HEADER), re.compile(VACUUM + r"end\.$")]
+_PROGRESS_RE = re.compile(PROGRESS)
+_LAST_NUMBER = re.compile(r"\d(?:\.(\d*))?$")
+
+
+def complete_last_line(text: str) -> bool:
+    """Whether a last line without a newline is whole for its layout: a report field (each ends in its own
+    words: ` ms`, `)`, or a number), a `-r` table title, `starting vacuum...end.`, or a progress line that
+    ends in a word or in `stddev` with pgbench's three decimals (a cut `stddev 0.6` of `0.634` is torn).
+    A `-r` statement line or anything else is not: its end cannot be told."""
+    t = text.removesuffix("\r")
+    if any(r.match(t) for r in _WHOLE):
+        return True
+    if _PROGRESS_RE.match(t):
+        last = _LAST_NUMBER.search(t)
+        return last is None or len(last.group(1) or "") == 3
+    return False
 
 
 def _runs(frame: pl.DataFrame) -> pl.DataFrame:

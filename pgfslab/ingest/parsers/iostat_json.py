@@ -76,6 +76,9 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     if long.select(pl.col("value").is_infinite().any()).item():
         raise ParseError(path, None, "a value too large for a double (or Infinity) in the JSON")
     warnings = _capture.local_time_warning(reports, "ts", "exact")
+    long = long.with_columns(iostat.metric_unit(pl.col("metric")).alias("unit"))
+    long = iostat.rate_checks(long.with_columns(pl.lit(None, dtype=pl.Int64).alias("line")))
+    warnings += iostat.check_warnings(long)
     return result({"iostat": conform(long, iostat.SCHEMA)}, warnings)
 
 

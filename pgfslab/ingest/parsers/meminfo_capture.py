@@ -32,7 +32,6 @@ from pgfslab.ingest.parsers._common import (
     classify,
     conform,
     result,
-    with_torn,
 )
 from pgfslab.ingest.parsers.meminfo import SCHEMA
 
@@ -58,7 +57,7 @@ def sniff(head: str, path: Path) -> bool:
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
-    lines, f, warnings = _capture.read_captured(path)
+    lines, f, warnings = _capture.read_captured(path, keep_last=True)
     body = pl.col("body")
     time_ts, time_exact = _capture.time_line(body)
     key = pl.coalesce(body.str.extract(ENTRY, 1), body.str.extract(TAB_ENTRY, 1))
@@ -73,6 +72,10 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
         pl.when(body.str.contains(_capture.TIME_LINE)).then(time_ts).alias("time_ts"),
         pl.when(body.str.contains(_capture.TIME_LINE)).then(time_exact).alias("time_exact"),
     ).with_columns(pl.col("key").is_not_null().alias("is_entry"))
+    # a last line without a newline is data when whole: its ` kB` printed (or a key that has no unit)
+    complete = pl.col("unit").is_not_null() | pl.col("key").str.contains(NO_UNIT)
+    f, torn = _capture.settle_last(f, lines, "is_entry", complete)
+    warnings += torn
     entries = f.filter(pl.col("is_entry"))
     if entries.height == 0:
         raise ParseError(path, 1, "no /proc/meminfo line ('Key:  <number> [kB]') in the file")
@@ -99,4 +102,4 @@ def parse(path: Path) -> dict[str, pl.DataFrame]:
     warnings += _capture.local_time_warning(rows, "ts", "exact")
     out = rows.with_columns(pl.col("raw").cast(pl.Int64).alias("kb"))
     kinds = classify(f, pl.col("is_entry") | pl.col("is_time"), body.str.contains(BLANK))
-    return result({"meminfo": conform(out, SCHEMA)}, warnings, with_torn(kinds, lines))
+    return result({"meminfo": conform(out, SCHEMA)}, warnings, _capture.unterminated_kind(kinds, f, "is_entry"))

@@ -41,6 +41,7 @@ import polars as pl
 
 from pgfslab.ingest.parsers import _sysbench_lines as sb
 from pgfslab.ingest.parsers._common import (
+    Lines,
     ParseError,
     Schema,
     cast_checked,
@@ -167,10 +168,37 @@ def _any(patterns: list[str]) -> pl.Expr:
     return pl.any_horizontal([pl.col("text").str.contains(p) for p in patterns])
 
 
+_WHOLE = [re.compile(p) for p in (*sb.INTERVALS.values(), sb.QUEUE, *(f.pattern for f in sb.FIELDS))]
+_DECIMALS = re.compile(r"\d\.(\d+)")
+_ENDS_IN_NUMBER = re.compile(r"\d(?:\.(\d*))?$")
+
+
+def complete_last_line(text: str) -> bool:
+    """Whether a last line without a newline is whole for its layout: an interval line or a report field
+    whose last number, when it ends in one and the line has decimals, has at least the two decimals every
+    sysbench float has (%.2f, %.3f, %.4f): a cut `0.0` of `0.00`, or `4` of `4.57`, is torn. (A cut from three
+    or four decimals down to two cannot be told.)"""
+    t = text.removesuffix("\r")
+    if not any(r.search(t) for r in _WHOLE):
+        return False
+    end = _ENDS_IN_NUMBER.search(t)
+    if end is None or not _DECIMALS.search(t):
+        return True
+    return len(end.group(1) or "") >= 2
+
+
 def parse(path: Path) -> dict[str, pl.DataFrame]:
     path = Path(path)
     lines = read_lines(path)
-    warnings: list[tuple[int | None, str]] = [torn_warning(*lines.torn)] if lines.torn is not None else []
+    warnings: list[tuple[int | None, str]] = []
+    if lines.torn is not None and complete_last_line(lines.torn[1]):
+        # a whole interval or report line that lost only its newline (a capture by command substitution, a
+        # paste): data, like the others
+        no, last = lines.torn
+        tail = pl.DataFrame({"line": [no], "text": [last.removesuffix("\r")]}, schema=lines.frame.schema)
+        lines = Lines(pl.concat([lines.frame, tail]), None)
+    elif lines.torn is not None:
+        warnings.append(torn_warning(*lines.torn))
     text = pl.col("text")
     frame = lines.frame
     if frame.height == 0 or frame.select((text.str.strip_chars() == "").all()).item():
