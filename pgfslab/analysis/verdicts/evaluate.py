@@ -89,12 +89,13 @@ RESULT_SCHEMA: dict[str, Any] = {
 }
 
 
-def scope(facts: pl.DataFrame, claim: Claim) -> pl.DataFrame:
+def scope(facts: pl.DataFrame, claim: Claim, twins: bool = False) -> pl.DataFrame:
     """The runs a claim speaks of: its tool and workload kinds (or fsmicro ops), its client count (`max`:
-    the study's largest per kind; a number). A target marked as another's A/A twin is never a side."""
+    the study's largest per kind; a number). A target marked as another's A/A twin is never a side (kept
+    only with `twins`, for the A/A band)."""
     m = claim.match
     f = facts
-    if "aa_twin_of" in f.columns:
+    if "aa_twin_of" in f.columns and not twins:
         f = f.filter(pl.col("aa_twin_of").is_null())
     if m.get("tool"):
         f = f.filter(pl.col("tool") == m["tool"])
@@ -172,11 +173,14 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     if column is None or f.is_empty() or column not in f.columns:
         return pl.DataFrame(schema=RESULT_SCHEMA)
     f = f.filter(pl.col(column).is_not_null() & (pl.col(column) > 0))
+    with_twins = scope(facts, claim, twins=True).filter(pl.col(column).is_not_null() & (pl.col(column) > 0))
     named = set(claim.a) | set(claim.b)
     inter = claim.interaction
     if inter:
         named.add(inter["key"])
-    across = bool(named & set(TARGET_KEYS))
+    # a claim about targets compares targets that differ in a target key the sides name; a claim whose sides
+    # name the same target (ext4 in a small and a large directory) compares settings on one target
+    across = any(k in TARGET_KEYS and claim.a.get(k) != claim.b.get(k) for k in named)
     # targets are compared where they agree in what the claim does not name (a file system's own keys, zfs's
     # recordsize or ext4's data mode, never split a comparison across file systems)
     by_target = (
@@ -199,13 +203,13 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
                 if (claim.quantity == "saving" and ta != tb) or (claim.quantity != "saving" and across and ta == tb):
                     continue
                 pa, pb = part_a.filter(pl.col("target_label") == ta), part_b.filter(pl.col("target_label") == tb)
-                row = _row(claim, group, pa, pb, ta, tb, column, f, alpha, shared, differ)
+                row = _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, differ)
                 if row is not None:
                     rows.append(row)
     return pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
 
 
-def _row(claim, group, pa, pb, ta, tb, column, f, alpha, shared, differ) -> dict[str, Any] | None:
+def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, differ) -> dict[str, Any] | None:
     cell = _cell_label(group, shared)
     inter = claim.interaction
     per_load = claim.quantity in PER_LOAD
@@ -235,7 +239,7 @@ def _row(claim, group, pa, pb, ta, tb, column, f, alpha, shared, differ) -> dict
         v = _saving(ci.ratio, claim.seed_value)
     else:
         once = per_load and min(ci.n_a, ci.n_b) < 3
-        aa = None if inter else _aa_band(f, group, ta, column, alpha)
+        aa = None if inter else _aa_band(with_twins, group, ta, column, alpha)
         v = _judged(claim, ci, once, aa, alpha)
     label_a, label_b = _side_label(ta, claim.a, differ), _side_label(tb, claim.b, differ)
     if claim.quantity == "saving":

@@ -153,6 +153,8 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "fillfactor": queries._fillfactor(rec),
             "recordsize": recordsize(rec),
             "data_mode": ext4_data_mode(rec),
+            # the A/A control: a target with the baseline's exact spec, naming it (`aa_twin_of: ext4`)
+            "aa_twin_of": (rec.get("target_spec") or {}).get("aa_twin_of"),
             "snapshots": bool(rec.get("snapshots")),
             "dirty_background_bytes": _bytes((rec.get("os") or {}).get("vm_dirty_background_bytes")),
             **{k: fsm[k] for k in FS_KEYS},
@@ -181,6 +183,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         "fillfactor": pl.Int64,
         "recordsize": pl.Utf8,
         "data_mode": pl.Utf8,
+        "aa_twin_of": pl.Utf8,
         "snapshots": pl.Boolean,
         "dirty_background_bytes": pl.Int64,
         **dict.fromkeys(FS_KEYS, pl.Int64),
