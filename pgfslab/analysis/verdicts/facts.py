@@ -1,7 +1,11 @@
-"""What distinguishes a run, in the terms the seeds' claims use: its target's file system and compression,
-the PostgreSQL and OS settings it ran with, its fillfactor, snapshots, the workload kind, client count,
-data-set rung and memory regime, what an fsmicro run worked on (files pre-created, files already in the
-directory, bytes per sync), and its values: the headline, the within-run CV, the footprint and compression.
+"""What distinguishes a run, in the terms the seeds' claims use: its target's file system, compression, zfs
+recordsize and ext4 data mode, whether it is another target's A/A twin, the PostgreSQL and OS settings it ran
+with, its fillfactor, snapshots, the workload kind, client count, data-set rung and memory regime, what an
+fsmicro run worked on (files pre-created, files already in the directory, bytes per sync, the size of each
+deleted file), and its values: the headline, the within-run σ² and CV of per-second throughput, the p95 of its
+per-second latency, an fsmicro run's p99/p50, the footprint and compression, and what the samplers say of its
+regime (`regime.run_measures`: data-device utilisation, read await, bytes written per commit, buffer hit
+ratio, checkpoints, steady state, snapshots alive, the device baseline's random-read rate).
 
 One row per successful run (from the run records in the study database: a few hundred at most).
 """
@@ -113,14 +117,15 @@ def _bytes(value: Any) -> int | None:
 
 
 def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
-    """One row per successful run: run_id, target, target_label, fs, compression, kind (pgbench builtin,
-    sysbench test, or the fsmicro workload's name), tool, op, clients, rung, regime, fillfactor,
-    snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the headline), `cv` (within-run
-    variation of per-second throughput), `saving` (btrfs compression's, where compsize measured it),
-    `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the benchmark
-    database's size at the end of the run). fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS say
-    what it worked on, `value` is the timed operations per second (`micro.timed_rates`, seed 003's quantity)
-    and `bytes_per_s` (write_fsync) the bytes synced per second of sync latency."""
+    """One row per successful run: run_id, target, target_label, fs, compression, recordsize, data_mode,
+    aa_twin_of, kind (pgbench builtin, sysbench test, or the fsmicro workload's name), tool, op, clients,
+    rung, regime, fillfactor, snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
+    headline), `within_run` (`cv`, `variance`, `latency_p95`), `saving` (btrfs compression's, where compsize
+    measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
+    benchmark database's size at the end of the run), the regime measures of `regime.run_measures` and
+    `written_per_tx`. fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS and `file_bytes` say what it
+    worked on, `value` is the timed operations per second (`micro.timed_rates`, seed 003's quantity),
+    `bytes_per_s` (write_fsync) the bytes synced per second of sync latency, `tail_ratio` its p99 / p50."""
     head = queries.headline(db, study)
     recs = queries.run_records(db, study)
     rows = []

@@ -31,7 +31,7 @@ import polars as pl
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import stats
-from pgfslab.analysis.device import device_table
+from pgfslab.analysis.device import device_table, has_baseline
 from pgfslab.analysis.wal_device import device_roles
 
 IO_BOUND = 0.5
@@ -173,11 +173,9 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
     out = base.join(dev, on="run_id", how="left") if dev.height else base
     out = out.join(steadiness(series, trim_s), on="run_id", how="left")
     out = out.join(alive_at_once(data.snapshot_events(db, study)), on="run_id", how="left")
-    try:
+    if has_baseline(db, study):  # else the device class is not measured (the precondition says so)
         iops = device_table(db, study).select("target", pl.col("randread_qd1_iops").cast(pl.Float64))
         out = out.join(iops, on="target", how="left")
-    except Exception:  # a study without a device baseline (the tables are absent): not measured
-        pass
     return pl.concat([pl.DataFrame(schema=MEASURES), out.select([c for c in MEASURES if c in out.columns])],
                      how="diagonal_relaxed")  # fmt: skip
 
