@@ -349,3 +349,18 @@ def test_a_claim_the_lab_cannot_read_exactly_is_an_error_naming_it(tmp_path, cha
 def test_the_seeds_own_hardware_is_allowed_only_where_nothing_is_matched(tmp_path) -> None:
     path = write(tmp_path, b={"device": "Intel P4610"}, reproducible_here=False, why_not="the drive", match={})
     assert claims.claims(path)[0].b == {"device": "Intel P4610"}
+
+
+def test_a_cell_the_seed_never_ran_is_context_only() -> None:
+    """fsync=off runs inside a claim about the seed's fsync-on runs: shown, never its verdict."""
+    rows = runs("ext4", "ext4", [100.0, 101, 102, 103, 104], fsync="on")
+    rows += runs("btrfs", "btrfs", [150.0, 151, 152, 153, 154], fsync="on")
+    rows += runs("ext4", "ext4", [100.0, 101, 102, 103, 104], fsync="off")
+    rows += runs("btrfs", "btrfs", [60.0, 61, 62, 63, 64], fsync="off")
+    out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim())
+    role = {r["cell"]: (r["role"], r["verdict"]) for r in out.iter_rows(named=True)}
+    assert role == {
+        "tpcb-like, c=8, exceeds ram": ("primary", R.DIRECTION_ONLY),
+        "tpcb-like, c=8, exceeds ram, fsync=off": ("context", R.OPPOSITE),
+    }
+    assert evaluate.summary(out)["overall"].to_list() == [R.DIRECTION_ONLY]

@@ -27,6 +27,7 @@ from pgfslab.analysis.stats import min_possible_p
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts import regime
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim
+from pgfslab.analysis.verdicts.facts import PG_DEFAULTS, PG_KEYS
 from pgfslab.analysis.verdicts.labels import (  # noqa: F401  (re-exported: the notebook and tests use them here)
     _cell_label,
     _compared,
@@ -123,7 +124,8 @@ def run_dims(f: pl.DataFrame, named: set[str], across: bool) -> list[str]:
 
 
 def is_primary(claim: Claim, group: dict[str, Any], facts: pl.DataFrame) -> bool:
-    """Is this cell the seed's own condition (every key of `primary` as the seed ran it)?"""
+    """Is this cell the seed's own condition: every key of `primary` as the seed ran it, and no PostgreSQL or
+    OS setting off its default that the claim does not name?"""
     for key, want in claim.primary.items():
         have = group.get(key)
         if key == "clients" and want == "max":
@@ -134,6 +136,13 @@ def is_primary(claim: Claim, group: dict[str, Any], facts: pl.DataFrame) -> bool
         if have is None and key in RUN_KEYS:
             continue  # a setting that is part of the target (not a cell dimension): checked by the sides
         if have != want:
+            return False
+    # a setting the seed never changed: a cell that ran it off its default (fsync=off inside an fsync-on
+    # claim) is context, unless the claim names it
+    named = {*claim.a, *claim.b, *claim.primary, *([claim.interaction["key"]] if claim.interaction else [])}
+    for key in (*PG_KEYS, "dirty_background_bytes"):
+        value = group.get(key)
+        if key not in named and value is not None and value != PG_DEFAULTS.get(key):
             return False
     return True
 
