@@ -364,3 +364,26 @@ def test_a_cell_the_seed_never_ran_is_context_only() -> None:
         "tpcb-like, c=8, exceeds ram, fsync=off": ("context", R.OPPOSITE),
     }
     assert evaluate.summary(out)["overall"].to_list() == [R.DIRECTION_ONLY]
+
+
+def test_read_wait_in_checkpoint_seconds_against_the_others_by_hand() -> None:
+    # per second: 10 reads in 10 ms twice (no checkpoint writes), then 20 reads in 80 ms twice while
+    # buffers_checkpoint rises: 160 ms / 40 reads = 4 ms against 20 ms / 20 reads = 1 ms
+    disk = pl.DataFrame({
+        "run_id": ["r"] * 5, "epoch_s": [10.0, 11.0, 12.0, 13.0, 14.0], "reads_completed": [0, 10, 20, 40, 60],
+        "read_ms": [0, 10, 20, 100, 180],
+    })  # fmt: skip
+    pgstat = pl.DataFrame({"run_id": ["r"] * 4, "epoch_s": [11.02, 12.01, 13.0, 13.99],
+                           "buffers_checkpoint_delta": [0, 0, 50, 30]})  # fmt: skip
+    row = regime.checkpoint_read_wait(disk, pgstat).row(0, named=True)
+    assert (row["read_await_ckpt"], row["read_await_quiet"]) == (pytest.approx(4.0), pytest.approx(1.0))
+    # the claim sets each run's checkpoint seconds (side B) against its other seconds (side A)
+    rows = [
+        r | {"read_await_ckpt": 4.0 + i / 10, "read_await_quiet": 1.0 + i / 10}
+        for i, r in enumerate(runs("ext4", "ext4", [100.0] * 5))
+    ]
+    c = next(c for c in claims.claims() if c.id == "s004-ext4-read-wait-rises-at-checkpoints")
+    out = evaluate.evaluate(
+        pl.DataFrame(rows, infer_schema_length=None), c.__class__(**{**c.__dict__, "preconditions": ()})
+    )
+    assert out.height == 1 and out["verdict"][0] == R.DIRECTION_ONLY and out["lo"][0] > 1

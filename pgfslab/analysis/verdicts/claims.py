@@ -39,6 +39,7 @@ QUANTITIES = (
     "read_await_variance",  # σ² of the data device's per-second read await (I/O service time)
     "written_per_tx",  # bytes written to the data device per committed transaction
     "tail_ratio",  # p99 / p50 of an fsmicro run's operation latencies
+    "checkpoint_read_wait",  # read await in seconds with checkpoint writes against the other seconds, per run
     "saving",
     "compression_ratio",
     "footprint",

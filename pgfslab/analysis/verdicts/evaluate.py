@@ -53,8 +53,12 @@ VALUE = {
     "compression_ratio": "compress_ratio",
     "footprint": "database_bytes",
     "bandwidth": "bytes_per_s",
+    "checkpoint_read_wait": "read_await_ckpt",
 }
 PER_LOAD = ("saving", "compression_ratio", "footprint")
+# quantities that set two columns of the same runs against each other: side A's runs read the first, side B's
+# the second (read await in seconds with a checkpoint writing against the other seconds)
+PAIRED = {"checkpoint_read_wait": ("read_await_quiet", "read_await_ckpt")}
 TEST = {
     "ratio": "Hodges-Lehmann ratio, exact rank interval",
     "variance_ratio": "ratio of per-run σ² of per-second throughput, exact rank interval",
@@ -64,6 +68,8 @@ TEST = {
     "written_per_tx": "ratio of bytes written to the data device per commit, exact rank interval",
     "tail_ratio": "ratio of per-run p99/p50 operation latency, exact rank interval",
     "bandwidth": "ratio of bytes synced per second of sync, exact rank interval",
+    "checkpoint_read_wait": "read await in seconds with checkpoint writes / the other seconds, per run, exact rank "
+    "interval",
 }
 
 RESULT_SCHEMA: dict[str, Any] = {
@@ -182,6 +188,8 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     if column is None or f.is_empty() or column not in f.columns:
         return pl.DataFrame(schema=RESULT_SCHEMA)
     f = f.filter(pl.col(column).is_not_null() & (pl.col(column) > 0))
+    for extra in PAIRED.get(claim.quantity, ()):
+        f = f.filter(pl.col(extra).is_not_null() & (pl.col(extra) > 0))
     with_twins = scope(facts, claim, twins=True).filter(pl.col(column).is_not_null() & (pl.col(column) > 0))
     named = set(claim.a) | set(claim.b)
     inter = claim.interaction
@@ -235,7 +243,8 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
                "bootstrap over runs"  # fmt: skip
         cell = f"{cell}, {k}: {lv1} / {lv0}".replace("_", " ") if k == "regime" else f"{cell}, {k} {lv1} / {lv0}"
     else:
-        a, b = _values(pa, ta, column, per_load), _values(pb, tb, column, per_load)
+        col_a, col_b = PAIRED.get(claim.quantity, (column, column))
+        a, b = _values(pa, ta, col_a, per_load), _values(pb, tb, col_b, per_load)
         if claim.quantity == "saving":
             ci = R.RatioCI(float(np.median(b)), float(b.min()), float(b.max()), 0, len(b), math.nan)
         else:
@@ -255,7 +264,8 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
         label_a = ""
     return {
         "claim": claim.id, "seed": claim.seed, "cell": cell, "role": role,
-        "compared": _compared(claim, ta, tb, differ), "a": label_a, "b": label_b,
+        "compared": f"{ta}: seconds with checkpoint writes / the other seconds" if claim.quantity in PAIRED
+        else _compared(claim, ta, tb, differ), "a": label_a, "b": label_b,
         "n_a": ci.n_a, "n_b": ci.n_b, "estimate": ci.ratio, "lo": ci.lo, "hi": ci.hi, "coverage": ci.confidence,
         "seed_value": claim.seed_value, "test": test, "direction": v.direction, "magnitude": v.magnitude,
         "verdict": v.category, "verdict_text": v.text, "unchecked": "; ".join(unchecked) or None,

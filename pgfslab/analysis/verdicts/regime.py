@@ -59,6 +59,8 @@ MEASURES: dict[str, Any] = {
     "steady": pl.Boolean,
     "snapshots_alive": pl.Int64,
     "randread_qd1_iops": pl.Float64,
+    "read_await_ckpt": pl.Float64,
+    "read_await_quiet": pl.Float64,
 }
 
 
@@ -120,6 +122,39 @@ def device_measures(samples: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def checkpoint_read_wait(samples: pl.DataFrame, pgstat: pl.DataFrame) -> pl.DataFrame:
+    """Per run: the data device's read await (read ms / reads, as iostat's r_await) over the sampled seconds
+    in which the checkpointer wrote buffers (pg_stat_bgwriter's buffers_checkpoint rose since the previous
+    pg_stat sample: PostgreSQL 15 reports a checkpoint's writes while it runs) and over the other seconds:
+    `read_await_ckpt` and `read_await_quiet` (seed 004's "first a checkpoint, then elevated read wait")."""
+    schema = {"run_id": pl.Utf8, "read_await_ckpt": pl.Float64, "read_await_quiet": pl.Float64}
+    if samples.height == 0 or pgstat.height == 0 or "buffers_checkpoint_delta" not in pgstat.columns:
+        return pl.DataFrame(schema=schema)
+    per_second = samples.sort("run_id", "epoch_s").with_columns(
+        pl.col("reads_completed").diff().over("run_id").alias("reads"),
+        pl.col("read_ms").diff().over("run_id").alias("ms"),
+    )
+    marks = (
+        pgstat.select(
+            "run_id", pl.col("epoch_s").cast(pl.Float64), (pl.col("buffers_checkpoint_delta") > 0).alias("ckpt")
+        )
+        .drop_nulls()
+        .sort("run_id", "epoch_s")
+    )
+    # both sides are sorted by run and time above (polars cannot check that within `by` groups)
+    joined = (
+        per_second.drop_nulls("reads")
+        .join_asof(marks, on="epoch_s", by="run_id", strategy="nearest", tolerance=1.0, check_sortedness=False)
+        .drop_nulls("ckpt")
+    )
+    return joined.group_by("run_id").agg(
+        (pl.col("ms").filter(pl.col("ckpt")).sum() / pl.col("reads").filter(pl.col("ckpt")).sum().replace(0, None))
+        .cast(pl.Float64).alias("read_await_ckpt"),
+        (pl.col("ms").filter(~pl.col("ckpt")).sum() / pl.col("reads").filter(~pl.col("ckpt")).sum().replace(0, None))
+        .cast(pl.Float64).alias("read_await_quiet"),
+    )  # fmt: skip
+
+
 def _diskstats(db: str, study: str, recs: dict[str, dict[str, Any]]) -> pl.DataFrame:
     roles = device_roles(recs).filter(pl.col("role") != "WAL")  # the tables' device (with WAL or without)
     if roles.height == 0 or not data._has(db, "diskstats"):
@@ -164,7 +199,10 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
     base = _from_records(recs)
     if base.height == 0:
         return pl.DataFrame(schema=MEASURES)
-    dev = device_measures(_diskstats(db, study, recs))
+    disk = _diskstats(db, study, recs)
+    dev = device_measures(disk)
+    pgs = data.pgstat(db, study)
+    dev = dev.join(checkpoint_read_wait(disk, pgs), on="run_id", how="left") if dev.height else dev
     if series is None:
         try:
             series = data.throughput(db, study)
