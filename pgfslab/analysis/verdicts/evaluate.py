@@ -164,7 +164,8 @@ def _aa_band(facts: pl.DataFrame, group: dict[str, Any], target: str, column: st
     """The A/A band of `target` in this cell: its twin's values against its own (None without a twin)."""
     if "aa_twin_of" not in facts.columns:
         return None
-    twins = facts.filter(pl.col("aa_twin_of") == target)
+    names = facts.filter(pl.col("target_label") == target)["target"].unique().to_list()
+    twins = facts.filter(pl.col("aa_twin_of").is_in(names))  # the twin names its baseline by target name
     if twins.height == 0:
         return None
     same = pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items() if d in facts.columns])
