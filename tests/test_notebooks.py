@@ -149,10 +149,8 @@ def forest_rows(parquet: Path) -> int:
     from pgfslab.analysis.verdicts import claims
 
     quantity = {c.id: c.quantity for c in claims.claims()}
-    res = pl.read_parquet(parquet).filter(
-        pl.col("verdict").is_in(["holds", "does not hold", "not resolved"]) & pl.col("estimate").is_not_null()
-    )
-    return sum(quantity[c] != "saving" for c in res["claim"])
+    res = pl.read_parquet(parquet).filter(pl.col("role").is_not_null() & pl.col("estimate").is_not_null())
+    return sum(quantity[c] not in ("saving", "rank_test_floor", "durability", "qualitative") for c in res["claim"])
 
 
 def colored_share(data: bytes) -> float:

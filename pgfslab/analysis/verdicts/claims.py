@@ -1,10 +1,19 @@
 """The seeds' findings as claims the lab can test (`claims.yaml` beside this module).
 
-Each claim: its seed, the finding in one line (our words; the seed's own number quoted with where it is),
-what it compares (sides A and B), over which runs (`match`: tool, workload kinds or fsmicro ops,
-clients), in which memory regime, and what it says of B/A (`direction` within / greater / less a
-`threshold`). `reproducible_here: false` claims need what no machine of this kind has (device-mapper
-snapshots, NBD/S3 storage, the seeds' hardware) and say why; the paper lists them apart.
+Each claim: its seed, the finding in one line (our words; the seed's own number quoted with where it is,
+and `seed_value`, that number as B/A where the seed gave one), what it compares (sides A and B, by keys
+the run facts know), which quantity, and what it expects of B/A: `greater` or `less` than 1, or `same`
+(equivalence within 1 ± `band`, the lab's choice, `band_why` saying why). `primary` is the seed's own
+condition (its cell: regime, clients, workload kind, settings): only that cell gives the claim's verdict,
+the others are context. `preconditions` name what must hold for the seed's mechanism to act (I/O-bound,
+steady, a magnetic-class device, ...; `regime.PRECONDITIONS`), checked per cell from what the samplers
+recorded. `interaction` makes the claim a ratio of ratios: B/A at `to` against B/A at `from` of one
+setting. A claim without `match` says in `figure` why only a figure can speak to it.
+`reproducible_here: false` claims need what no machine of this kind has and say why (`why_not`); their
+sides may name the seed's own hardware (SEED_ONLY_KEYS), which a reproducible claim may not.
+
+Every key is checked at load: an unknown claim key, an unknown side key, or a side key a reproducible claim
+cannot use is an error naming the file and the claim (nothing is silently dropped).
 """
 
 from __future__ import annotations
@@ -14,21 +23,44 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pgfslab.analysis.verdicts.facts import FS_KEYS, PG_KEYS
+from pgfslab.analysis.verdicts.regime import PRECONDITIONS
 from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 CLAIMS = Path(__file__).with_name("claims.yaml")
+# the facts column each quantity compares lives in evaluate.VALUE; these need no per-run column
+SPECIAL = ("durability", "rank_test_floor", "qualitative")
 QUANTITIES = (
-    "ratio",
-    "variance_ratio",
+    "ratio",  # headline (tps, timed fsmicro ops/s)
+    "variance_ratio",  # σ² of per-second throughput (after the warm-up), as seed 002's tables
+    "cv_ratio",  # per-run coefficient of variation of per-second throughput (jitter seen on a chart)
+    "latency_p95_ratio",  # 95th percentile of the run's per-second mean latency
+    "read_await_variance",  # σ² of the data device's per-second read await (I/O service time)
+    "written_per_tx",  # bytes written to the data device per committed transaction
+    "tail_ratio",  # p99 / p50 of an fsmicro run's operation latencies
+    "checkpoint_read_wait",  # read await in seconds with checkpoint writes against the other seconds, per run
     "saving",
     "compression_ratio",
     "footprint",
     "bandwidth",
-    "count",
-    "qualitative",
+    *SPECIAL,
 )
-DIRECTIONS = ("within", "greater", "less")
+EXPECTS = ("greater", "less", "same")
+# what tells a target apart, and what a run is (per workload or per target); `clients` for a claim across
+# thread counts
+TARGET_KEYS = ("fs", "compression", "fillfactor", "snapshots", "recordsize", "data_mode")
+RUN_KEYS = ("dirty_background_bytes", *PG_KEYS, *FS_KEYS)
+SIDE_KEYS = (*TARGET_KEYS, *RUN_KEYS, "clients")
+# the seeds' own set-ups, which this lab cannot set: allowed only on claims not reproducible here
+SEED_ONLY_KEYS = ("device", "backend", "block_size", "l2arc", "volume", "checkpoint_segments", "pgbench_mode")
+PRIMARY_KEYS = ("regime", "clients", "kind", "rung", *RUN_KEYS)
+REQUIRED = ("id", "seed", "claim", "where", "seed_number", "quantity", "a", "b", "workload", "expect")
+OPTIONAL = (
+    "seed_value", "band", "band_why", "reproducible_here", "why_not", "match", "primary", "preconditions",
+    "interaction", "figure",
+)  # fmt: skip
+MATCH_KEYS = ("tool", "kinds", "ops", "clients")
 
 
 @dataclass(frozen=True)
@@ -42,26 +74,79 @@ class Claim:
     a: dict[str, Any]
     b: dict[str, Any]
     workload: str
-    regime: str
-    direction: str | None  # None for a qualitative claim
-    threshold: float | None
-    reproducible_here: bool
+    expect: str | None  # None for a qualitative claim
+    seed_value: float | None = None
+    band: float | None = None
+    band_why: str | None = None
+    reproducible_here: bool = True
     why_not: str | None = None
     match: dict[str, Any] = field(default_factory=dict)
+    primary: dict[str, Any] = field(default_factory=dict)
+    preconditions: tuple[str, ...] = ()
+    interaction: dict[str, Any] | None = None
+    figure: str | None = None
+
+
+def _fail(path: Path, cid: Any, what: str) -> LabError:
+    return LabError(f"{path}: claim {cid!r}: {what}")
 
 
 def _check(item: dict[str, Any], path: Path) -> Claim:
-    missing = sorted(set(Claim.__dataclass_fields__) - {"why_not", "match"} - set(item))
+    cid = item.get("id")
+    missing = [k for k in REQUIRED if k not in item]
     if missing:
-        raise LabError(f"{path}: claim {item.get('id')!r}: missing {', '.join(missing)}")
-    unknown = sorted(set(item) - set(Claim.__dataclass_fields__))
+        raise _fail(path, cid, f"missing {', '.join(missing)}")
+    unknown = sorted(set(item) - set(REQUIRED) - set(OPTIONAL))
     if unknown:
-        raise LabError(f"{path}: claim {item['id']!r}: unknown keys {', '.join(unknown)}")
-    if item["quantity"] not in QUANTITIES or item["direction"] not in (*DIRECTIONS, None):
-        raise LabError(f"{path}: claim {item['id']!r}: quantity must be one of {QUANTITIES}, direction of {DIRECTIONS}")
-    if not item["reproducible_here"] and not item.get("why_not"):
-        raise LabError(f"{path}: claim {item['id']!r}: not reproducible here, but no why_not")
-    return Claim(**item)
+        raise _fail(path, cid, f"unknown keys {', '.join(unknown)}")
+    quantity, expect = item["quantity"], item["expect"]
+    if quantity not in QUANTITIES:
+        raise _fail(path, cid, f"quantity {quantity!r} is not one of {', '.join(QUANTITIES)}")
+    if expect not in (*EXPECTS, None) or (expect is None and quantity not in SPECIAL):
+        raise _fail(path, cid, f"expect {expect!r} is not one of {', '.join(EXPECTS)}")
+    reproducible = item.get("reproducible_here", True)
+    if not reproducible and not item.get("why_not"):
+        raise _fail(path, cid, "not reproducible here, but no why_not")
+    if expect == "same" and not (isinstance(item.get("band"), (int, float)) and item.get("band_why")):
+        raise _fail(path, cid, "an equivalence claim (expect: same) needs its band and band_why")
+    if expect != "same" and item.get("band") is not None:
+        raise _fail(path, cid, "a band belongs to an equivalence claim (expect: same) only")
+    sv = item.get("seed_value")
+    if sv is not None and expect in ("greater", "less") and quantity not in (*SPECIAL, "saving"):
+        if not (sv > 1 if expect == "greater" else sv < 1):
+            raise _fail(path, cid, f"seed_value {sv} contradicts expect: {expect}")
+    for side in ("a", "b"):
+        keys = set(item[side] or {})
+        allowed = set(SIDE_KEYS) | (set() if reproducible else set(SEED_ONLY_KEYS))
+        bad = sorted(keys - allowed)
+        if bad:
+            known = ", ".join(SIDE_KEYS)
+            raise _fail(path, cid, f"side {side}: keys {', '.join(bad)} are not facts the lab matches ({known})")
+    match = item.get("match") or {}
+    bad = sorted(set(match) - set(MATCH_KEYS))
+    if bad:
+        raise _fail(path, cid, f"match: unknown keys {', '.join(bad)}")
+    bad = sorted(set(item.get("primary") or {}) - set(PRIMARY_KEYS))
+    if bad:
+        raise _fail(path, cid, f"primary: unknown keys {', '.join(bad)}")
+    pre = tuple(item.get("preconditions") or ())
+    bad = sorted(set(pre) - set(PRECONDITIONS))
+    if bad:
+        raise _fail(path, cid, f"preconditions: unknown {', '.join(bad)} (known: {', '.join(PRECONDITIONS)})")
+    inter = item.get("interaction")
+    if inter is not None and (set(inter) != {"key", "from", "to"} or inter["key"] not in (*PRIMARY_KEYS, "fsync")):
+        raise _fail(path, cid, "interaction needs key (a run fact), from and to")
+    if reproducible and quantity != "qualitative" and not match and not item.get("figure"):
+        raise _fail(path, cid, "a reproducible claim needs match, or figure saying why only a figure can speak to it")
+    if quantity == "qualitative" and reproducible and not item.get("figure"):
+        raise _fail(path, cid, "a qualitative claim needs figure: which figure speaks to it")
+    return Claim(
+        **{k: item[k] for k in REQUIRED},
+        **{k: item[k] for k in OPTIONAL if k in item and k not in ("preconditions", "match", "primary")},
+        match=match,
+        primary=dict(item.get("primary") or {}),
+        preconditions=pre,
+    )
 
 
 @cache
@@ -69,8 +154,9 @@ def claims(path: Path = CLAIMS) -> tuple[Claim, ...]:
     items = yaml_text.safe_load(path.read_text())
     out = tuple(_check(item, path) for item in items)
     ids = [c.id for c in out]
-    if len(ids) != len(set(ids)):
-        raise LabError(f"{path}: duplicate claim ids")
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise LabError(f"{path}: duplicate claim ids {', '.join(dup)}")
     return out
 
 

@@ -1,7 +1,11 @@
-"""What distinguishes a run, in the terms the seeds' claims use: its target's file system and compression,
-the PostgreSQL and OS settings it ran with, its fillfactor, snapshots, the workload kind, client count,
-data-set rung and memory regime, what an fsmicro run worked on (files pre-created, files already in the
-directory, bytes per sync), and its values: the headline, the within-run CV, the footprint and compression.
+"""What distinguishes a run, in the terms the seeds' claims use: its target's file system, compression, zfs
+recordsize and ext4 data mode, whether it is another target's A/A twin, the PostgreSQL and OS settings it ran
+with, its fillfactor, snapshots, the workload kind, client count, data-set rung and memory regime, what an
+fsmicro run worked on (files pre-created, files already in the directory, bytes per sync, the size of each
+deleted file), and its values: the headline, the within-run σ² and CV of per-second throughput, the p95 of its
+per-second latency, an fsmicro run's p99/p50, the footprint and compression, and what the samplers say of its
+regime (`regime.run_measures`: data-device utilisation, read await, bytes written per commit, buffer hit
+ratio, checkpoints, steady state, snapshots alive, the device baseline's random-read rate).
 
 One row per successful run (from the run records in the study database: a few hundred at most).
 """
@@ -16,6 +20,7 @@ import polars as pl
 
 from pgfslab.analysis import queries
 from pgfslab.analysis.answers import micro
+from pgfslab.analysis.verdicts import regime as measured
 from pgfslab.host.sysctl import parse_bytes
 from pgfslab.runners import fsmicro_spec
 
@@ -66,6 +71,24 @@ def regime(dataset_bytes: float | None, shared_buffers: float | None, memory: fl
     return "exceeds_ram" if memory is not None else None
 
 
+def ext4_data_mode(rec: dict[str, Any]) -> str | None:
+    """ext4's journalling mode (`data=` mount option; `ordered` when not given), None on other file systems."""
+    if rec.get("fs") != "ext4":
+        return None
+    for opt in (rec.get("target_spec") or {}).get("mount_options") or []:
+        if str(opt).startswith("data="):
+            return str(opt).split("=", 1)[1]
+    return "ordered"
+
+
+def recordsize(rec: dict[str, Any]) -> str | None:
+    """A zfs target's recordsize property as configured (`8k`), None elsewhere."""
+    spec = rec.get("target_spec") or {}
+    props = spec.get("zfs") or spec.get("properties") or {}
+    value = props.get("recordsize") if isinstance(props, dict) else None
+    return str(value).lower() if value is not None else None
+
+
 def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
     """An fsmicro workload's kind (its op; the two directory deletes are one kind) and FS_KEYS, with the
     runner's defaults filled in (all None when the spec does not resolve)."""
@@ -74,13 +97,15 @@ def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         p = fsmicro_spec.resolve(given)
     except ValueError:
-        return {"kind": spec.get("op"), **dict.fromkeys(FS_KEYS)}
+        return {"kind": spec.get("op"), "file_bytes": None, **dict.fromkeys(FS_KEYS)}
     op = p["op"]
     return {
         "kind": _FS_KIND.get(op, op),
         "files": p.get("files") if op == "delete" else None,
         "directory_files": p.get("bg_files") or None,  # files already in the directory (none: not a key)
         "write_size": p.get("size_bytes") if op == "write_fsync" else None,
+        # the size of each file an unlink removes (seed 003 deleted 2 MB files)
+        "file_bytes": p.get("size_bytes") if op in ("delete", "delete_small_dir", "delete_large_dir") else None,
     }
 
 
@@ -92,14 +117,15 @@ def _bytes(value: Any) -> int | None:
 
 
 def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
-    """One row per successful run: run_id, target, target_label, fs, compression, kind (pgbench builtin,
-    sysbench test, or the fsmicro workload's name), tool, op, clients, rung, regime, fillfactor,
-    snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the headline), `cv` (within-run
-    variation of per-second throughput), `saving` (btrfs compression's, where compsize measured it),
-    `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the benchmark
-    database's size at the end of the run). fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS say
-    what it worked on, `value` is the timed operations per second (`micro.timed_rates`, seed 003's quantity)
-    and `bytes_per_s` (write_fsync) the bytes synced per second of sync latency."""
+    """One row per successful run: run_id, target, target_label, fs, compression, recordsize, data_mode,
+    aa_twin_of, kind (pgbench builtin, sysbench test, or the fsmicro workload's name), tool, op, clients,
+    rung, regime, fillfactor, snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
+    headline), `within_run` (`cv`, `variance`, `latency_p95`), `saving` (btrfs compression's, where compsize
+    measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
+    benchmark database's size at the end of the run), the regime measures of `regime.run_measures` and
+    `written_per_tx`. fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS and `file_bytes` say what it
+    worked on, `value` is the timed operations per second (`micro.timed_rates`, seed 003's quantity),
+    `bytes_per_s` (write_fsync) the bytes synced per second of sync latency, `tail_ratio` its p99 / p50."""
     head = queries.headline(db, study)
     recs = queries.run_records(db, study)
     rows = []
@@ -115,7 +141,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         memory = float(limit_mb) * 2**20 if limit_mb and applied else ram
         size = (rec.get("target_setup") or {}).get("database_bytes_loaded") or pg.get("database_bytes")
         tool = rec.get("tool")
-        fsm = fsmicro_facts(wl) if tool == "fsmicro" else {"kind": None, **dict.fromkeys(FS_KEYS)}
+        fsm = fsmicro_facts(wl) if tool == "fsmicro" else {"kind": None, "file_bytes": None, **dict.fromkeys(FS_KEYS)}
         row = {
             "run_id": r["run_id"],
             "target": r["target"],
@@ -130,9 +156,14 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "rung": rec.get("rung"),
             "regime": regime(size, queries.setting_bytes(in_force, "shared_buffers"), memory),
             "fillfactor": queries._fillfactor(rec),
+            "recordsize": recordsize(rec),
+            "data_mode": ext4_data_mode(rec),
+            # the A/A control: a target with the baseline's exact spec, naming it (`aa_twin_of: ext4`)
+            "aa_twin_of": (rec.get("target_spec") or {}).get("aa_twin_of"),
             "snapshots": bool(rec.get("snapshots")),
             "dirty_background_bytes": _bytes((rec.get("os") or {}).get("vm_dirty_background_bytes")),
             **{k: fsm[k] for k in FS_KEYS},
+            "file_bytes": fsm["file_bytes"],
             "value": r["value"],
         }
         for key in PG_KEYS:
@@ -155,21 +186,32 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         "rung": pl.Int64,
         "regime": pl.Utf8,
         "fillfactor": pl.Int64,
+        "recordsize": pl.Utf8,
+        "data_mode": pl.Utf8,
+        "aa_twin_of": pl.Utf8,
         "snapshots": pl.Boolean,
         "dirty_background_bytes": pl.Int64,
         **dict.fromkeys(FS_KEYS, pl.Int64),
+        "file_bytes": pl.Int64,
         **dict.fromkeys(PG_KEYS, pl.Utf8),
         "value": pl.Float64,
     }
     facts = pl.DataFrame(rows, schema=schema)
     timed = fsmicro_rates(db, study)
+    try:
+        series = queries.throughput(db, study)
+    except queries.MissingData:
+        series = pl.DataFrame()
     return (
         facts.join(timed, on="run_id", how="left")
         .with_columns(pl.coalesce("timed_ops_per_s", "value").alias("value"))
         .with_columns((pl.col("write_size") * pl.col("value")).alias("bytes_per_s"))
         .drop("timed_ops_per_s")
-        .join(within_run_cv(db, study, trim_s), on="run_id", how="left")
+        .join(within_run(series, trim_s), on="run_id", how="left")
+        .join(fsmicro_tails(db, study), on="run_id", how="left")
         .join(compression_saving(db, study), on="run_id", how="left")
+        .join(measured.run_measures(str(db), study, trim_s, series), on="run_id", how="left")
+        .with_columns((pl.col("written_bytes") / pl.col("commits").replace(0, None)).alias("written_per_tx"))
     )
 
 
@@ -183,17 +225,36 @@ def fsmicro_rates(db: str | Path, study: str) -> pl.DataFrame:
     )
 
 
-def within_run_cv(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
-    """Per run: the coefficient of variation of its per-second throughput after `trim_s` seconds (how
-    steady the run was; seed 000's jitter and dirty_background_bytes claims)."""
-    try:
-        series = queries.throughput(db, study)
-    except queries.MissingData:
-        return pl.DataFrame(schema={"run_id": pl.Utf8, "cv": pl.Float64})
+WITHIN_RUN: dict[str, Any] = {"run_id": pl.Utf8, "cv": pl.Float64, "variance": pl.Float64, "latency_p95": pl.Float64}
+
+
+def within_run(series: pl.DataFrame, trim_s: float) -> pl.DataFrame:
+    """Per run, over its per-second samples after `trim_s` seconds: `cv`, the coefficient of variation of
+    throughput (jitter as a chart shows it; seed 000), `variance`, its σ² in (tx/s)² (seed 002's tables
+    give σ²), and `latency_p95`, the 95th percentile of the per-second mean latency (ms)."""
+    if series.height == 0:
+        return pl.DataFrame(schema=WITHIN_RUN)
     return (
         series.filter(pl.col("t_s") > trim_s)
         .group_by("run_id")
-        .agg((pl.col("tps").std() / pl.col("tps").mean()).alias("cv"))
+        .agg(
+            (pl.col("tps").std() / pl.col("tps").mean()).alias("cv"),
+            pl.col("tps").var().alias("variance"),
+            pl.col("latency_ms").quantile(0.95, "linear").alias("latency_p95"),
+        )
+    )
+
+
+def fsmicro_tails(db: str | Path, study: str) -> pl.DataFrame:
+    """Per fsmicro run with per-operation latencies: `tail_ratio`, p99 / p50 of its timed operations (how
+    heavy the tail is; seed 003's tables give p50 and p99 per run)."""
+    lat = queries.fs_op_latencies(db, study)
+    if lat.height == 0:
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "tail_ratio": pl.Float64})
+    return lat.group_by("run_id").agg(
+        (pl.col("latency_ms").quantile(0.99, "nearest") / pl.col("latency_ms").quantile(0.5, "nearest"))
+        .cast(pl.Float64)
+        .alias("tail_ratio")
     )
 
 
@@ -206,4 +267,19 @@ def compression_saving(db: str | Path, study: str) -> pl.DataFrame:
         (1 - pl.col("compsize_disk_bytes") / pl.col("compsize_uncompressed_bytes")).alias("saving"),
         (pl.col("compsize_uncompressed_bytes") / pl.col("compsize_disk_bytes")).alias("compress_ratio"),
         pl.col("database_bytes").cast(pl.Float64),
+    )
+
+
+def durability_runs(db: str | Path, study: str) -> pl.DataFrame:
+    """The durability check's rows (table `durability`: one per crash) of the study's successful runs; empty
+    where the study ran no durability check."""
+    if not queries._has(db, "durability"):
+        return pl.DataFrame()
+    return queries._frame(
+        db,
+        """
+        SELECT r.run_id, r.target, d.crash, d.synchronous_commit, d.lost_ids, d.lost_within_window, d.violations
+        FROM durability d JOIN runs r USING (run_id)
+        WHERE r.study = ? AND r.status = 'ok'""",
+        [study],
     )

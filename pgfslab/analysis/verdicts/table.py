@@ -1,4 +1,5 @@
-"""The verdict section's tables and figure: one row per claim and cell, readable on its own."""
+"""The verdict section's tables and figures: one row per claim and cell, readable on its own; the seed's own
+condition (primary) first, other cells as context; the verdict as a sentence with its numbers."""
 
 from __future__ import annotations
 
@@ -7,9 +8,57 @@ from typing import Any
 
 import polars as pl
 
+from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.claims import Claim
+from pgfslab.analysis.verdicts.regime import PRECONDITIONS
 
-VERDICT_COLORS = {"holds": "#2a9d8f", "does not hold": "#e76f51", "not resolved": "#8d99ae"}
+VERDICT_COLORS = {
+    R.HOLDS: "#2a9d8f",
+    R.DIRECTION_ONLY: "#52b69a",
+    R.SMALLER: "#a7c957",
+    R.LARGER: "#6a994e",
+    R.OPPOSITE: "#e76f51",
+    R.DIFFERS: "#f4a261",
+    R.VIOLATED: "#9d0208",
+    R.UNRESOLVED: "#8d99ae",
+    R.NOISE: "#adb5bd",
+    R.NOT_IN_REGIME: "#457b9d",
+    R.ONCE: "#e9c46a",
+}
+# quantities drawn on the forest's B/A axis (a saving is B's own; the rank-test floor and the crash check are
+# not ratios)
+NOT_ON_AXIS = ("saving", "rank_test_floor", "durability", "qualitative")
+
+
+def expects(c: Claim) -> str:
+    """What the claim says of B/A, in words, with the seed's number or the lab's band."""
+    what = {
+        "variance_ratio": "σ² B/A",
+        "cv_ratio": "CV B/A",
+        "latency_p95_ratio": "p95 latency B/A",
+        "read_await_variance": "σ² of read await B/A",
+        "written_per_tx": "bytes written per commit B/A",
+        "tail_ratio": "p99/p50 B/A",
+        "compression_ratio": "compression ratio B/A",
+        "footprint": "size B/A",
+        "bandwidth": "sync bandwidth B/A",
+        "saving": "saving of B",
+    }.get(c.quantity, "B/A")
+    if c.interaction:
+        i = c.interaction
+        what = f"({what} at {i['key']} {i['to']}) / ({what} at {i['from']})".replace("_", " ")
+    if c.quantity in ("durability", "rank_test_floor", "qualitative"):
+        return "—"
+    if c.expect == "same":
+        return f"{what} within 1 ± {c.band:g} (the lab's band: {c.band_why})"
+    side = "> 1" if c.expect == "greater" else "< 1"
+    if c.quantity == "saving":
+        side = "> 0"
+        return f"{what} {side}" + (f"; the seed's {100 * c.seed_value:.0f} %" if c.seed_value is not None else "")
+    tail = (
+        f"; the seed's {c.seed_value:g}" if c.seed_value is not None else " (direction only: the seed gave no number)"
+    )
+    return f"{what} {side}{tail}"
 
 
 def _claim_frame(claims: list[Claim]) -> pl.DataFrame:
@@ -19,98 +68,101 @@ def _claim_frame(claims: list[Claim]) -> pl.DataFrame:
                 "claim": c.id,
                 "finding": c.claim,
                 "seed_number": c.seed_number or "–",
-                "expects": _expects(c),
+                "expects": expects(c),
                 "quantity": c.quantity,
+                "preconditions": "; ".join(PRECONDITIONS[p] for p in c.preconditions) or "–",
             }
             for c in claims
         ],
-        schema={"claim": pl.Utf8, "finding": pl.Utf8, "seed_number": pl.Utf8, "expects": pl.Utf8, "quantity": pl.Utf8},
+        schema={
+            "claim": pl.Utf8,
+            "finding": pl.Utf8,
+            "seed_number": pl.Utf8,
+            "expects": pl.Utf8,
+            "quantity": pl.Utf8,
+            "preconditions": pl.Utf8,
+        },  # fmt: skip
     )
 
 
-def _expects(c: Claim) -> str:
-    what = {
-        "ratio": "B/A",
-        "variance_ratio": "CV B/A",
-        "saving": "saving of B",
-        "compression_ratio": "compression ratio B/A",
-        "footprint": "size B/A",
-        "bandwidth": "sync bandwidth B/A",
-    }.get(c.quantity, c.quantity)
-    if c.direction == "within" and c.threshold is not None:
-        return f"{what} within 1 ± {c.threshold:g}"
-    if c.direction == "greater" and c.threshold is not None:
-        return f"{what} ≥ {c.threshold:g}"
-    if c.direction == "less" and c.threshold is not None:
-        return f"{what} ≤ {c.threshold:g}"
-    return "—"
-
-
-def _interval(
-    est: float | None, lo: float | None, hi: float | None, quantity: str, coverage: float | None = None
-) -> str:
+def _interval(est: float | None, lo: float | None, hi: float | None, quantity: str, coverage: float | None) -> str:
     if est is None or (isinstance(est, float) and math.isnan(est)):
         return "–"
     if quantity == "saving":
-        return f"{100 * est:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"
-    hi_s = "∞" if hi is None or math.isinf(hi) else f"{hi:.2f}"
+        return f"{100 * est:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"  # type: ignore[operator]
+    if quantity == "rank_test_floor":
+        return f"p ≥ {est:.3f}"
+    if hi is None or not math.isfinite(hi) or lo is None:
+        return f"{est:.2f} (no interval)"
     # an interval below 95 % is the widest the run counts allow: its coverage is said beside it
     low = coverage is not None and math.isfinite(coverage) and coverage < 0.9495
-    return f"{est:.2f} [{lo:.2f}, {hi_s}]" + (f" ({100 * coverage:.0f} % interval)" if low else "")
+    return f"{est:.2f} [{lo:.2f}, {hi:.2f}]" + (f" ({100 * coverage:.0f} % interval)" if low else "")
 
 
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
-    """Per tested claim and cell: what was compared, what the claim expects, this lab's estimate with its
-    interval, the runs per side (n A + n B), the test and the verdict."""
-    df = results.filter(pl.col("verdict").is_in(list(VERDICT_COLORS))).join(_claim_frame(claims), on="claim")
+    """Per tested claim and cell, the seed's own condition first: its role, what was compared, what the claim
+    expects, this lab's estimate with its interval, the runs per side, the test, the verdict (its sentence)
+    and any precondition that could not be checked."""
+    df = results.filter(pl.col("role").is_not_null()).join(_claim_frame(claims), on="claim")
     text = [
         _interval(e, lo, hi, q, cov)
         for e, lo, hi, q, cov in zip(df["estimate"], df["lo"], df["hi"], df["quantity"], df["coverage"], strict=True)
     ]  # formatting only: one string per row of a table of a few dozen rows
-    return df.with_columns(pl.Series("here", text, dtype=pl.Utf8)).select(
-        "claim",
-        # "xfs / ext4 · cell"; one target against itself by its settings; a saving, B's own ("btrfs-zlib · cell")
-        pl.concat_str([pl.col("compared"), pl.lit(" · "), pl.col("cell")]).alias("compared here"),
-        "expects",
-        pl.col("here").alias("here [interval]"),
-        pl.when(pl.col("a") == "")
-        .then(pl.col("n_b").cast(pl.Utf8))
-        .otherwise(pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]))
-        .alias("runs"),
-        "test",
-        "verdict",
+    order = {c.id: i for i, c in enumerate(claims)}
+    return (
+        df.with_columns(
+            pl.Series("here", text, dtype=pl.Utf8),
+            pl.col("claim").replace_strict(order, default=len(order)).alias("_order"),
+            (pl.col("role") != "primary").alias("_context"),
+        )
+        .sort("_order", "_context", maintain_order=True)
+        .select(
+            "claim",
+            "role",
+            # "xfs / ext4 · cell"; one target against itself by its settings; a saving, B's own
+            pl.concat_str([pl.col("compared"), pl.lit(" · "), pl.col("cell")]).alias("compared here"),
+            "expects",
+            pl.col("here").alias("here [interval]"),
+            pl.when(pl.col("a") == "")
+            .then(pl.col("n_b").cast(pl.Utf8))
+            .otherwise(pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]))
+            .alias("runs"),
+            "test",
+            pl.col("verdict_text").alias("verdict"),
+            pl.col("unchecked").fill_null("–").alias("not checked"),
+        )
     )
 
 
 def findings_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
-    """Every reproducible finding of the study's seeds: the finding, the seed's own number, and what this
-    study made of it (its verdicts over cells, or why it was not tested)."""
-    tested = results.filter(pl.col("verdict").is_in(list(VERDICT_COLORS)))
-    outcome = pl.concat(
-        [
-            tested.group_by("claim", maintain_order=True)
-            .agg(pl.col("verdict").value_counts(sort=True).alias("_counts"))
-            .select(
-                "claim",
-                pl.col("_counts")
-                .list.eval(
-                    pl.element().struct.field("verdict")
-                    + pl.lit(" (")
-                    + pl.element().struct.field("count").cast(pl.Utf8)
-                    + pl.lit(")")
-                )
-                .list.join(", ")
-                .alias("here"),
-            ),
-            results.filter(~pl.col("verdict").is_in(list(VERDICT_COLORS))).select(
-                "claim", pl.col("verdict").alias("here")
-            ),
-        ]
+    """Every reproducible finding of the study's seeds: the finding, the seed's own number, its preconditions,
+    and what this study made of it in the seed's own condition (the primary cells' verdicts, with the number of
+    context cells shown beside them), or why it was not tested."""
+    judged = results.filter(pl.col("role").is_not_null())
+    prim = judged.filter(pl.col("role") == "primary")
+    per = prim.group_by("claim", maintain_order=True).agg(
+        pl.col("verdict_text").unique(maintain_order=True).str.join(" | ")
     )
+    ctx = judged.filter(pl.col("role") == "context").group_by("claim").len("context")
+    none = judged.select("claim").unique().join(prim.select("claim").unique(), on="claim", how="anti")
+    untested = results.filter(pl.col("role").is_null()).select("claim", pl.col("verdict").alias("verdict_text"))
+    outcome = pl.concat([
+        per,
+        none.with_columns(pl.lit("no cell in the seed's own condition (context only)").alias("verdict_text")),
+        untested,
+    ])  # fmt: skip
     return (
         _claim_frame([c for c in claims if c.reproducible_here])
         .join(outcome, on="claim", how="left")
-        .select("claim", "finding", pl.col("seed_number").alias("seed's number"), pl.col("here").fill_null("–"))
+        .join(ctx, on="claim", how="left")
+        .select(
+            "claim",
+            "finding",
+            pl.col("seed_number").alias("seed's number"),
+            "preconditions",
+            pl.col("verdict_text").fill_null("–").alias("here (the seed's own condition)"),
+            pl.col("context").fill_null(0).alias("context cells"),
+        )
     )
 
 
@@ -122,91 +174,94 @@ def not_reproducible(claims: list[Claim]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"claim": pl.Utf8, "finding": pl.Utf8, "why not here": pl.Utf8})
 
 
+def forest_rows(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
+    """The rows the forest draws: judged cells whose quantity is a ratio, with an estimate."""
+    ratio_claims = [c.id for c in claims if c.quantity not in NOT_ON_AXIS]
+    return results.filter(
+        pl.col("role").is_not_null() & pl.col("estimate").is_not_null() & pl.col("claim").is_in(ratio_claims)
+    )
+
+
 def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
-    """Each tested claim and cell: B/A with its interval on a log axis, coloured by verdict, with the
-    claim's own line (its threshold, or the band 1 ± t) in grey."""
+    """Each judged claim and cell: B/A (or the ratio of ratios) with its interval on a log axis, coloured by
+    verdict; a grey rule at 1, a black tick at the seed's own number, grey ticks at an equivalence band."""
     import altair as alt
 
-    edges_of = pl.DataFrame(
-        [{"claim": c.id, "quantity": c.quantity, "edge_lo": _line(c)[0], "edge_hi": _line(c)[1]} for c in claims],
-        schema={"claim": pl.Utf8, "quantity": pl.Utf8, "edge_lo": pl.Float64, "edge_hi": pl.Float64},
-    )
-    df = (
-        results.filter(pl.col("verdict").is_in(list(VERDICT_COLORS)) & pl.col("estimate").is_not_null())
-        .join(edges_of, on="claim")
-        .filter(pl.col("quantity") != "saving")
-    )
+    marks = pl.DataFrame(
+        [{"claim": c.id, "seed_tick": c.seed_value if c.quantity not in NOT_ON_AXIS else None,
+          "band_lo": 1 - c.band if c.band else None, "band_hi": 1 + c.band if c.band else None} for c in claims],
+        schema={"claim": pl.Utf8, "seed_tick": pl.Float64, "band_lo": pl.Float64, "band_hi": pl.Float64},
+    )  # fmt: skip
+    df = forest_rows(results, claims).drop("seed_value").join(marks, on="claim")
     if df.is_empty():
         return None
     cap = lambda c: pl.when(pl.col(c).is_infinite() | (pl.col(c) <= 0)).then(None).otherwise(pl.col(c))  # noqa: E731
     df = df.with_columns(
-        (pl.col("claim") + "\n" + pl.col("compared") + " · " + pl.col("cell")).alias("row"),
+        (pl.col("claim") + " (" + pl.col("role") + ")\n" + pl.col("compared") + " · " + pl.col("cell")).alias("row"),
         cap("lo").alias("lo"),
         cap("hi").alias("hi"),
     )
-    data = df
-    # whole labels, on two lines (the claim; what was compared, in which cell): two cells of one claim differ
-    # only at their end (e.g. ", fsync=off")
     y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600, labelExpr="split(datum.label, '\\n')"))
     x = alt.X("estimate:Q", scale=alt.Scale(type="log"), title="B / A (log scale), with its interval")
     color = alt.Color(
         "verdict:N", scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())), title=None
     )
-    base = alt.Chart(data)
-    edges = base.mark_tick(color="#555", thickness=2, size=14).encode(y=y, x="edge_lo:Q") + base.mark_tick(
-        color="#555", thickness=2, size=14
-    ).encode(y=y, x="edge_hi:Q")
+    base = alt.Chart(df)
+    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#bbb").encode(x="x:Q")
+    seed = base.mark_tick(color="black", thickness=2, size=14).encode(y=y, x="seed_tick:Q")
+    band = base.mark_tick(color="#888", thickness=1, size=14).encode(y=y, x="band_lo:Q") + base.mark_tick(
+        color="#888", thickness=1, size=14
+    ).encode(y=y, x="band_hi:Q")
     bars = base.mark_rule(strokeWidth=4).encode(y=y, x=alt.X("lo:Q"), x2="hi:Q", color=color)
     dots = base.mark_point(filled=True, size=110).encode(
-        y=y, x=x, color=color, tooltip=["claim", "a", "b", "cell", "estimate", "lo", "hi", "verdict"]
+        y=y, x=x, color=color, tooltip=["claim", "role", "a", "b", "cell", "estimate", "lo", "hi", "verdict_text"]
     )
-    return alt.layer(bars, edges, dots).properties(width=360, height=alt.Step(30))
+    return alt.layer(one, bars, band, seed, dots).properties(width=360, height=alt.Step(30))
 
 
-def _line(c: Claim) -> tuple[float | None, float | None]:
-    """The claim's edges on the B/A axis: (1 - t, 1 + t) for within, (f, f) for greater/less."""
-    t = c.threshold
-    if t is None:
-        return None, None
-    if c.direction == "within":
-        return 1 - float(t), 1 + float(t)
-    return float(t), float(t)
-
-
-def status_counts(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
-    """Per seed: how many findings this study resolved either way, left unresolved, did not test, or
-    cannot test on this kind of machine (a claim counts once, by its cells' verdicts)."""
-    per_claim = results.group_by("claim", maintain_order=True).agg(pl.col("verdict").unique().alias("_v"))
-    status = pl.when(pl.col("_v").list.len() > 1).then(pl.lit("mixed over cells")).otherwise(pl.col("_v").list.first())
+def claim_status(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
+    """Per claim: its seed and status, the verdict of its primary cells (one category when they agree, else
+    the categories joined by ' / '), or why it has none."""
+    judged = results.filter(pl.col("role").is_not_null())
+    prim = (
+        judged.filter(pl.col("role") == "primary")
+        .group_by("claim", maintain_order=True)
+        .agg(pl.col("verdict").unique(maintain_order=True).str.join(" / ").alias("status"))
+    )
+    ctx_only = judged.select("claim").unique().join(prim, on="claim", how="anti")
+    rest = results.filter(pl.col("role").is_null()).select(
+        "claim", pl.when(pl.col("verdict").str.starts_with("only a figure")).then(pl.lit("only a figure"))
+        .otherwise(pl.col("verdict")).alias("status"))  # fmt: skip
     gone = pl.DataFrame(
         [{"claim": c.id, "status": "not reproducible here"} for c in claims if not c.reproducible_here],
         schema={"claim": pl.Utf8, "status": pl.Utf8},
     )
     seeds = pl.DataFrame([{"claim": c.id, "seed": c.seed} for c in claims], schema={"claim": pl.Utf8, "seed": pl.Utf8})
-    return (
-        pl.concat([per_claim.select("claim", status.alias("status")), gone])
-        .join(seeds, on="claim")
-        .group_by("seed", "status")
-        .len("findings")
-        .sort("seed", "status")
-    )
+    both = pl.concat([prim, ctx_only.with_columns(pl.lit("context only").alias("status")), rest, gone])
+    return both.join(seeds, on="claim")
+
+
+def status_counts(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
+    """Per seed and status (`claim_status`): how many findings (a claim counts once)."""
+    return claim_status(results, claims).group_by("seed", "status").len("findings").sort("seed", "status")
 
 
 def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
-    """How many of each seed's findings hold, do not hold, are not resolved, or were not or cannot be
-    tested: a stacked bar per seed."""
+    """How many of each seed's findings hold, hold in direction only, show a smaller or larger effect, the
+    opposite, are not resolved, were not in the seed's regime, were not or cannot be tested: a bar per seed."""
     import altair as alt
 
-    order = ["holds", "does not hold", "mixed over cells", "not resolved", "not tested in this study",
-             "judged from the figures (qualitative)", "not evaluated automatically", "not reproducible here"]  # fmt: skip
-    colors = ["#2a9d8f", "#e76f51", "#f4a261", "#457b9d", "#48cae4", "#e9c46a", "#c77dff", "#7b2cbf"]
+    counts = status_counts(results, claims)
+    order = [*VERDICT_COLORS, "context only", "not tested in this study", "only a figure", "not reproducible here"]
+    extra = [s for s in counts["status"].unique().to_list() if s not in order]  # mixed primary cells
+    colors = [*VERDICT_COLORS.values(), "#ced4da", "#48cae4", "#c77dff", "#7b2cbf", *["#6c757d"] * len(extra)]
     return (
-        alt.Chart(status_counts(results, claims))
+        alt.Chart(counts)
         .mark_bar()
         .encode(
             y=alt.Y("seed:N", title="seed"),
             x=alt.X("findings:Q", title="findings"),
-            color=alt.Color("status:N", scale=alt.Scale(domain=order, range=colors), title=None, sort=order),
+            color=alt.Color("status:N", scale=alt.Scale(domain=[*order, *extra], range=colors), title=None),
             order=alt.Order("status:N"),
             tooltip=["seed", "status", "findings"],
         )

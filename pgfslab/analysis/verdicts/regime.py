@@ -1,0 +1,279 @@
+"""Was a cell in the seed's regime? The conditions under which a seed's mechanism acts, measured per run from
+what the samplers recorded, and checked per cell: a cell that misses one gets "not tested in the seed's
+regime" with the measured reason, never a verdict.
+
+Per run (`run_measures`), from the study database:
+
+* `device_busy`: the share of the sampled interval the data device had I/O in flight (/proc/diskstats
+  io_ms, as iostat's %util) — the data device is the run's `mount.device` (run.json);
+* `read_await_ms` (reads' mean time queued and in service, iostat's r_await) and `read_await_var` (the
+  variance of its per-second values, the seed 004 post's "variance in the service times");
+* `written_bytes` to the data device and `commits` (xact_commit's increase over the run): their ratio is
+  `written_per_tx`;
+* `hit_ratio`: shared_buffers hits / (hits + reads) over the run (pg_stat_database);
+* `checkpoints` completed during the run (pg_stat_bgwriter, timed + requested);
+* `steady`: MSER-5 found a steady state in the run's per-second throughput (after the fixed trim);
+* `snapshots_alive`: the most snapshots alive at once (the snapshot scheduler's create/delete events);
+* `randread_qd1_iops`: the target's device baseline (fio, 8 kB random reads at QD1, O_DIRECT).
+
+The lab's thresholds (stated beside each verdict): I/O-bound when the data device is busy at least
+`IO_BOUND` of the run (the talk: by ~75 % utilisation an I/O system is already saturated), CPU-bound at most
+`CPU_BOUND`; a magnetic-class device does at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200
+rpm disk: 100-200); steady when at least half of each side's runs reached a steady state. CPU idle is not
+sampled by the lab (no /proc/stat sampler): device utilisation alone tells I/O-bound from CPU-bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from pgfslab.analysis import queries as data
+from pgfslab.analysis import stats
+from pgfslab.analysis.device import device_table, has_baseline
+from pgfslab.analysis.wal_device import device_roles
+
+IO_BOUND = 0.5
+CPU_BOUND = 0.2
+MAGNETIC_IOPS = 1000
+SNAPSHOTS_ALIVE = 3
+PRECONDITIONS = {
+    "io_bound": f"I/O-bound: the data device busy >= {IO_BOUND:.0%} of the run (median of each side's runs)",
+    "cpu_bound": f"CPU-bound: the data device busy <= {CPU_BOUND:.0%} of the run (median of each side's runs)",
+    "steady": "steady: MSER-5 finds a steady state in at least half of each side's runs",
+    "magnetic_device": f"a magnetic-class data device: <= {MAGNETIC_IOPS} random 8 kB reads/s at QD1 (device baseline)",
+    "snapshots_alive": f"{SNAPSHOTS_ALIVE} snapshots alive at once during the run (the talk's schedule)",
+    "checkpoints": "runs that span checkpoints: at least one completed in each run",
+    "files_2mb": "the deleted files are 2 MB, as seed 003's (an unlink frees what the file holds)",
+}
+MEASURES: dict[str, Any] = {
+    "run_id": pl.Utf8,
+    "device_busy": pl.Float64,
+    "read_await_ms": pl.Float64,
+    "read_await_var": pl.Float64,
+    "written_bytes": pl.Float64,
+    "commits": pl.Float64,
+    "hit_ratio": pl.Float64,
+    "checkpoints": pl.Int64,
+    "steady": pl.Boolean,
+    "snapshots_alive": pl.Int64,
+    "randread_qd1_iops": pl.Float64,
+    "read_await_ckpt": pl.Float64,
+    "read_await_quiet": pl.Float64,
+}
+
+
+def _delta(before: dict[str, Any], after: dict[str, Any], key: str) -> float | None:
+    if before.get(key) is None or after.get(key) is None:
+        return None
+    return float(after[key]) - float(before[key])
+
+
+def _from_records(recs: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    rows = []
+    for rid, rec in recs.items():
+        pb, pa = rec.get("postgres_before") or {}, rec.get("postgres") or {}
+        sb, sa = pb.get("database_stats") or {}, pa.get("database_stats") or {}
+        bb, ba = pb.get("bgwriter") or {}, pa.get("bgwriter") or {}
+        hit, read = _delta(sb, sa, "blks_hit"), _delta(sb, sa, "blks_read")
+        ckpt = [_delta(bb, ba, k) for k in ("checkpoints_timed", "checkpoints_req")]
+        rows.append(
+            {
+                "run_id": rid,
+                "target": rec.get("target"),
+                "commits": _delta(sb, sa, "xact_commit"),
+                "hit_ratio": hit / (hit + read) if hit is not None and read is not None and hit + read > 0 else None,
+                "checkpoints": int(sum(c for c in ckpt if c is not None)) if any(c is not None for c in ckpt) else None,
+            }
+        )
+    schema = {"run_id": pl.Utf8, "target": pl.Utf8, "commits": pl.Float64, "hit_ratio": pl.Float64,
+              "checkpoints": pl.Int64}  # fmt: skip
+    return pl.DataFrame(rows, schema=schema)
+
+
+def device_measures(samples: pl.DataFrame) -> pl.DataFrame:
+    """Per run, from its data device's diskstats samples (run_id, epoch_s, reads_completed, read_ms, io_ms,
+    sectors_written): device_busy, read_await_ms, read_await_var, written_bytes (module docstring)."""
+    if samples.height == 0:
+        return pl.DataFrame(schema={k: MEASURES[k] for k in
+                                    ("run_id", "device_busy", "read_await_ms", "read_await_var", "written_bytes")})  # fmt: skip
+    s = samples.sort("run_id", "epoch_s")
+    per_second = s.with_columns(
+        (
+            pl.col("read_ms").diff().over("run_id") / pl.col("reads_completed").diff().over("run_id").replace(0, None)
+        ).alias("await_s")
+    )
+
+    def d(c: str) -> pl.Expr:
+        return pl.col(c).last() - pl.col(c).first()
+
+    return (
+        per_second.group_by("run_id", maintain_order=True)
+        .agg(
+            (d("io_ms") / (1000 * d("epoch_s")).replace(0, None)).alias("device_busy"),
+            (d("read_ms") / d("reads_completed").replace(0, None)).cast(pl.Float64).alias("read_await_ms"),
+            pl.col("await_s").drop_nulls().var().alias("read_await_var"),
+            (d("sectors_written") * 512).cast(pl.Float64).alias("written_bytes"),
+            pl.len().alias("_n"),
+        )
+        .filter(pl.col("_n") >= 2)
+        .drop("_n")
+    )
+
+
+def checkpoint_read_wait(samples: pl.DataFrame, pgstat: pl.DataFrame) -> pl.DataFrame:
+    """Per run: the data device's read await (read ms / reads, as iostat's r_await) over the sampled seconds
+    in which the checkpointer wrote buffers (pg_stat_bgwriter's buffers_checkpoint rose since the previous
+    pg_stat sample: PostgreSQL 15 reports a checkpoint's writes while it runs) and over the other seconds:
+    `read_await_ckpt` and `read_await_quiet` (seed 004's "first a checkpoint, then elevated read wait")."""
+    schema = {"run_id": pl.Utf8, "read_await_ckpt": pl.Float64, "read_await_quiet": pl.Float64}
+    if samples.height == 0 or pgstat.height == 0 or "buffers_checkpoint_delta" not in pgstat.columns:
+        return pl.DataFrame(schema=schema)
+    per_second = samples.sort("run_id", "epoch_s").with_columns(
+        pl.col("reads_completed").diff().over("run_id").alias("reads"),
+        pl.col("read_ms").diff().over("run_id").alias("ms"),
+    )
+    marks = (
+        pgstat.select(
+            "run_id", pl.col("epoch_s").cast(pl.Float64), (pl.col("buffers_checkpoint_delta") > 0).alias("ckpt")
+        )
+        .drop_nulls()
+        .sort("run_id", "epoch_s")
+    )
+    # both sides are sorted by run and time above (polars cannot check that within `by` groups)
+    joined = (
+        per_second.drop_nulls("reads")
+        .join_asof(marks, on="epoch_s", by="run_id", strategy="nearest", tolerance=1.0, check_sortedness=False)
+        .drop_nulls("ckpt")
+    )
+    return joined.group_by("run_id").agg(
+        (pl.col("ms").filter(pl.col("ckpt")).sum() / pl.col("reads").filter(pl.col("ckpt")).sum().replace(0, None))
+        .cast(pl.Float64).alias("read_await_ckpt"),
+        (pl.col("ms").filter(~pl.col("ckpt")).sum() / pl.col("reads").filter(~pl.col("ckpt")).sum().replace(0, None))
+        .cast(pl.Float64).alias("read_await_quiet"),
+    )  # fmt: skip
+
+
+def _diskstats(db: str, study: str, recs: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    roles = device_roles(recs).filter(pl.col("role") != "WAL")  # the tables' device (with WAL or without)
+    if roles.height == 0 or not data._has(db, "diskstats"):
+        return pl.DataFrame()
+    samples = data._frame(
+        db,
+        """
+        SELECT d.run_id, epoch(d.ts) AS epoch_s, d.device, d.reads_completed, d.read_ms, d.io_ms, d.sectors_written
+        FROM diskstats d JOIN runs r USING (run_id)
+        WHERE r.study = ? AND r.status = 'ok' AND list_contains(?, d.device)""",
+        [study, sorted(set(roles["device"].to_list()))],
+    )
+    return samples.join(roles.select("run_id", "device"), on=["run_id", "device"], how="inner")
+
+
+def alive_at_once(events: pl.DataFrame) -> pl.DataFrame:
+    """Per run, the most snapshots alive at once (creates +1, deletes -1, in time order; a delete at the
+    same instant as a create counts first, as the scheduler expires before it creates)."""
+    if events.height == 0:
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "snapshots_alive": pl.Int64})
+    step = pl.when(pl.col("action") == "create").then(1).when(pl.col("action") == "delete").then(-1).otherwise(0)
+    return (
+        events.with_columns(step.alias("step"))
+        .sort("run_id", "epoch_s", "step")
+        .with_columns(pl.col("step").cum_sum().over("run_id").alias("alive"))
+        .group_by("run_id")
+        .agg(pl.col("alive").max().cast(pl.Int64).alias("snapshots_alive"))
+    )
+
+
+def steadiness(series: pl.DataFrame, trim_s: float) -> pl.DataFrame:
+    """Per run: did MSER-5 find a steady state in its per-second throughput after `trim_s` seconds?"""
+    if series.height == 0:
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "steady": pl.Boolean})
+    kept = stats.trim_warmup(series.select("run_id", "t_s", "tps"), trim_s)
+    return stats.apply_steady_state(kept, "tps", "t_s", by=["run_id"]).group_by("run_id").agg(pl.col("steady").first())
+
+
+def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per successful run: MEASURES (null where the sampler did not record it)."""
+    recs = data.run_records(db, study)
+    base = _from_records(recs)
+    if base.height == 0:
+        return pl.DataFrame(schema=MEASURES)
+    disk = _diskstats(db, study, recs)
+    dev = device_measures(disk)
+    pgs = data.pgstat(db, study)
+    dev = dev.join(checkpoint_read_wait(disk, pgs), on="run_id", how="left") if dev.height else dev
+    if series is None:
+        try:
+            series = data.throughput(db, study)
+        except data.MissingData:
+            series = pl.DataFrame()
+    out = base.join(dev, on="run_id", how="left") if dev.height else base
+    out = out.join(steadiness(series, trim_s), on="run_id", how="left")
+    out = out.join(alive_at_once(data.snapshot_events(db, study)), on="run_id", how="left")
+    if has_baseline(db, study):  # else the device class is not measured (the precondition says so)
+        iops = device_table(db, study).select("target", pl.col("randread_qd1_iops").cast(pl.Float64))
+        out = out.join(iops, on="target", how="left")
+    return pl.concat([pl.DataFrame(schema=MEASURES), out.select([c for c in MEASURES if c in out.columns])],
+                     how="diagonal_relaxed")  # fmt: skip
+
+
+def _median(runs: pl.DataFrame, col: str) -> float | None:
+    if col not in runs.columns:
+        return None
+    v = runs[col].drop_nulls()
+    return float(v.median()) if v.len() else None  # type: ignore[arg-type]
+
+
+def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """The cell's runs of side A and side B against the claim's preconditions: (what the cell misses, with
+    the measured reason; what could not be checked, with why). A miss means "not tested in the seed's regime"."""
+    miss: list[str] = []
+    unchecked: list[str] = []
+    for name in names:
+        if name in ("io_bound", "cpu_bound"):
+            busy = [_median(s, "device_busy") for s in (a, b)]
+            if any(x is None for x in busy):
+                unchecked.append(f"{name.replace('_', '-')}: the data device's diskstats were not sampled")
+            elif name == "io_bound" and min(busy) < IO_BOUND:  # type: ignore[type-var]
+                miss.append(f"not I/O-bound: the data device busy {min(busy):.0%} of the run (median; the lab "  # type: ignore[type-var]
+                            f"calls >= {IO_BOUND:.0%} I/O-bound)")  # fmt: skip
+            elif name == "cpu_bound" and max(busy) > CPU_BOUND:  # type: ignore[type-var]
+                miss.append(f"not CPU-bound: the data device busy {max(busy):.0%} of the run (median; the lab "  # type: ignore[type-var]
+                            f"calls <= {CPU_BOUND:.0%} CPU-bound)")  # fmt: skip
+        elif name == "steady":
+            for label, s in (("A", a), ("B", b)):
+                v = s["steady"].drop_nulls() if "steady" in s.columns else pl.Series([], dtype=pl.Boolean)
+                if v.len() == 0:
+                    unchecked.append(f"steady state of side {label}: no per-second throughput")
+                elif int((~v).sum()) * 2 > v.len():
+                    miss.append(f"not steady: {int((~v).sum())} of {v.len()} runs of side {label} found no steady "
+                                "state (MSER-5)")  # fmt: skip
+        elif name == "magnetic_device":
+            iops = [_median(s, "randread_qd1_iops") for s in (a, b)]
+            known = [x for x in iops if x is not None]
+            if not known:
+                unchecked.append("device class: no device baseline")
+            elif min(known) > MAGNETIC_IOPS:
+                miss.append(f"not a magnetic-class device: the data device does {min(known):,.0f} random 8 kB "
+                            f"reads/s at QD1 (device baseline; a magnetic disk does 100-200)")  # fmt: skip
+        elif name == "snapshots_alive":
+            alive = [_median(s, "snapshots_alive") for s in (a, b)]
+            most = max((x for x in alive if x is not None), default=None)
+            if most is None:
+                miss.append("no snapshots were taken during these runs")
+            elif most < SNAPSHOTS_ALIVE:
+                miss.append(f"at most {most:.0f} snapshots alive at once (the talk kept {SNAPSHOTS_ALIVE} alive)")
+        elif name == "checkpoints":
+            ck = [_median(s, "checkpoints") for s in (a, b)]
+            if any(x is None for x in ck):
+                unchecked.append("checkpoints: pg_stat_bgwriter not recorded")
+            elif min(ck) < 1:  # type: ignore[type-var]
+                miss.append("the runs span no checkpoint (median 0 completed per run)")
+        elif name == "files_2mb":
+            size = [_median(s, "file_bytes") for s in (a, b)]
+            if any(x is None for x in size):
+                unchecked.append("file size: not an fsmicro delete")
+            elif min(size) < 2_000_000:  # type: ignore[type-var]
+                miss.append(f"files of {min(size) / 1024:,.0f} KiB were deleted, the seed's were 2 MB")  # type: ignore[operator]
+    return miss, unchecked

@@ -1,0 +1,389 @@
+"""What a verdict says (issue 29): direction and magnitude apart, equivalence against a stated band, the A/A
+band, interactions as ratios of ratios, preconditions measured per cell, and claims checked at load. Every
+expected number here is computed by hand from the inputs, never read back from the code under test."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pgfslab.analysis.verdicts import claims, evaluate, facts, regime
+from pgfslab.analysis.verdicts import ratio as R
+from pgfslab.analysis.verdicts.claims import Claim
+from pgfslab.analysis.verdicts.ratio import RatioCI, interaction_ci, judge
+from pgfslab.errors import LabError
+
+STUDIES = Path(__file__).parent / "data" / "studies"
+
+
+def ci(est: float, lo: float, hi: float) -> RatioCI:
+    return RatioCI(est, lo, hi, 6, 6, 0.95)
+
+
+# ------------------------------------------------------------------ direction and magnitude apart
+
+
+def test_an_exact_replication_reads_holds_with_the_seeds_number_inside() -> None:
+    v = judge(ci(1.45, 1.20, 1.60), "greater", seed_value=1.45)
+    assert v.category == R.HOLDS and v.direction == "agrees" and v.magnitude == "inside"
+    assert v.text == "holds: the seed's 1.45 is inside [1.20, 1.60]"
+
+
+def test_a_smaller_effect_in_the_same_direction_is_never_a_refutation() -> None:
+    # the seed's 10k deletes: zfs at 0.46 of ext4; the lab's zfs at 0.85 [0.80, 0.90] is slower too, less so
+    v = judge(ci(0.85, 0.80, 0.90), "less", seed_value=0.46)
+    assert v.category == R.SMALLER and v.direction == "agrees" and v.magnitude == "smaller"
+    assert v.text == "same direction, smaller effect: 0.85 [0.80, 0.90] against the seed's 0.46"
+    assert "not hold" not in v.text and v.category not in (R.OPPOSITE, R.DIFFERS)
+    up = judge(ci(1.25, 1.10, 1.40), "greater", seed_value=1.66)  # create+fsync: zfs faster, by less
+    assert up.category == R.SMALLER
+
+
+def test_a_larger_effect_and_the_opposite_direction() -> None:
+    assert judge(ci(3.0, 2.5, 3.6), "greater", seed_value=2.0).category == R.LARGER
+    assert judge(ci(0.2, 0.15, 0.3), "less", seed_value=0.46).category == R.LARGER
+    opp = judge(ci(0.7, 0.6, 0.8), "greater", seed_value=1.45)
+    assert opp.category == R.OPPOSITE and opp.text == "opposite direction: 0.70 [0.60, 0.80] against the seed's 1.45"
+
+
+def test_an_interval_covering_one_is_not_resolved_at_its_precision() -> None:
+    v = judge(ci(0.97, 0.90, 1.06), "greater", seed_value=1.1)
+    half = 100 * (1.06 - 0.90) / 2 / 0.97  # 8.2 %
+    assert v.category == R.UNRESOLVED and v.text == f"not resolved at ±{half:.0f} %: 0.97 [0.90, 1.06] covers 1"
+
+
+def test_a_verbal_claim_is_tested_for_its_direction_only() -> None:
+    v = judge(ci(0.5, 0.4, 0.6), "less")  # "much slower": no number, so no edge either
+    assert v.category == R.DIRECTION_ONLY and v.magnitude is None
+    assert v.text.startswith("holds (direction only") and "0.50 [0.40, 0.60] lies below 1" in v.text
+
+
+def test_the_same_is_an_equivalence_test_against_the_stated_band() -> None:
+    assert judge(ci(1.02, 0.95, 1.08), "same", band=0.10).category == R.HOLDS
+    assert judge(ci(1.3, 1.15, 1.45), "same", band=0.10).category == R.DIFFERS
+    straddle = judge(ci(0.97, 0.90, 1.06), "same", band=0.05)
+    assert straddle.category == R.UNRESOLVED and "1 ± 0.05 (the lab's band)" in straddle.text
+    with pytest.raises(ValueError):
+        judge(ci(1.0, 0.9, 1.1), "same")
+
+
+def test_an_effect_inside_the_aa_band_is_no_finding() -> None:
+    v = judge(ci(1.05, 1.02, 1.08), "greater", seed_value=1.45, aa_band=(0.98, 1.10))
+    assert v.category == R.NOISE and "inside the A/A band [0.98, 1.10]" in v.text
+    # outside the band, the ordinary verdict
+    assert judge(ci(1.30, 1.20, 1.40), "greater", seed_value=1.45, aa_band=(0.98, 1.10)).category == R.SMALLER
+
+
+def test_one_measurement_per_load_has_no_interval() -> None:
+    v = R.judge_once(1.43, "greater", 2.1, None)
+    assert v.category == R.ONCE and v.magnitude == "smaller" and "no interval" in v.text
+
+
+# ------------------------------------------------------------------ runs: cells, interactions, the A/A twin
+
+
+def claim(**kw) -> Claim:
+    base = dict(
+        id="c", seed="004", claim="x", where="-", seed_number=None, quantity="ratio", a={"fs": "ext4"},
+        b={"fs": "btrfs"}, workload="-", expect="greater", match={"tool": "pgbench", "kinds": ["tpcb-like"]},
+    )  # fmt: skip
+    return Claim(**{**base, **kw})
+
+
+def runs(target: str, fs: str, values: list[float], **extra) -> list[dict]:
+    base = {
+        "tool": "pgbench", "kind": "tpcb-like", "op": None, "workload": "w", "clients": 8, "rung": None,
+        "regime": "exceeds_ram", "compression": "none", "fillfactor": 100, "snapshots": False, "aa_twin_of": None,
+        **dict.fromkeys(facts.PG_KEYS), **dict.fromkeys(facts.FS_KEYS), "dirty_background_bytes": None,
+    }  # fmt: skip
+    tag = "".join(f"{v}" for v in extra.values())
+    return [
+        {**base, "target": target, "target_label": target, "fs": fs, "value": v, "run_id": f"{target}{tag}{i}", **extra}
+        for i, v in enumerate(values)
+    ]
+
+
+def test_an_interaction_is_the_ratio_of_two_ratios_computed_by_hand() -> None:
+    """The seed 004 control: btrfs/ext4 is 2 with fsync on and 1 with fsync off, so the change is 0.5."""
+    pattern = [100.0, 101.0, 102.0, 103.0, 104.0]
+    rows = (
+        runs("ext4", "ext4", pattern, fsync="on")
+        + runs("btrfs", "btrfs", [2 * x for x in pattern], fsync="on")
+        + runs("ext4", "ext4", [3 * x for x in pattern], fsync="off")
+        + runs("btrfs", "btrfs", [3 * x for x in pattern], fsync="off")
+    )
+    c = claim(expect="less", interaction={"key": "fsync", "from": "on", "to": "off"})
+    out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c)
+    assert out.height == 1
+    row = out.row(0, named=True)
+    # B = k A with the same pattern: every Hodges-Lehmann ratio is exactly k, so (1 / 1) / (2 / 1) = 0.5
+    assert row["estimate"] == pytest.approx(0.5)
+    assert row["lo"] <= 0.5 <= row["hi"] < 1 and row["verdict"] == R.DIRECTION_ONLY
+    assert "fsync off / on" in row["cell"] and row["test"].startswith("ratio of ratios")
+    # a plain ratio at fsync off would have said "no gain" and missed the change entirely
+    assert (row["n_a"], row["n_b"]) == (10, 10)
+
+
+def test_interaction_interval_by_bootstrap_covers_the_hand_ratio() -> None:
+    rng = np.random.default_rng(1)
+    a0, a1 = 100 * np.exp(rng.normal(0, 0.02, 8)), 100 * np.exp(rng.normal(0, 0.02, 8))
+    b0, b1 = 150 * np.exp(rng.normal(0, 0.02, 8)), 75 * np.exp(rng.normal(0, 0.02, 8))
+    r = interaction_ci(a0, b0, a1, b1)
+    hand = (75 / 100) / (150 / 100)
+    assert r.lo < hand < r.hi and r.hi < 1 and r.confidence == pytest.approx(0.95)
+    few = interaction_ci(a0[:2], b0[:2], a1[:2], b1[:2])
+    assert math.isinf(few.hi) and judge(few, "less").category == R.UNRESOLVED
+
+
+def test_the_aa_twin_gives_the_noise_band_and_is_never_a_side() -> None:
+    base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2]
+    twin = [x * f for x, f in zip(base, (1.04, 0.95, 1.05, 0.96, 1.03, 0.97))]
+    rows = runs("ext4", "ext4", base) + runs("xfs", "xfs", [x * 1.01 for x in base])
+    rows += [r | {"aa_twin_of": "ext4", "target_label": "ext4-twin"} for r in runs("ext4-twin", "ext4", twin)]
+    c = claim(b={"fs": "xfs"}, expect="greater", seed_value=1.1)
+    out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c)
+    assert out.height == 1 and out["b"][0] == "xfs"  # ext4-twin is no side
+    assert out["verdict"][0] == R.NOISE and "A/A band" in out["verdict_text"][0]
+
+
+# ------------------------------------------------------------------ preconditions, measured
+
+
+def cell(**cols) -> pl.DataFrame:
+    return pl.DataFrame({k: v for k, v in cols.items()})
+
+
+def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
+    a = cell(device_busy=[0.10, 0.12, 0.14], steady=[False, False, True], randread_qd1_iops=[12000.0] * 3,
+             snapshots_alive=[2, 2, 2], checkpoints=[0, 0, 1])  # fmt: skip
+    b = cell(device_busy=[0.80, 0.85, 0.90], steady=[True, True, True], randread_qd1_iops=[11000.0] * 3,
+             snapshots_alive=[2, 2, 2], checkpoints=[0, 0, 0])  # fmt: skip
+    miss, unchecked = regime.check(["io_bound", "steady", "magnetic_device", "snapshots_alive", "checkpoints"], a, b)
+    assert unchecked == []
+    assert miss == [
+        "not I/O-bound: the data device busy 12% of the run (median; the lab calls >= 50% I/O-bound)",
+        "not steady: 2 of 3 runs of side A found no steady state (MSER-5)",
+        "not a magnetic-class device: the data device does 11,000 random 8 kB reads/s at QD1 (device baseline; a "
+        "magnetic disk does 100-200)",
+        "at most 2 snapshots alive at once (the talk kept 3 alive)",
+        "the runs span no checkpoint (median 0 completed per run)",
+    ]
+    slow = cell(device_busy=[0.9], randread_qd1_iops=[150.0], file_bytes=[16384])
+    assert regime.check(["io_bound", "magnetic_device"], slow, slow) == ([], [])
+    assert regime.check(["files_2mb"], slow, slow)[0] == ["files of 16 KiB were deleted, the seed's were 2 MB"]
+    none = cell(value=[1.0])
+    assert regime.check(["io_bound"], none, none) == ([], ["io-bound: the data device's diskstats were not sampled"])
+
+
+def test_a_cell_that_misses_a_precondition_gets_no_verdict() -> None:
+    rows = runs("ext4", "ext4", [100.0, 101, 102, 103, 104, 105], device_busy=0.12)
+    rows += runs("btrfs", "btrfs", [200.0, 201, 202, 203, 204, 205], device_busy=0.10)
+    c = claim(seed_value=2.0, preconditions=("io_bound",))
+    row = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c).row(0, named=True)
+    assert row["verdict"] == R.NOT_IN_REGIME and row["direction"] is None
+    assert row["verdict_text"] == (
+        "not tested in the seed's regime: not I/O-bound: the data device busy 10% of the run (median; the lab "
+        "calls >= 50% I/O-bound)"
+    )
+
+
+def test_device_measures_from_diskstats_samples_by_hand() -> None:
+    # three 1-s samples: io_ms +600 then +700 over 2 s -> busy 0.65; 40 reads in 200 ms -> 5 ms; per-second
+    # awaits 100/10 = 10 and 100/30 = 3.33 -> their variance; 2,000 sectors written -> 1,024,000 bytes
+    s = pl.DataFrame({
+        "run_id": ["r"] * 3, "epoch_s": [10.0, 11.0, 12.0], "reads_completed": [0, 10, 40],
+        "read_ms": [0, 100, 200], "io_ms": [1000, 1600, 2300], "sectors_written": [0, 500, 2000],
+    })  # fmt: skip
+    m = regime.device_measures(s).row(0, named=True)
+    assert m["device_busy"] == pytest.approx(1300 / 2000)
+    assert m["read_await_ms"] == pytest.approx(200 / 40)
+    assert m["read_await_var"] == pytest.approx(np.var([10.0, 100 / 30], ddof=1))
+    assert m["written_bytes"] == 2000 * 512
+
+
+def test_snapshots_alive_at_once_from_the_schedule() -> None:
+    # one every 10 s kept 30 s over 25 s: creates at 0, 10, 20, deletes at 30...: three alive from 20 s on;
+    # over a 15 s run (creates at 0 and 10 only) two at most, as fs-compare's runs
+    ev = pl.DataFrame({"run_id": ["long"] * 4 + ["short"] * 2, "epoch_s": [0.0, 10.0, 20.0, 30.0, 0.0, 10.0],
+                       "action": ["create", "create", "create", "delete", "create", "create"]})  # fmt: skip
+    got = dict(regime.alive_at_once(ev).iter_rows())
+    assert got == {"long": 3, "short": 2}
+
+
+def test_within_run_variance_is_sigma_squared_of_per_second_throughput() -> None:
+    tps = [0.0, 900.0, 1000.0, 1100.0, 1000.0, 950.0]  # the first second is the warm-up, trimmed
+    series = pl.DataFrame({"run_id": ["r"] * 6, "t_s": [1.0, 2, 3, 4, 5, 6], "tps": tps,
+                           "latency_ms": [9.0, 4, 4, 5, 4, 6]})  # fmt: skip
+    row = facts.within_run(series, trim_s=1.0).row(0, named=True)
+    kept = np.array(tps[1:])
+    assert row["variance"] == pytest.approx(np.var(kept, ddof=1))
+    assert row["cv"] == pytest.approx(np.std(kept, ddof=1) / kept.mean())
+
+
+def test_run_measures_from_a_study_database_with_the_real_schema(tmp_path) -> None:
+    """Synthetic rows in the lab's own schema: a run's run.json and its data device's diskstats samples."""
+    from tests.labdb import new_db
+
+    rec = {
+        "target": "ext4", "mount": {"device": "/dev/loop3"},
+        "postgres_before": {"database_stats": {"xact_commit": 100, "blks_hit": 1000, "blks_read": 500},
+                            "bgwriter": {"checkpoints_timed": 1, "checkpoints_req": 0}},
+        "postgres": {"database_stats": {"xact_commit": 2100, "blks_hit": 10000, "blks_read": 1500},
+                     "bgwriter": {"checkpoints_timed": 2, "checkpoints_req": 2}},
+    }  # fmt: skip
+    db = tmp_path / "s.duckdb"
+    con = new_db(db)
+    con.execute(
+        "INSERT INTO runs (run_id, study, status, target, plan_index, run_json) VALUES ('r1', 's', 'ok', 'ext4', 0, ?)",
+        [json.dumps(rec)],
+    )
+    for t, reads, read_ms, io_ms, sectors in ((0, 0, 0, 0, 0), (2, 100, 300, 1500, 8000)):
+        for dev in ("loop3", "loop4"):  # loop4 is another target's device: not this run's
+            con.execute(
+                "INSERT INTO diskstats (run_id, ts, device, reads_completed, read_ms, io_ms, sectors_written) "
+                "VALUES ('r1', to_timestamp(?), ?, ?, ?, ?, ?)",
+                [1000.0 + t, dev, reads * (1 if dev == "loop3" else 9), read_ms, io_ms, sectors],
+            )
+    con.close()
+    m = regime.run_measures(str(db), "s", 0.0, pl.DataFrame()).row(0, named=True)
+    assert m["device_busy"] == pytest.approx(1500 / 2000)
+    assert m["read_await_ms"] == pytest.approx(300 / 100)
+    assert m["written_bytes"] == 8000 * 512 and m["commits"] == 2000
+    assert m["hit_ratio"] == pytest.approx(9000 / (9000 + 1000)) and m["checkpoints"] == 3
+
+
+def test_run_measures_of_a_recorded_study_match_its_raw_diskstats(tmp_path) -> None:
+    from tests.recorded import ingest
+
+    db = tmp_path / "dirty-bytes.duckdb"
+    ingest(STUDIES / "dirty-bytes", db)
+    got = {r["run_id"]: r for r in facts.run_facts(db, "dirty-bytes").iter_rows(named=True)}
+    for d in sorted((STUDIES / "dirty-bytes").glob("ext4.*")):
+        rec = json.loads((d / "run.json").read_text())
+        dev = rec["mount"]["device"].rsplit("/", 1)[-1]
+        samples, ts = [], None
+        for line in (d / "diskstats.log").read_text().splitlines():
+            if line.startswith("@"):
+                ts = float(line.split()[1])
+            elif line.split()[2:3] == [dev]:
+                p = line.split()
+                samples.append((ts, int(p[3]), int(p[6]), int(p[9]), int(p[12])))  # reads, read_ms, sectors, io_ms
+        (t0, r0, rm0, s0, io0), (t1, r1, rm1, s1, io1) = samples[0], samples[-1]
+        commits = (
+            rec["postgres"]["database_stats"]["xact_commit"] - rec["postgres_before"]["database_stats"]["xact_commit"]
+        )
+        row = got[d.name]
+        assert row["device_busy"] == pytest.approx((io1 - io0) / (1000 * (t1 - t0)), rel=1e-6)
+        assert row["read_await_ms"] == pytest.approx((rm1 - rm0) / (r1 - r0), rel=1e-6)
+        assert row["written_per_tx"] == pytest.approx((s1 - s0) * 512 / commits, rel=1e-6)
+
+
+# ------------------------------------------------------------------ the crash check and the rank-test floor
+
+
+def test_durability_claims_read_the_crash_check() -> None:
+    rows = pl.DataFrame({
+        "run_id": ["a", "b", "c", "d"], "target": ["ext4"] * 4, "crash": ["power-loss"] * 3 + ["kill"],
+        "synchronous_commit": ["off", "off", "on", "on"], "lost_ids": [3, 5, 0, 0],
+        "lost_within_window": [3, 5, 0, 0], "violations": [0, 0, 0, 0],
+    })  # fmt: skip
+    async_claim = claim(
+        quantity="durability", expect=None, b={"synchronous_commit": "off"}, match={"tool": "durability"}
+    )
+    out = evaluate.durability(async_claim, rows).row(0, named=True)
+    assert out["verdict"] == R.HOLDS and out["role"] == "primary"
+    assert out["verdict_text"] == "holds: 2 crashes lost 8 committed transactions, all within the documented window (8)"
+    bad = rows.with_columns(pl.Series("violations", [0, 1, 0, 0]))
+    assert evaluate.durability(async_claim, bad)["verdict"][0] == R.VIOLATED
+    sync_claim = claim(quantity="durability", expect=None, b={"synchronous_commit": "on"}, match={"tool": "durability"})
+    by = {r["cell"]: r for r in evaluate.durability(sync_claim, rows).iter_rows(named=True)}
+    assert by["power-loss, synchronous_commit=on"]["role"] == "primary"
+    assert by["kill, synchronous_commit=on"]["role"] == "context"
+
+
+def test_three_runs_against_three_cannot_reach_p_005() -> None:
+    c = next(c for c in claims.claims() if c.id == "s003-three-runs-cannot-reach-p05")
+    row = evaluate.rank_test_floor(c).row(0, named=True)
+    assert row["estimate"] == pytest.approx(2 / math.comb(6, 3)) and row["verdict"] == R.HOLDS
+
+
+# ------------------------------------------------------------------ the claims file: nothing silently dropped
+
+
+def write(tmp_path: Path, **changes) -> Path:
+    item = {
+        "id": "x", "seed": "004", "claim": "c", "where": "-", "seed_number": "-", "quantity": "ratio",
+        "a": {"fs": "ext4"}, "b": {"fs": "ext4"}, "workload": "-", "expect": "greater",
+        "match": {"tool": "pgbench"},
+    }  # fmt: skip
+    item.update(changes)
+    p = tmp_path / "claims.yaml"
+    p.write_text(json.dumps([item]))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"b": {"fs": "ext4", "mount_options": ["data=writeback"]}}, "side b: keys mount_options are not facts"),
+        ({"threshold": 2.0}, "unknown keys threshold"),
+        ({"expect": "same"}, "needs its band and band_why"),
+        ({"seed_value": 0.5}, "seed_value 0.5 contradicts expect: greater"),
+        ({"match": {}}, "needs match, or figure"),
+        ({"preconditions": ["hot"]}, "preconditions: unknown hot"),
+        ({"b": {"fs": "ext4", "device": "Intel P4610"}}, "side b: keys device"),
+    ],
+)
+def test_a_claim_the_lab_cannot_read_exactly_is_an_error_naming_it(tmp_path, changes, message) -> None:
+    path = write(tmp_path, **changes)
+    with pytest.raises(LabError, match=message) as err:
+        claims.claims(path)
+    assert str(path) in str(err.value) and "'x'" in str(err.value)
+
+
+def test_the_seeds_own_hardware_is_allowed_only_where_nothing_is_matched(tmp_path) -> None:
+    path = write(tmp_path, b={"device": "Intel P4610"}, reproducible_here=False, why_not="the drive", match={})
+    assert claims.claims(path)[0].b == {"device": "Intel P4610"}
+
+
+def test_a_cell_the_seed_never_ran_is_context_only() -> None:
+    """fsync=off runs inside a claim about the seed's fsync-on runs: shown, never its verdict."""
+    rows = runs("ext4", "ext4", [100.0, 101, 102, 103, 104], fsync="on")
+    rows += runs("btrfs", "btrfs", [150.0, 151, 152, 153, 154], fsync="on")
+    rows += runs("ext4", "ext4", [100.0, 101, 102, 103, 104], fsync="off")
+    rows += runs("btrfs", "btrfs", [60.0, 61, 62, 63, 64], fsync="off")
+    out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim())
+    role = {r["cell"]: (r["role"], r["verdict"]) for r in out.iter_rows(named=True)}
+    assert role == {
+        "tpcb-like, c=8, exceeds ram": ("primary", R.DIRECTION_ONLY),
+        "tpcb-like, c=8, exceeds ram, fsync=off": ("context", R.OPPOSITE),
+    }
+    assert evaluate.summary(out)["overall"].to_list() == [R.DIRECTION_ONLY]
+
+
+def test_read_wait_in_checkpoint_seconds_against_the_others_by_hand() -> None:
+    # per second: 10 reads in 10 ms twice (no checkpoint writes), then 20 reads in 80 ms twice while
+    # buffers_checkpoint rises: 160 ms / 40 reads = 4 ms against 20 ms / 20 reads = 1 ms
+    disk = pl.DataFrame({
+        "run_id": ["r"] * 5, "epoch_s": [10.0, 11.0, 12.0, 13.0, 14.0], "reads_completed": [0, 10, 20, 40, 60],
+        "read_ms": [0, 10, 20, 100, 180],
+    })  # fmt: skip
+    pgstat = pl.DataFrame({"run_id": ["r"] * 4, "epoch_s": [11.02, 12.01, 13.0, 13.99],
+                           "buffers_checkpoint_delta": [0, 0, 50, 30]})  # fmt: skip
+    row = regime.checkpoint_read_wait(disk, pgstat).row(0, named=True)
+    assert (row["read_await_ckpt"], row["read_await_quiet"]) == (pytest.approx(4.0), pytest.approx(1.0))
+    # the claim sets each run's checkpoint seconds (side B) against its other seconds (side A)
+    rows = [
+        r | {"read_await_ckpt": 4.0 + i / 10, "read_await_quiet": 1.0 + i / 10}
+        for i, r in enumerate(runs("ext4", "ext4", [100.0] * 5))
+    ]
+    c = next(c for c in claims.claims() if c.id == "s004-ext4-read-wait-rises-at-checkpoints")
+    out = evaluate.evaluate(
+        pl.DataFrame(rows, infer_schema_length=None), c.__class__(**{**c.__dict__, "preconditions": ()})
+    )
+    assert out.height == 1 and out["verdict"][0] == R.DIRECTION_ONLY and out["lo"][0] > 1
