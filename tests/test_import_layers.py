@@ -191,7 +191,7 @@ def check(root: Path = ROOT, ignored: tuple[str, ...] = IGNORED, layers: dict[st
             if a in inside and b in inside and a != b:
                 pairs.setdefault((a, b), []).append(imp)
         lines = []
-        for (a, b), imps in sorted(pairs.items()):
+        for _pair, imps in sorted(pairs.items()):
             more = f" (and {len(imps) - 1} more)" if len(imps) > 1 else ""
             lines.append(f"    {imps[0].where}: {imps[0].src} -> {imps[0].dst}{more}")
         return lines
