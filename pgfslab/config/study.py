@@ -15,8 +15,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from pgfslab import paths
-from pgfslab.config import yaml_text
+from pgfslab import paths, yaml_text
+from pgfslab.config import fsmicro_spec, targets, vm_settings
 from pgfslab.errors import LabError
 
 REPO = paths.LAB
@@ -130,9 +130,6 @@ def _resolve_drop_caches(raw: dict[str, Any], cfg: dict[str, Any], source: str) 
 
 
 def _check_semantics(cfg: dict[str, Any], source: str) -> None:
-    from pgfslab.config import targets
-    from pgfslab.host import sysctl
-
     devices: dict[str, str] = {}
     for name, spec in cfg["targets"].items():
         for problem in targets.spec_problems(spec):
@@ -158,7 +155,7 @@ def _check_semantics(cfg: dict[str, Any], source: str) -> None:
             raise LabError(f"{where}: WAL on another target needs targets the lab prepares (not fs: existing)")
     for name in [None, *cfg["workloads"]]:
         try:
-            sysctl.settings_from_config(cfg["os"] if name is None else os_for(cfg, name))
+            vm_settings.settings_from_config(cfg["os"] if name is None else os_for(cfg, name))
         except LabError as exc:
             where = "os" if name is None else f"workloads.{name}.os"
             raise LabError(f"{source}: {where}: {str(exc).removeprefix('os: ')}") from None
@@ -311,8 +308,6 @@ def _check_workload(name: str, wl: dict[str, Any], source: str) -> None:
             raise LabError(f"{where}: fsmicro needs `op` (e.g. create_fsync)")
         if wl["clients"] != [1]:
             raise LabError(f"{where}: fsmicro runs single-threaded: clients must be [1]")
-        from pgfslab.runners import fsmicro_spec
-
         spec = {k: v for k, v in wl.items() if k in TOOL_KEYS["fsmicro"]}
         spec.setdefault("duration_s", wl.get("duration_s") or 1)
         try:

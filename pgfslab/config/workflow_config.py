@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
+from pgfslab import yaml_text
 from pgfslab.config import study as labcfg
-from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 CONTROL_KEYS = ("raw_only", "config", "hosts", "pin_hosts")

@@ -34,8 +34,7 @@ import duckdb
 import polars as pl
 import yaml
 
-from pgfslab import paths
-from pgfslab.config import yaml_text
+from pgfslab import paths, yaml_text
 from pgfslab.errors import LabError
 from pgfslab.ingest import parsers
 from pgfslab.ingest.batch import Batch

@@ -23,7 +23,7 @@ import duckdb
 import polars as pl
 import yaml
 
-from pgfslab.config import yaml_text
+from pgfslab import yaml_text
 from pgfslab.errors import LabError
 from pgfslab.ingest import load
 from pgfslab.ingest.folders import host_folders

@@ -1,3 +1,3 @@
 """A study's runs: `prepare` a target once, `execute` one run of the plan with its `sampler`s, the durability
-`crash_cycle`, `interrupt` handling, `provenance` for run.json, `progress` lines; `common` holds what they share.
+`crash_cycle`, `interrupt` handling, `provenance` for run.json; `common` holds what they share.
 """

@@ -13,6 +13,7 @@ from typing import Any
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, powercut, targets
+from pgfslab.progress import Progress
 from pgfslab.run.common import (
     copy_log_since,
     log_size,
@@ -21,7 +22,6 @@ from pgfslab.run.common import (
     server_port,
     write_json,
 )
-from pgfslab.run.progress import Progress
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import process
 

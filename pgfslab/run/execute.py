@@ -16,9 +16,11 @@ from typing import Any
 
 import psycopg
 
+from pgfslab.config import fsmicro_spec, vm_settings
 from pgfslab.config import study as cfgmod
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, snapshots, sysctl, targets, zfs
+from pgfslab.progress import Progress, fmt_s
 from pgfslab.run import provenance
 from pgfslab.run.common import (
     PG_TOOLS,
@@ -40,9 +42,8 @@ from pgfslab.run.common import (
 from pgfslab.run.crash_cycle import _durability_run
 from pgfslab.run.interrupt import release_after_interrupt
 from pgfslab.run.phases import Phases, process_age_s
-from pgfslab.run.progress import Progress, fmt_s
 from pgfslab.run.sampler import Samplers
-from pgfslab.runners import fsmicro_spec, pgbench, process, sysbench
+from pgfslab.runners import pgbench, process, sysbench
 
 
 def _study_eta(raw: Path, total: int) -> tuple[int, str]:
@@ -380,7 +381,9 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         with contextlib.ExitStack() as stack:
             # each callback is pushed before the context it times, so it runs right after that one's exit
             stack.callback(ph.lap, "sysctl_restore")
-            vm_rec = stack.enter_context(sysctl.applied(sysctl.settings_from_config(cfgmod.os_for(cfg, spec.workload))))
+            vm_rec = stack.enter_context(
+                sysctl.applied(vm_settings.settings_from_config(cfgmod.os_for(cfg, spec.workload)))
+            )
             ph.lap("sysctl")
             stack.callback(ph.lap, "zfs_stop")
             stack.enter_context(targets.zfs_service(wd, [tspec] + ([cfg["targets"][wal]] if wal else [])))

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config import yaml_text
+from pgfslab import yaml_text
 from pgfslab.errors import LabError
 
 CLAIMS = Path(__file__).with_name("claims.yaml")

@@ -22,6 +22,7 @@ import polars as pl
 from pgfslab.analysis.verdicts.claims import Claim
 from pgfslab.analysis.verdicts.facts import FS_KEYS, PG_DEFAULTS, PG_KEYS
 from pgfslab.analysis.verdicts.ratio import ratio_ci, verdict
+from pgfslab.config.vm_settings import parse_bytes
 
 # what a target is (set per target in a study) and what a run is (set per workload, or per target)
 TARGET_KEYS = ("fs", "compression", "fillfactor", "snapshots")
@@ -60,8 +61,6 @@ RESULT_SCHEMA: dict[str, Any] = {
 def _normal(key: str, value: Any) -> Any:
     """A side's value in the facts' terms (settings as lower-case text, byte counts as bytes)."""
     if key == "dirty_background_bytes":
-        from pgfslab.host.sysctl import parse_bytes
-
         return parse_bytes(value)
     if key in PG_KEYS:
         return {True: "on", False: "off"}.get(value, str(value).lower())
