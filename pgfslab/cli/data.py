@@ -58,12 +58,13 @@ def cmd_notebook(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest_study(args: argparse.Namespace) -> int:
+    from pgfslab.config import host_folders
     from pgfslab.ingest import load as ingest
     from pgfslab.ingest import merge
 
     external = None if args.no_published else (args.external or ingest.EXTERNAL_DIR)
-    if merge.host_folders(args.raw):  # a study run on several hosts: data/raw/<study>/<host>/...
-        folders = merge.study_folders(args.raw)
+    if host_folders.host_folders(args.raw):  # a study run on several hosts: data/raw/<study>/<host>/...
+        folders = host_folders.study_folders(args.raw)
         s = merge.merge_study(folders, args.db, external=external)
         print(f"{args.db}: merged hosts {', '.join(f.host for f in folders)}")
     else:
@@ -72,10 +73,11 @@ def cmd_ingest_study(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from pgfslab.config import host_folders
     from pgfslab.ingest import load as ingest
     from pgfslab.ingest import merge
 
-    folders = merge.parse_folder_args(args.folders)
+    folders = host_folders.parse_folder_args(args.folders)
     external = None if args.no_published else ingest.EXTERNAL_DIR
     s = merge.merge_study(folders, args.db, external=external)
     for f in folders:

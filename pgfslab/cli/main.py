@@ -78,14 +78,14 @@ def cmd_host_share(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
+    from pgfslab.config import host_folders
     from pgfslab.config import study as config
     from pgfslab.host import targets
-    from pgfslab.ingest import merge
 
     cfg = config.load(args.config)
     hosts = [cfg.get("host")]
     if not cfg.get("host"):  # and every host share of the study run on this machine
-        hosts += [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+        hosts += [f.name for f in host_folders.host_folders(config.raw_dir(cfg["study"]))]
     for host in hosts:
         wd = config.workdir({**cfg, "host": host})
         for name in cfg["targets"]:
@@ -103,12 +103,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     """What a study has: runs done/failed/missing (each failure with its reason), the database and
     paper, and leftovers. Exit status 0 only when every planned run is ok (or an optional precision round
     that was not needed)."""
+    from pgfslab.config import host_folders
     from pgfslab.config import study as config
-    from pgfslab.ingest import merge
 
     cfg = config.load(args.config)
     if not cfg.get("host"):  # a study run on several hosts: each host's share (data/raw/<study>/<host>/)
-        hosts = [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+        hosts = [f.name for f in host_folders.host_folders(config.raw_dir(cfg["study"]))]
         if hosts:
             return max(_status({**cfg, "host": h}) for h in hosts)
     return _status(cfg)
