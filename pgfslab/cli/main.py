@@ -92,9 +92,9 @@ def cmd_release(args: argparse.Namespace) -> int:
             for line in targets.release(wd, name):
                 print(line)
         if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
-            from pgfslab.host import zfs
+            from pgfslab.host import zfs_daemon
 
-            for line in zfs.release_stale(wd / "zfs-fuse.pid"):
+            for line in zfs_daemon.release_stale(wd / "zfs-fuse.pid"):
                 print(line)
     return 0
 

@@ -31,7 +31,8 @@ from typing import Any
 
 from pgfslab.config.targets import MKFS, check_spec, fs_label, kind, zfs_property_problems
 from pgfslab.errors import LabError
-from pgfslab.host import blockdev, btrfs, mounts, proc, safety, zfs
+from pgfslab.host import blockdev, btrfs, mounts, proc, safety, zfs, zfs_commands, zfs_daemon
+from pgfslab.host.zfs_properties import property_table, validate_properties
 
 DATA_SUBVOLUME = "data"  # btrfs targets with snapshots keep PGDATA's parent in this subvolume
 ZFS_DATASET = "data"  # zfs targets keep PGDATA's parent in the dataset <pool>/data, mounted at <mnt>/data
@@ -180,7 +181,7 @@ def zfs_service(workdir: Path, specs: list[dict[str, Any]]) -> contextlib.Abstra
     if not any(sp.get("fs") == "zfs" for sp in specs):
         return contextlib.nullcontext()
     log, pid_file, _ = _zfs_files(workdir, "")
-    return zfs.service(log, pid_file=pid_file)
+    return zfs_daemon.service(log, pid_file=pid_file)
 
 
 def _release_zfs(workdir: Path, name: str, mnt: Path) -> list[str]:
@@ -197,7 +198,7 @@ def _release_zfs(workdir: Path, name: str, mnt: Path) -> list[str]:
             done.append(f"exported zfs pool {pool}")
     except LabError as exc:
         done.append(f"zfs pool of {name} not exported: {exc}")
-    if not zfs.running_daemons():  # a dead daemon's mounts answer ENOTCONN: unmount them, deepest first
+    if not zfs_daemon.running_daemons():  # a dead daemon's mounts answer ENOTCONN: unmount them, deepest first
         for m in sorted(mounts.below(mnt), key=lambda m: len(m.target.parts), reverse=True):
             if m.fstype == "fuse.zfs":
                 res = proc.run(["umount", str(m.target)], check=False)
@@ -319,7 +320,7 @@ def zfs_properties(name: str, spec: dict[str, Any], implementation: str) -> dict
         raise LabError(
             f"target {name} ({fs_label('zfs', implementation)}): targets.{name}." + f"; targets.{name}.".join(problems)
         )
-    return zfs.validate_properties(props)
+    return validate_properties(props)
 
 
 def _create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> dict[str, Any]:
@@ -360,7 +361,7 @@ def _create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> d
             "requested_properties": props,
             "mkfs_command": ["zpool", "create", "-f", "-o", "cachefile=none", "-m", str(mnt), pool, dev],
             "mkfs_s": round(create_s, 3),
-            "mkfs_version": zfs.version(impl),
+            "mkfs_version": zfs_commands.version(impl),
             "daemon": {"started_pid": svc.started_pid, "reused_pids": svc.reused_pids, "start_s": svc.start_s},
             "notes": made.notes,
         }
@@ -615,7 +616,7 @@ def _zfs_mounted(workdir: Path, name: str, spec: dict[str, Any], pw: Any) -> Ite
             props = sorted(
                 set(spec.get("zfs") or {}) | {"recordsize", "compression", "atime", "logbias", "primarycache"}
             )
-            effective = zfs.get_properties(ds, [p for p in props if p in zfs.property_table()])
+            effective = zfs.get_properties(ds, [p for p in props if p in property_table()])
             notes = list(svc.notes)
             if svc.implementation == "zfs-fuse":
                 notes.append(
@@ -649,7 +650,7 @@ def _zfs_remount(workdir: Path, name: str, owner: str) -> Mounted:
     mounted() block still exports it and detaches the device."""
     import pwd
 
-    svc = zfs.current_service()
+    svc = zfs_daemon.current_service()
     if svc is None:
         raise LabError(f"target {name}: no zfs-fuse daemon of the lab's to restart after the power cut")
     svc.restart()
