@@ -21,7 +21,8 @@ from conftest import DATA, REPO
 from pgfslab.config import host_folders
 from pgfslab.config import study as labcfg
 from pgfslab.errors import LabError
-from pgfslab.ingest import load, merge
+from pgfslab.ingest import merge
+from pgfslab.ingest.study import ingest_study
 
 RECORDED = DATA / "studies" / "fs-micro"
 TWO = DATA / "studies" / "two-hosts"
@@ -135,7 +136,7 @@ def test_two_recorded_hosts_in_one_database(tmp_path: Path) -> None:
 
 def test_one_machine_study_has_no_host(tmp_path: Path) -> None:
     db = tmp_path / "one.duckdb"
-    load.ingest_study(RECORDED, db, progress=False, external=None)
+    ingest_study(RECORDED, db, progress=False, external=None)
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("SELECT DISTINCT host FROM runs").fetchall()
         ids = sorted(r for (r,) in con.execute("SELECT run_id FROM runs").fetchall())

@@ -306,7 +306,7 @@ def test_device_baseline_on_zfs_and_ext4_into_the_database(study):
     import yaml
 
     from pgfslab.analysis import device
-    from pgfslab.ingest.load import ingest_study
+    from pgfslab.ingest.study import ingest_study
     from pgfslab.run.device_baseline import baseline_target
     from pgfslab.run.execute import run_one
     from pgfslab.run.prepare import prepare_target

@@ -7,7 +7,7 @@ with the differing keys named, folders that are not), then ingests them all into
 say where each row was measured, run ids end in `@<host>` (unique across hosts), `source_file` is
 `<study>/<host>/<run-id>/<file>` (the path under data/raw/), and the table `hosts` holds each host's
 provenance (CPU, memory, kernel, devices, the Slurm job that ran it). Built next to the target and
-renamed into place only when everything succeeded, like `load.ingest_study`.
+renamed into place only when everything succeeded, like `study.ingest_study`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ import yaml
 
 from pgfslab.config.host_folders import HostFolder, check_one_study
 from pgfslab.errors import LabError
-from pgfslab.ingest import load
+from pgfslab.ingest.load import insert, store_held
+from pgfslab.ingest.published import EXTERNAL_DIR
+from pgfslab.ingest.schema import duck_type
+from pgfslab.ingest.study import StudySummary, ingest_folder, new_study_database
 
 HOSTS: dict[str, Any] = {
     "study": pl.Utf8,
@@ -100,26 +103,26 @@ def _check_no_file_twice(con: duckdb.DuckDBPyConnection, study: str, files: dict
 
 
 def merge_study(
-    folders: Sequence[HostFolder], db_path: Path, *, progress: bool = True, external: Path | None = load.EXTERNAL_DIR
-) -> load.StudySummary:
+    folders: Sequence[HostFolder], db_path: Path, *, progress: bool = True, external: Path | None = EXTERNAL_DIR
+) -> StudySummary:
     """(Re)build one study database from several hosts' raw folders, atomically (see the module's doc)."""
     common = check_one_study(folders)
     study = common["study"]
-    summary = load.StudySummary()
+    summary = StudySummary()
     config_yaml = "# merged from the raw folders of hosts " + ", ".join(f.host for f in folders) + "\n"
     config_yaml += yaml.safe_dump(common, sort_keys=False)
-    with load.new_study_database(db_path, common, config_yaml, external, summary) as con:
-        con.execute(f"CREATE TABLE hosts ({', '.join(f'{c} {load._duck_type(t)}' for c, t in HOSTS.items())})")
+    with new_study_database(db_path, common, config_yaml, external, summary) as con:
+        con.execute(f"CREATE TABLE hosts ({', '.join(f'{c} {duck_type(t)}' for c, t in HOSTS.items())})")
         files: dict[str, int] = {}
         for hf in folders:
             before, files_before = summary.runs, summary.files
             # source_file <study>/<host>/<run-id>/<file>: the file's path under data/raw/ once every host's
             # folder sits at data/raw/<study>/<host>/ (where notebooks look for the server logs)
-            load.ingest_folder(
+            ingest_folder(
                 con, hf.folder, hf.cfg, summary, progress=progress, host=hf.host, source_prefix=f"{study}/{hf.host}"
             )
-            load._insert(con, "hosts", pl.DataFrame([host_row(hf, summary.runs - before)], schema=HOSTS))
+            insert(con, "hosts", pl.DataFrame([host_row(hf, summary.runs - before)], schema=HOSTS))
             files[hf.host] = summary.files - files_before
-        load.store_held(con)  # the check reads the files stored so far
+        store_held(con)  # the check reads the files stored so far
         _check_no_file_twice(con, study, files)
     return summary
