@@ -58,8 +58,17 @@ def cmd_run_one(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
     from pgfslab.run import execute
 
-    execute.run_one(config.load(args.config), args.run_id)
+    execute.run_one(config.load(args.config), args.run_id, precision_gate=_precision_gate)
     return 0
+
+
+def _precision_gate(cfg: dict[str, Any], spec: Any) -> tuple[Any, str]:
+    """An optional round's decision (pgfslab.analysis.precision_gate), for run_one."""
+    # imported here: its parsers and statistics (polars, scipy) cost a second or more at a run's start, and
+    # only an optional round of a `precision` study needs them
+    from pgfslab.analysis import precision_gate
+
+    return precision_gate.gate(cfg, spec)
 
 
 def cmd_device_baseline(args: argparse.Namespace) -> int:

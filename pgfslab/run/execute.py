@@ -11,8 +11,9 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -306,7 +307,20 @@ def _fs_run(
     return outcome
 
 
-def run_one(cfg: dict[str, Any], run_id: str) -> Path:
+class PrecisionDecision(Protocol):
+    run: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+# Whether an optional round (study key `precision`) runs, and its progress line. The decision reads the rounds
+# measured so far with the ingest's parsers and the analysis' statistics, stages above this one, so the command
+# passes it in (pgfslab.cli.main gives pgfslab.analysis.precision_gate.gate).
+PrecisionGate = Callable[[dict[str, Any], cfgmod.RunSpec], tuple[PrecisionDecision, str]]
+
+
+def run_one(cfg: dict[str, Any], run_id: str, precision_gate: PrecisionGate | None = None) -> Path:
     """Execute one run of the plan. Returns its run.json.
 
     A workload that fails or times out is data: run.json records status `failed` with the error and
@@ -328,7 +342,9 @@ def run_one(cfg: dict[str, Any], run_id: str) -> Path:
         say(run_id, f"an earlier attempt was kept in {aside}")
     rdir.mkdir(parents=True)
     if spec.optional:
-        skipped = _precision_gate(cfg, spec, rdir, total)
+        if precision_gate is None:
+            raise LabError(f"{run_id}: an optional round of a `precision` study needs its gate (pgfslab run-one)")
+        skipped = _precision_gate(precision_gate, cfg, spec, rdir, total)
         if skipped is not None:
             return skipped
     tspec = cfg["targets"][spec.target]
@@ -474,16 +490,14 @@ def _setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
     }
 
 
-def _precision_gate(cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, total: int) -> Path | None:
+def _precision_gate(
+    gate: PrecisionGate, cfg: dict[str, Any], spec: cfgmod.RunSpec, rdir: Path, total: int
+) -> Path | None:
     """An optional round (study key `precision`) runs only while its cell is not yet precise and the
     budget lasts; otherwise its run.json says `skipped` and why, and nothing is measured."""
-    # imported here: its statistics (polars, numpy) cost a second or more at every run's start, and only
-    # an optional round needs them
-    from pgfslab.run import precision
-
-    decision = precision.decide(cfg, spec)
+    decision, line = gate(cfg, spec)
     label = f"run {spec.plan_index + 1}/{total} {spec.run_id}"
-    say(label, precision.progress_line(cfg, decision))
+    say(label, line)
     if decision.run:
         return None
     record = {
