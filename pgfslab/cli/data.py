@@ -9,6 +9,7 @@ optional for the others; `pgfslab ingest`'s fast start imports neither polars no
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,7 @@ from pgfslab.errors import LabError
 
 
 def cmd_freeze(args: argparse.Namespace) -> int:
-    import json
-
-    import yaml
+    import yaml  # not at start-up: `pgfslab ingest`'s fast start does without it
 
     from pgfslab.config import study as config
 

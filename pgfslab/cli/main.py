@@ -1,14 +1,23 @@
-"""`python -m pgfslab COMMAND`: the lab's command line (Snakemake rules call the same commands)."""
+"""`python -m pgfslab COMMAND`: the lab's command line (Snakemake rules call the same commands).
+
+Each command imports the stage it runs inside its function, not here: every command starts from this
+module, and a stage's libraries (jsonschema and YAML for a config, psycopg for a run, polars and scipy for
+the analysis, DuckDB) are optional for the others; `pgfslab ingest`'s fast start imports neither polars nor
+YAML (tests/test_fast_ingest.py).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pgfslab.cli import data as cli_data
+from pgfslab.cli import stats as cli_stats
 from pgfslab.errors import LabError
 
 _interrupted: list[int] = []
@@ -89,7 +98,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import host_folders
     from pgfslab.config import study as config
-    from pgfslab.host import targets
+    from pgfslab.host import targets, zfs_daemon
 
     cfg = config.load(args.config)
     hosts = [cfg.get("host")]
@@ -101,8 +110,6 @@ def cmd_release(args: argparse.Namespace) -> int:
             for line in targets.release(wd, name):
                 print(line)
         if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
-            from pgfslab.host import zfs_daemon
-
             for line in zfs_daemon.release_stale(wd / "zfs-fuse.pid"):
                 print(line)
     return 0
@@ -124,8 +131,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _status(cfg: dict[str, Any]) -> int:
-    import json
-
     from pgfslab.config import study as config
     from pgfslab.host import targets
 
@@ -221,8 +226,6 @@ def _stale_snakemake_lock(study: str) -> bool:
 
 def _print_durability(raw: Path) -> None:
     """One line per target from the durability checks' durability.json files, if the study has any."""
-    import json
-
     per: dict[str, dict[str, int]] = {}
     for f in sorted(raw.glob("*/durability.json")):
         try:
@@ -284,9 +287,6 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("status", help="runs done/failed/missing of a study, and leftovers")
     p.add_argument("--config", type=Path, required=True)
     p.set_defaults(func=cmd_status)
-
-    from pgfslab.cli import data as cli_data
-    from pgfslab.cli import stats as cli_stats
 
     cli_data.add_commands(sub)
     cli_stats.add_commands(sub)

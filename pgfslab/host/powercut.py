@@ -4,7 +4,9 @@ write fails, as if the disk vanished), then given back; what a cut can and canno
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -53,9 +55,6 @@ def power_cut_possible(mnt: Mounted) -> tuple[bool, str]:
 
 
 def _set_sizelimit(dev: str, limit: int) -> None:
-    import fcntl
-    import struct
-
     fd = os.open(dev, os.O_RDONLY)
     try:
         buf = bytearray(struct.calcsize(_LOOP_INFO64))

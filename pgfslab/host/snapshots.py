@@ -14,6 +14,7 @@ directory. All snapshots the scheduler made are deleted when it stops, on every 
 from __future__ import annotations
 
 import csv
+import math
 import sys
 import threading
 import time
@@ -43,8 +44,6 @@ class Schedule:
     @property
     def alive_at_once(self) -> int:
         """Snapshots alive in the steady state (expiries are handled before creations at the same instant)."""
-        import math
-
         return max(1, math.ceil(self.keep_s / self.interval_s - 1e-9))
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import pwd
 import sys
 import time
 from collections.abc import Iterator
@@ -491,8 +492,6 @@ def mounted(
 ) -> Iterator[Mounted]:
     """The created target, ready for a cluster, for the duration of the block. Image and device targets
     are mounted now and always released after; tmpfs and existing targets stay as they are."""
-    import pwd
-
     pw = pwd.getpwnam(owner)
     fs, k = spec["fs"], kind(spec)
     dirpath = workdir / "dirs" / name
@@ -648,8 +647,6 @@ def _zfs_remount(workdir: Path, name: str, owner: str) -> Mounted:
     """After the zfs power cut (SIGKILL of the zfs-fuse daemon): start the daemon again and import the pool
     from its loop device (still attached), as a machine would after power came back. The caller's
     mounted() block still exports it and detaches the device."""
-    import pwd
-
     svc = zfs_daemon.current_service()
     if svc is None:
         raise LabError(f"target {name}: no zfs-fuse daemon of the lab's to restart after the power cut")
@@ -688,8 +685,6 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
     """Unmount and detach an image target (after cut_power), then attach and mount it again: the file
     system replays its journal from what the image holds. The caller's mounted() block still owns the
     release: its exit unmounts and detaches this new mount too."""
-    import pwd
-
     if kind(spec) != "image":
         raise LabError(f"target {name}: only an image target can be remounted after a power cut")
     if spec["fs"] == "zfs":
