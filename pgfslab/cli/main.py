@@ -132,7 +132,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _status(cfg: dict[str, Any]) -> int:
     from pgfslab.config import study as config
-    from pgfslab.host import targets
+    from pgfslab.host import mounts, targets
 
     raw = config.raw_dir_of(cfg)
     runs = config.plan(cfg)
@@ -186,7 +186,7 @@ def _status(cfg: dict[str, Any]) -> int:
     for p in (f"data/{cfg['study']}.duckdb", f"paper/{cfg['study']}.pdf"):
         print(f"  {p}: {'present' if Path(p).exists() else 'missing'}")
     wd = config.workdir(cfg)
-    left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if targets._is_mounted(targets.mountpoint(wd, t))]
+    left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if mounts.is_mounted(targets.mountpoint(wd, t))]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
     if _stale_snakemake_lock(cfg["study"]):
