@@ -172,9 +172,9 @@ def check(root: Path = ROOT, ignored: tuple[str, ...] = IGNORED, layers: dict[st
     upward: list[str] = []
     for imp in found:
         s, d = group(imp.src, known), group(imp.dst, known)
-        for g in (s, d):
-            if g not in layers:
-                upward.append(f"{imp.where}: subpackage {g!r} has no layer (add it to LAYERS)")
+        missing = sorted({g for g in (s, d) if g not in layers})
+        if missing:
+            upward.append(f"{imp.where}: subpackage {' and '.join(map(repr, missing))} has no layer (add it to LAYERS)")
         if s in layers and d in layers and layers[d] > layers[s]:
             upward.append(f"{imp.where}: {s} imports {imp.dst} ({d}), up the flow")
 
