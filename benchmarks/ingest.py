@@ -94,6 +94,7 @@ def _child(method: str, log: Path, work: Path) -> dict[str, object]:
         import duckdb
 
         from pgfslab.ingest import load as ingest
+        from pgfslab.ingest.schema import create_schema
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
     if method == "python":
         t0 = time.perf_counter()
@@ -110,7 +111,7 @@ def _child(method: str, log: Path, work: Path) -> dict[str, object]:
             con.execute(f"CREATE TABLE t AS SELECT * FROM read_csv('{quoted}', delim=' ', header=false)")
             rows = int(con.execute("SELECT count(*) FROM t").fetchall()[0][0])
         else:
-            ingest.create_schema(con)
+            create_schema(con)
             res = ingest.ingest_file(con, log, source_name="bench/tx.log", direct=(method == "lab"))
             rows = res.rows
             if method == "lab" and not res.direct:

@@ -2,12 +2,16 @@
 # # Does the seed's finding hold here?
 #
 # **Question.** This study reproduces one or more of the seed documents (`seeds` in its config). For each of
-# their findings: the seed's number, the same comparison in this study's runs (B over A of the runs'
-# headline values, or of their within-run variation), its distribution-free interval (Hodges-Lehmann ratio
-# with the exact rank interval that the significance tables' Mann-Whitney test inverts), and the verdict:
-# **holds** (the whole interval is where the claim says), **does not hold** (none of it is), or **not resolved**
-# at the precision reached (the interval straddles the claim's edge; its width says how far off). Claims are
-# in `pgfslab/analysis/verdicts/claims.yaml`; thresholds the seeds gave only in words are marked "(ours)".
+# their findings, as the seed made it: the same comparison in this study's runs (B over A of the quantity the
+# seed reported: throughput, its σ², latency, I/O wait, bytes written; a ratio of ratios where the seed spoke
+# of a change), its distribution-free interval, and a verdict that says the **direction** (agrees, opposite,
+# unresolved) and the **magnitude** apart: "holds: the seed's 1.45 is inside [1.20, 1.60]", "same direction,
+# smaller effect: 0.85 [0.80, 0.90] against the seed's 0.50", "opposite direction", "not resolved at ±X %".
+# A finding the seed gave only in words is tested for its direction; "the same" is tested for equivalence
+# against a band the lab chose (its reason is stated). Only the cell that is the seed's own condition gives a
+# verdict; other cells are context. A cell that misses a condition under which the seed's mechanism acts
+# (I/O-bound, steady, the seed's device class, ...; measured from the samplers) is "not tested in the seed's
+# regime", with the measured reason. Claims are in `pgfslab/analysis/verdicts/claims.yaml`.
 
 # %% tags=["parameters"]
 # Paths are relative to the repository (or absolute), wherever the kernel runs. The defaults read the
@@ -21,8 +25,6 @@ figures_dir = "figures/default"
 tables_dir = "build/default/tables"
 
 # %%
-import polars as pl
-
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import report
 from pgfslab.analysis.notebook import setup
@@ -32,8 +34,11 @@ db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_
 
 # %%
 seed_claims = claims.for_seeds(cfg.get("seeds") or [])
-runs = data.require(facts.run_facts(db, study, trim_s), "successful runs to set against the seeds' findings")
-results = evaluate.evaluate_all(runs, seed_claims, alpha)
+crashes = facts.durability_runs(db, study)  # the durability check's crashes (a study of those alone has no headline)
+runs = facts.run_facts(db, study, trim_s)
+if crashes.height == 0:
+    data.require(runs, "successful runs to set against the seeds' findings")
+results = evaluate.evaluate_all(runs, seed_claims, alpha, crashes)
 pub = report.Publication(
     "seed_verdicts",
     "Does the seed's finding hold here?",
@@ -51,12 +56,14 @@ pub.save(results)
 pub.figure(
     table.status_chart(results, seed_claims),
     "seed_verdicts",
-    "What this study says of each seed's findings: how many hold, do not hold, are not resolved at the precision "
-    "reached, were not tested by its runs, or cannot be tested on this kind of machine.",
+    "What this study says of each seed's findings, in the seed's own condition: how many hold (the seed's number "
+    "inside the lab's interval, or its direction where it gave no number), show a smaller or larger effect, the "
+    "opposite, are not resolved, were not in the seed's regime, were not tested by its runs, can be judged only "
+    "from a figure, or cannot be tested on this kind of machine.",
 )
 
 # %% [markdown]
-# ## Each tested finding: B/A with its interval, against the claim's line
+# ## Each tested finding: B/A with its interval, against 1 and the seed's number
 
 # %%
 chart = table.forest(results, seed_claims)
@@ -64,9 +71,10 @@ if chart is not None:
     pub.figure(
         chart,
         "seed_verdicts-forest",
-        f"Each tested claim and cell: B/A with its {100 * (1 - alpha):g} % (or wider) distribution-free interval on a "
-        "log axis, coloured by verdict (where too few runs allow no such interval, the widest there is: it resolves "
-        "nothing); grey ticks mark the claim's line (its factor, or the band 1 ± tolerance).",
+        f"Each judged claim and cell (primary: the seed's own condition; context: the others): B/A, or the ratio "
+        f"of ratios, with its {100 * (1 - alpha):g} % interval on a log axis, coloured by verdict; the grey rule is "
+        "1, the black tick the seed's own number, grey ticks the lab's equivalence band (where the claim says 'the "
+        "same'). Where too few runs allow no such interval the widest there is is drawn, and resolves nothing.",
     )
 
 # %%
@@ -74,16 +82,17 @@ tested = table.verdict_table(results, seed_claims)
 if tested.height:
     pub.table(
         tested,
-        caption="Each finding tested by this study, per cell: B over A as compared here, what the claim expects, this "
-        "lab's estimate with its interval, the runs per side, the test and the verdict. Not resolved: the interval "
-        "straddles the claim's edge at the precision reached (more repeats narrow it: see the precision section), or "
-        f"the runs are too few for a {100 * (1 - alpha):g} % interval at all (3 against 3 cannot give one): then the "
-        "widest interval there is is shown with its coverage (e.g. 90 %), and no verdict is drawn from it.",
+        caption="Each finding tested by this study, per cell, the seed's own condition (primary) first: what was "
+        "compared, what the claim expects (the seed's number, or direction only, or the lab's equivalence band and "
+        "why), this lab's estimate with its interval, the runs per side, the test, the verdict in words, and any "
+        "precondition that could not be checked. Context cells are shown, never pooled into the verdict. Footprints "
+        "and compression ratios are one measurement per load (the runs re-read the same load): no interval.",
     )
 pub.table(
     table.findings_table(results, seed_claims),
-    caption="Every finding of the seed(s) this machine can test: the finding (our wording), the seed's own number "
-    '("(ours)": the seed gave only words and the threshold is the lab\'s), and what this study made of it.',
+    caption="Every finding of the seed(s) this machine can test: the finding (our wording), the seed's own number, "
+    "the conditions under which its mechanism acts, and what this study made of it in the seed's own condition "
+    "(or why it was not tested: not by this study's runs, or only a figure can speak to it, and which).",
 )
 
 # %%
@@ -93,11 +102,10 @@ if gone.height:
 
 # %%
 tally = evaluate.summary(results)
-counts = {v: int((results["verdict"] == v).sum()) for v in ("holds", "does not hold", "not resolved")}
-untested = results.filter(~pl.col("verdict").is_in(list(counts)))
+status = table.claim_status(results, seed_claims)
+said = {s: int(n) for s, n in status.group_by("status").len().iter_rows()}
+parts = ", ".join(f"{n} {s}" for s, n in sorted(said.items(), key=lambda kv: -kv[1]))
 pub.text(
-    f"Of {len(seed_claims)} findings of seed(s) {', '.join(cfg.get('seeds') or [])}, {tally.height} were tested here "
-    f"in {sum(counts.values())} cells: {counts['holds']} hold, {counts['does not hold']} do not hold and "
-    f"{counts['not resolved']} are not resolved at the precision reached. {untested.height} were not tested by this "
-    f"study's runs and {gone.height} cannot be tested on this kind of machine."
+    f"Of {len(seed_claims)} findings of seed(s) {', '.join(cfg.get('seeds') or [])}, {tally.height} were set against "
+    f"this study's runs. In the seed's own condition: {parts}."
 )

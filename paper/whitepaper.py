@@ -7,28 +7,35 @@ tables_dir = "build/default/tables"
 build_dir = "build/default"
 
 # %%
-from pgfslab.paper import sections as ps
+from pgfslab.paper.abstract import abstract
+from pgfslab.paper.appendix import appendix
+from pgfslab.paper.context import Context
+from pgfslab.paper.durability import durability
+from pgfslab.paper.methodology import methodology
+from pgfslab.paper.results import published, results
+from pgfslab.paper.testbed import setup
+from pgfslab.paper.threats import threats
 
-ctx = ps.Context.load(db, study, figures_dir=figures_dir, tables_dir=tables_dir, build_dir=build_dir)
-ps.abstract(ctx)
-
-# %%
-ps.setup(ctx)
-
-# %%
-ps.methodology(ctx)
-
-# %%
-ps.results(ctx)
+ctx = Context.load(db, study, figures_dir=figures_dir, tables_dir=tables_dir, build_dir=build_dir)
+abstract(ctx)
 
 # %%
-ps.published(ctx)
+setup(ctx)
 
 # %%
-ps.durability(ctx)
+methodology(ctx)
 
 # %%
-ps.threats(ctx)
+results(ctx)
 
 # %%
-ps.appendix(ctx)
+published(ctx)
+
+# %%
+durability(ctx)
+
+# %%
+threats(ctx)
+
+# %%
+appendix(ctx)

@@ -13,7 +13,10 @@ The subpackages follow the data's flow:
     paper/      the whitepaper: its sections and the PDF export (Markdown -> pandoc -> Typst)
     cli/        the `pgfslab` command (the Snakemake rules call it)
 
-`paths` finds the lab's own files; `errors.LabError` is an error the command line reports as one line.
+Below them all, the base layer every stage may import (the package's top-level modules): `paths` finds the
+lab's own files; `errors.LabError` is an error the command line reports as one line; `yaml_text` reads YAML;
+`progress` prints progress lines. A module imports only from its own subpackage, from those listed before
+it, and from the base layer (tests/test_import_layers.py checks).
 """
 
 __version__ = "0.2.0"

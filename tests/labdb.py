@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from pgfslab.ingest import load
+from pgfslab.ingest.schema import create_schema
 
 _SHM = Path("/dev/shm")
 _numbers = itertools.count()
@@ -43,7 +43,7 @@ def _template(name: str, fill: Callable[[duckdb.DuckDBPyConnection], None] | Non
     path = _scratch() / f"template-{name}.duckdb"
     con = duckdb.connect(str(path))
     try:
-        load.create_schema(con)
+        create_schema(con)
         if fill is not None:
             fill(con)
         con.execute("CHECKPOINT")

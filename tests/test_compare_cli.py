@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from pgfslab.cli.main import main
-from pgfslab.ingest import load as ingest
+from pgfslab.ingest.schema import create_schema
 
 # tps per repeat: ext4 vs xfs; tpcb at 1 client differs clearly (xfs 20 % slower), at 4 clients not
 TPS = {
@@ -26,7 +26,7 @@ def build_db(
 ) -> Path:
     con = duckdb.connect(str(path))
     try:
-        ingest.create_schema(con)
+        create_schema(con)
         i = 0
         for (target, workload, clients), values in tps.items():
             for repeat, v in enumerate(values):

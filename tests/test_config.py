@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pgfslab.config import checks, yaml_text
+from pgfslab import yaml_text
+from pgfslab.config import checks, vm_settings
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
 
@@ -144,11 +145,9 @@ def test_drop_caches_is_one_setting():
         config.validate(cfg)
 
 
-def test_vm_allowlist_matches_the_sysctl_module():
-    from pgfslab.host import sysctl
-
+def test_vm_allowlist_matches_the_vm_settings_module():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    assert set(schema["properties"]["os"]["properties"]["vm"]["propertyNames"]["enum"]) == set(sysctl.ALLOWED)
+    assert set(schema["properties"]["os"]["properties"]["vm"]["propertyNames"]["enum"]) == set(vm_settings.ALLOWED)
 
 
 def _set(path: str, value):

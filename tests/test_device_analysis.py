@@ -12,7 +12,7 @@ import yaml
 from conftest import DATA
 
 from pgfslab.analysis import device
-from pgfslab.ingest.load import ingest_study
+from pgfslab.ingest.study import ingest_study
 
 RECORDED = DATA / "device_baseline"
 

@@ -13,6 +13,7 @@ import pytest
 from pgfslab.cli import main as cli
 from pgfslab.ingest import fast
 from pgfslab.ingest import load as ingest
+from pgfslab.ingest.schema import create_schema, schema_sql
 
 DATA = Path(__file__).parent / "data"
 PLAIN = DATA / "pg15" / "tx_sampled.25763"  # a real pgbench 15 --log --sampling-rate file: digits and spaces only
@@ -33,15 +34,15 @@ def catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
 
 
 def test_schema_sql_is_what_create_schema_runs() -> None:
-    assert fast.SCHEMA_SQL.read_text() == ingest.schema_sql(), (
+    assert fast.SCHEMA_SQL.read_text() == schema_sql(), (
         "pgfslab/ingest/schema.sql is stale: python -m pgfslab schema --sql > pgfslab/ingest/schema.sql"
     )
     full, quick = duckdb.connect(":memory:"), duckdb.connect(":memory:")
-    ingest.create_schema(full)
+    create_schema(full)
     assert fast._ready(quick)
     assert catalog(quick) == catalog(full)
     assert fast._ready(full)  # a database of the lab's schema takes the fast path too
-    ingest.create_schema(quick)  # and the full ingest accepts the fast path's database as it is
+    create_schema(quick)  # and the full ingest accepts the fast path's database as it is
     assert catalog(quick) == catalog(full)
 
 
@@ -62,7 +63,7 @@ def test_cli_fast_start_stores_what_the_full_ingest_stores(tmp_path: Path) -> No
     quick, full = tmp_path / "fast.duckdb", tmp_path / "full.duckdb"
     assert [r.path for r in fast.ingest(quick, [PLAIN], fmt=None, run_id=None, study=None, origin="local")] == [PLAIN]
     con = duckdb.connect(str(full))
-    ingest.create_schema(con)
+    create_schema(con)
     assert ingest.ingest_file(con, PLAIN).direct
     con.close()
     assert rows(quick) == rows(full)

@@ -28,6 +28,9 @@ from pgfslab.errors import LabError
 from pgfslab.ingest import export, parsers
 from pgfslab.ingest import load as ingest
 from pgfslab.ingest.parsers import ParseError, pgbench_txlog
+from pgfslab.ingest.published import external_manifest, ingest_external
+from pgfslab.ingest.schema import LAB_TABLES, all_tables, create_schema, duck_type
+from pgfslab.ingest.study import ingest_study
 
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data"
@@ -82,7 +85,7 @@ def fingerprint(
 def rows_of(
     con: duckdb.DuckDBPyConnection, table: str, exclude: tuple[str, ...] = ("file_id",)
 ) -> list[tuple[Any, ...]]:
-    cols = ", ".join(f'"{c}"' for c in ingest.all_tables()[table] if c not in exclude)
+    cols = ", ".join(f'"{c}"' for c in all_tables()[table] if c not in exclude)
     return con.execute(f'SELECT {cols} FROM "{table}"').fetchall()
 
 
@@ -179,7 +182,7 @@ def test_failure_midway_through_a_file_rolls_back(
 
         return insert
 
-    monkeypatch.setattr(ingest, "_insert", flaky(ingest._insert))  # the tables' rows
+    monkeypatch.setattr(ingest, "insert", flaky(ingest.insert))  # the tables' rows
     monkeypatch.setattr(ingest, "_insert_row", flaky(ingest._insert_row))  # the files row
     with pytest.raises(OSError, match="simulated"):
         ingest.ingest_file(loaded, PG15 / "rr.stdout", run_id="run-2")
@@ -320,7 +323,7 @@ def test_schema_command_shows_every_table(capsys: pytest.CaptureFixture[str]) ->
     text = capsys.readouterr().out
     assert main(["schema", "--markdown"]) == 0
     md = capsys.readouterr().out
-    tables = ingest.all_tables()
+    tables = all_tables()
     for t in (
         "sysbench_interval",
         "sysbench_summary",
@@ -556,7 +559,7 @@ def test_fuzz_ingest_is_all_or_nothing(
             assert n == frame.height, table
         # the tables the file wrote to hold what they held besides its rows; every other table is as it was
         written = {*expected, "files", "unparsed_lines"}
-        tables = list(ingest.all_tables())
+        tables = list(all_tables())
         assert fingerprint(con, tables, ("fuzz", written)) == {t: before[t] for t in tables}
     finally:  # back to the base for the next example
         con.execute("BEGIN")
@@ -569,7 +572,7 @@ def test_fuzz_ingest_is_all_or_nothing(
 
 
 def test_external_manifest_matches_the_folder_and_readme() -> None:
-    entries = ingest.external_manifest(EXTERNAL)
+    entries = external_manifest(EXTERNAL)
     readme = (EXTERNAL / "README.md").read_text()
     listed = {e["path"] for e in entries}
     on_disk = {str(p.relative_to(EXTERNAL)) for p in EXTERNAL.rglob("*") if p.is_file()} - {
@@ -626,8 +629,8 @@ def test_ingest_external_and_study(tmp_path: Path) -> None:
     shutil.copy(PG15 / "tpcb.stdout", run / "pgbench.stdout")
     shutil.copy(PG15 / "tpcb.stderr", run / "pgbench.stderr")
     db = tmp_path / "mini.duckdb"
-    s = ingest.ingest_study(raw, db, progress=False)
-    entries = ingest.external_manifest(EXTERNAL)
+    s = ingest_study(raw, db, progress=False)
+    entries = external_manifest(EXTERNAL)
     assert (s.runs, s.files, s.published_files) == (1, 2, len(entries))
     with duckdb.connect(str(db), read_only=True) as con:
         by_origin = dict(con.execute("SELECT origin, count(*) FROM files GROUP BY origin").fetchall())
@@ -653,14 +656,14 @@ def test_ingest_external_and_study(tmp_path: Path) -> None:
     assert data.runs(db, "mini")["run_id"].to_list() == ["mini-ext4-tpcb-c2-r0"]
     assert data.summaries(db, "mini").height == 1
     # --no-published leaves them out
-    ingest.ingest_study(raw, db, progress=False, external=None)
+    ingest_study(raw, db, progress=False, external=None)
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM files WHERE origin = 'published'").fetchall()[0][0] == 0
     # a second ingest_external replaces, it does not add
     con = new_db()
-    a = ingest.ingest_external(con, EXTERNAL)
+    a = ingest_external(con, EXTERNAL)
     one = snapshot(con)
-    ingest.ingest_external(con, EXTERNAL)
+    ingest_external(con, EXTERNAL)
     two = snapshot(con)
     assert a.files == len(entries)
     assert {k: v for k, v in one.items() if k not in ("files", "runs")} == {
@@ -674,18 +677,18 @@ def test_external_manifest_errors(tmp_path: Path) -> None:
     shutil.copytree(EXTERNAL, ext)
     (ext / "stray.csv").write_text("a,b\n")
     with pytest.raises(LabError, match="files not listed.*stray.csv"):
-        ingest.external_manifest(ext)
+        external_manifest(ext)
     (ext / "stray.csv").unlink()
     doc = yaml.safe_load((ext / "manifest.yaml").read_text())
     doc["files"][0]["format"] = "nope"
     (ext / "manifest.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(LabError, match="unknown format 'nope'"):
-        ingest.external_manifest(ext)
+        external_manifest(ext)
     doc["files"][0]["format"] = "pgbench-summary"
     doc["files"][0]["run"]["colour"] = "red"
     (ext / "manifest.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(LabError, match="no column of runs: colour"):
-        ingest.external_manifest(ext)
+        external_manifest(ext)
 
 
 # ----------------------------------------------------------------------------- export and old databases
@@ -694,12 +697,12 @@ def test_external_manifest_errors(tmp_path: Path) -> None:
 def test_export_writes_every_table_with_run_metadata(
     loaded: duckdb.DuckDBPyConnection, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ingest.ingest_external(loaded, EXTERNAL)
+    ingest_external(loaded, EXTERNAL)
     loaded.execute("CHECKPOINT")
     db = Path(
         loaded.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
     )
-    expected = {t: loaded.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0] for t in ingest.all_tables()}
+    expected = {t: loaded.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0] for t in all_tables()}
     txlog = sorted(loaded.execute("SELECT * FROM pgbench_txlog").fetchall(), key=repr)
     loaded.close()
     out = tmp_path / "pq"
@@ -712,8 +715,8 @@ def test_export_writes_every_table_with_run_metadata(
         f = out / f"{table}.parquet"
         assert con.execute(f"SELECT count(*) FROM '{f}'").fetchall()[0][0] == n == index["tables"][table]["rows"]
         cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM '{f}'").fetchall()]
-        assert cols == list(ingest.all_tables()[table])
-        if table not in ingest.LAB_TABLES:
+        assert cols == list(all_tables()[table])
+        if table not in LAB_TABLES:
             assert "run_id" in cols
     assert sorted(con.execute(f"SELECT * FROM '{out / 'pgbench_txlog.parquet'}'").fetchall(), key=repr) == txlog
     # every row of a log table finds its run's metadata in runs.parquet, or is from a file without a run
@@ -733,14 +736,14 @@ def test_old_database_is_migrated(tmp_path: Path) -> None:
         "CREATE TABLE files (file_id VARCHAR, source_file VARCHAR, format VARCHAR, run_id VARCHAR, "
         "study VARCHAR, bytes BIGINT, rows BIGINT, warnings BIGINT, ingested_at TIMESTAMPTZ)"
     )
-    cols = ", ".join(f'"{c}" {ingest._duck_type(t)}' for c, t in pgbench_txlog.SCHEMA.items())
+    cols = ", ".join(f'"{c}" {duck_type(t)}' for c, t in pgbench_txlog.SCHEMA.items())
     con.execute(f"CREATE TABLE pgbench_txlog (file_id VARCHAR, source_file VARCHAR, run_id VARCHAR, {cols})")
     con.execute("INSERT INTO files VALUES ('abc', 'old/tx.log', 'pgbench-txlog', 'r0', 's', 10, 2, 0, now())")
     con.execute(
         "INSERT INTO pgbench_txlog VALUES ('abc', 'old/tx.log', 'r0', 0, 1, 100, 'ok', 0, 5, NULL, NULL), "
         "('abc', 'old/tx.log', 'r0', 1, 1, NULL, 'failed', 0, 6, NULL, NULL)"
     )
-    ingest.create_schema(con)
+    create_schema(con)
     assert con.execute(
         "SELECT source_file, run_id, client_id, status FROM pgbench_txlog ORDER BY client_id"
     ).fetchall() == [("old/tx.log", "r0", 0, "ok"), ("old/tx.log", "r0", 1, "failed")]

@@ -14,6 +14,9 @@ import polars as pl
 import yaml
 
 from pgfslab.ingest import load
+from pgfslab.ingest.published import EXTERNAL_DIR, ingest_external
+from pgfslab.ingest.schema import STUDY, create_schema
+from pgfslab.ingest.study import StudySummary, ingest_folder, ingest_study
 
 DATA = Path(__file__).resolve().parent / "data"
 TXLOG = DATA / "captured" / "pgbench" / "built" / "pg8.4_txlog" / "pgbench_log.24464"
@@ -24,13 +27,13 @@ def _file_by_file(raw: Path, db: Path) -> None:
     cfg = yaml.safe_load((raw / "study.yaml").read_text())
     con = duckdb.connect(str(db))
     try:
-        load.create_schema(con)
+        create_schema(con)
         row = {"study": cfg["study"], "title": cfg.get("title"), "authors": json.dumps(cfg.get("authors", []))}
-        load._insert(
-            con, "study", pl.DataFrame([{**row, "config_yaml": (raw / "study.yaml").read_text()}], schema=load.STUDY)
+        load.insert(
+            con, "study", pl.DataFrame([{**row, "config_yaml": (raw / "study.yaml").read_text()}], schema=STUDY)
         )
-        load.ingest_external(con, load.EXTERNAL_DIR)
-        load.ingest_folder(con, raw, cfg, load.StudySummary(), progress=False)
+        ingest_external(con, EXTERNAL_DIR)
+        ingest_folder(con, raw, cfg, StudySummary(), progress=False)
         con.execute("CHECKPOINT")
     finally:
         con.close()
@@ -54,7 +57,7 @@ def test_batched_study_ingest_stores_what_the_file_by_file_ingest_stores(tmp_pat
     run = next(d for d in sorted(raw.iterdir()) if (d / "run.json").exists())
     shutil.copy(run / "pgbench.stdout", run / "pgbench.stdout.again")  # the same log twice in one run
     shutil.copy(TXLOG, run / TXLOG.name)  # a per-transaction log: DuckDB's direct loader
-    load.ingest_study(raw, tmp_path / "batched.duckdb", progress=False)
+    ingest_study(raw, tmp_path / "batched.duckdb", progress=False)
     _file_by_file(raw, tmp_path / "one-by-one.duckdb")
     batched, one_by_one = _tables(tmp_path / "batched.duckdb"), _tables(tmp_path / "one-by-one.duckdb")
     assert sorted(batched) == sorted(one_by_one)

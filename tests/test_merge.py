@@ -18,9 +18,11 @@ import pytest
 import yaml
 from conftest import DATA, REPO
 
+from pgfslab.config import host_folders
 from pgfslab.config import study as labcfg
 from pgfslab.errors import LabError
-from pgfslab.ingest import load, merge
+from pgfslab.ingest import merge
+from pgfslab.ingest.study import ingest_study
 
 RECORDED = DATA / "studies" / "fs-micro"
 TWO = DATA / "studies" / "two-hosts"
@@ -51,7 +53,7 @@ def test_the_same_folder_under_two_keys_is_refused(tmp_path: Path) -> None:
     a = _host_folder(tmp_path, "a")
     _host_folder(tmp_path, "b")
     with pytest.raises(LabError, match="byte for byte the same"):
-        merge.merge_study(merge.study_folders(a.parent), tmp_path / "m.duckdb", progress=False, external=None)
+        merge.merge_study(host_folders.study_folders(a.parent), tmp_path / "m.duckdb", progress=False, external=None)
     assert not (tmp_path / "m.duckdb").exists()
 
 
@@ -59,7 +61,7 @@ def test_refuses_folders_that_are_not_one_study(tmp_path: Path) -> None:
     _host_folder(tmp_path, "a")
     _host_folder(tmp_path, "b", run__duration_s=99, dataset__scale=7)
     with pytest.raises(LabError) as err:
-        merge.study_folders(tmp_path / "data" / "raw" / "fs-micro")
+        host_folders.study_folders(tmp_path / "data" / "raw" / "fs-micro")
     assert "dataset.scale" in str(err.value) and "run.duration_s" in str(err.value)
     assert "host" not in str(err.value).split(" in ")[-1]
 
@@ -71,8 +73,8 @@ def test_host_keys_must_be_distinct(tmp_path: Path) -> None:
     shutil.copytree(RECORDED, two)
     # two machines' single-host folders: keys from their recorded hostname collide, so they must be given
     with pytest.raises(LabError, match="names two folders"):
-        merge.check_one_study(merge.parse_folder_args([str(one), str(two)]))
-    folders = merge.parse_folder_args([f"{one}=x1", f"{two}=x2"])
+        host_folders.check_one_study(host_folders.parse_folder_args([str(one), str(two)]))
+    folders = host_folders.parse_folder_args([f"{one}=x1", f"{two}=x2"])
     assert [f.host for f in folders] == ["x1", "x2"]
 
 
@@ -134,7 +136,7 @@ def test_two_recorded_hosts_in_one_database(tmp_path: Path) -> None:
 
 def test_one_machine_study_has_no_host(tmp_path: Path) -> None:
     db = tmp_path / "one.duckdb"
-    load.ingest_study(RECORDED, db, progress=False, external=None)
+    ingest_study(RECORDED, db, progress=False, external=None)
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("SELECT DISTINCT host FROM runs").fetchall()
         ids = sorted(r for (r,) in con.execute("SELECT run_id FROM runs").fetchall())

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pgfslab.errors import LabError
-from pgfslab.host import zfs
+from pgfslab.host import zfs, zfs_commands, zfs_daemon, zfs_properties
 
 
 def _prop(name: str, editable: bool, inherit: bool, values: str) -> str:
@@ -72,8 +72,8 @@ def openzfs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """pgfslab.host.zfs as on a machine with OpenZFS: the implementation is 'openzfs', `zfs get` prints
     OpenZFS's property table; every zfs/zpool call is recorded (and answered by the test)."""
     calls: list[list[str]] = []
-    monkeypatch.setattr(zfs, "implementation", lambda: "openzfs")
-    monkeypatch.setattr(zfs, "_TABLES", {})
+    monkeypatch.setattr(zfs_commands, "implementation", lambda: "openzfs")
+    monkeypatch.setattr(zfs_properties, "_TABLES", {})
 
     def fake_zfs(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         calls.append(["zfs", *args])
@@ -85,55 +85,55 @@ def openzfs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         calls.append(["zpool", *args])
         return _done(["zpool", *args])
 
-    monkeypatch.setattr(zfs, "zfs", fake_zfs)
-    monkeypatch.setattr(zfs, "zpool", fake_zpool)
+    monkeypatch.setattr(zfs_commands, "zfs", fake_zfs)
+    monkeypatch.setattr(zfs_commands, "zpool", fake_zpool)
     return calls
 
 
 def test_kernel_module_detection(tmp_path: Path) -> None:
     fs = tmp_path / "filesystems"
     fs.write_text("nodev\tsysfs\n\text4\n\txfs\nnodev\tzfs\n")
-    assert zfs._kernel_has_zfs(fs, tmp_path / "no-module") == (True, "/proc/filesystems lists zfs")
+    assert zfs_commands._kernel_has_zfs(fs, tmp_path / "no-module") == (True, "/proc/filesystems lists zfs")
     fs.write_text("nodev\tsysfs\n\text4\nfuseblk\n")
     (tmp_path / "module").mkdir()
-    assert zfs._kernel_has_zfs(fs, tmp_path / "module") == (True, "/sys/module/zfs exists")
+    assert zfs_commands._kernel_has_zfs(fs, tmp_path / "module") == (True, "/sys/module/zfs exists")
 
 
 def test_openzfs_is_chosen_when_the_module_and_its_userland_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(zfs, "_kernel_has_zfs", lambda: (True, "/proc/filesystems lists zfs"))
-    monkeypatch.setattr(zfs.shutil, "which", lambda name, path=None: f"/usr/sbin/{name}")
+    monkeypatch.setattr(zfs_commands, "_kernel_has_zfs", lambda: (True, "/proc/filesystems lists zfs"))
+    monkeypatch.setattr(zfs_commands.shutil, "which", lambda name, path=None: f"/usr/sbin/{name}")
     ran: list[list[str]] = []
 
     def run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
         ran.append(cmd)
         return _done(cmd, 0, "zfs-2.2.2-0ubuntu9\nzfs-kmod-2.2.2-0ubuntu9\n")
 
-    monkeypatch.setattr(zfs.subprocess, "run", run)
-    assert zfs.implementation() == "openzfs"
+    monkeypatch.setattr(zfs_commands.subprocess, "run", run)
+    assert zfs_commands.implementation() == "openzfs"
     assert ran == [["/usr/sbin/zfs", "version"]]
-    assert zfs.version("openzfs") == "zfs-2.2.2-0ubuntu9"  # the userland's line (ZFS_META_ALIAS)
+    assert zfs_commands.version("openzfs") == "zfs-2.2.2-0ubuntu9"  # the userland's line (ZFS_META_ALIAS)
 
 
 def test_module_without_userland_and_without_zfs_fuse_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(zfs, "_kernel_has_zfs", lambda: (True, "/sys/module/zfs exists"))
-    monkeypatch.setattr(zfs.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(zfs_commands, "_kernel_has_zfs", lambda: (True, "/sys/module/zfs exists"))
+    monkeypatch.setattr(zfs_commands.shutil, "which", lambda name, path=None: None)
     with pytest.raises(LabError, match=r"/sys/module/zfs exists but the OpenZFS userland is missing.*zfsutils-linux"):
-        zfs.implementation()
+        zfs_commands.implementation()
 
 
 def test_openzfs_service_starts_no_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(zfs, "implementation", lambda: "openzfs")
+    monkeypatch.setattr(zfs_commands, "implementation", lambda: "openzfs")
 
     def no_popen(*a: Any, **kw: Any) -> None:
         raise AssertionError("OpenZFS needs no daemon")
 
-    monkeypatch.setattr(zfs.subprocess, "Popen", no_popen)
-    with zfs.service() as svc:
+    monkeypatch.setattr(zfs_commands.subprocess, "Popen", no_popen)
+    with zfs_daemon.service() as svc:
         assert svc.implementation == "openzfs" and svc.started_pid is None and not svc.owns_daemon
 
 
 def test_openzfs_property_table(openzfs: list[list[str]]) -> None:
-    table = zfs.property_table()
+    table = zfs_properties.property_table()
     assert set(table) == {
         "available",
         "compressratio",
@@ -147,15 +147,19 @@ def test_openzfs_property_table(openzfs: list[list[str]]) -> None:
     }
     assert table["compression"].editable and table["compression"].inherit
     assert not table["logicalused"].editable and table["recordsize"].values == "512 to 16M, power of 2"
-    ok = zfs.validate_properties({"compression": "lz4", "recordsize": "1M", "sync": "disabled", "atime": False})
+    ok = zfs_properties.validate_properties(
+        {"compression": "lz4", "recordsize": "1M", "sync": "disabled", "atime": False}
+    )
     assert ok == {"compression": "lz4", "recordsize": "1M", "sync": "disabled", "atime": "off"}
-    assert zfs.validate_properties({"compression": "zstd-3"}) == {"compression": "zstd-3"}  # only zfs can tell
+    assert zfs_properties.validate_properties({"compression": "zstd-3"}) == {
+        "compression": "zstd-3"
+    }  # only zfs can tell
     with pytest.raises(LabError, match=r"recordsize='32M' is not allowed; allowed: 512 to 16M"):
-        zfs.validate_properties({"recordsize": "32M"})
+        zfs_properties.validate_properties({"recordsize": "32M"})
     with pytest.raises(LabError, match=r"\(openzfs\): property 'logicalused' is read-only"):
-        zfs.validate_properties({"logicalused": "1"})
+        zfs_properties.validate_properties({"logicalused": "1"})
     with pytest.raises(LabError, match=r"unknown property 'dnodesize': needs OpenZFS"):  # not in this short table
-        zfs.validate_properties({"dnodesize": "auto"})
+        zfs_properties.validate_properties({"dnodesize": "auto"})
 
 
 def test_openzfs_footprint_reads_logicalused_and_a_plain_ratio(
@@ -169,7 +173,7 @@ def test_openzfs_footprint_reads_logicalused_and_a_plain_ratio(
             return _done(["zfs", "get"], 2, "", OPENZFS_GET_USAGE)
         return _done(["zfs", *args], 0, answer)
 
-    monkeypatch.setattr(zfs, "zfs", fake_zfs)
+    monkeypatch.setattr(zfs_commands, "zfs", fake_zfs)
     fp = zfs.footprint("pgfslab-s-t/data")
     assert openzfs[-1] == [
         "zfs",
@@ -211,4 +215,4 @@ def test_pool_commands(openzfs: list[list[str]], monkeypatch: pytest.MonkeyPatch
     ]
     assert creates[1] == ["zfs", "create", "-o", "recordsize=8k", "-o", "compression=lz4", "pgfslab-s-t/pgdata"]
     assert pool.implementation == "openzfs" and pool.dataset == "pgfslab-s-t/pgdata"
-    zfs._OWNED.discard("pgfslab-s-t")
+    zfs.OWNED.discard("pgfslab-s-t")

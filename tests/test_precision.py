@@ -1,4 +1,4 @@
-"""Repeat until precise (pgfslab.run.precision, config `precision`), and what a comparison could detect
+"""Repeat until precise (pgfslab.analysis.precision_gate, config `precision`), and what a comparison could detect
 (pgfslab.analysis.stats.power, pgfslab.analysis.precision)."""
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pgfslab.analysis import precision_gate as precision
 from pgfslab.analysis.answers import precision as answers
 from pgfslab.analysis.stats import power
+from pgfslab.cli import main as cli_main
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
-from pgfslab.run import precision
+from pgfslab.run import execute
 
 REPORT = (Path(__file__).parent / "data" / "docs" / "pg14_typical.stdout").read_text()  # a real pgbench 14 report
 
@@ -107,6 +109,23 @@ def test_round_runs_while_a_target_is_imprecise_and_is_skipped_once_all_are(tmp_
     # the progress line: this cell's targets, and how many of the study's precise cells are done (w/c=1 only)
     line = precision.progress_line(config.as_study(c), d1)
     assert "precision w/c=1 round 7: a ±" in line and "skipping" in line and "1 of 2 cells precise" in line
+
+
+def test_run_one_asks_the_gate_the_command_passes(tmp_path, monkeypatch):
+    """`pgfslab run-one` passes the analysis' decision to the run stage (which may not import it): a round
+    of a precise cell is recorded as skipped with its reason and measures nothing; without a gate an
+    optional round is refused."""
+    monkeypatch.chdir(tmp_path)
+    c = cfg()
+    raw = config.raw_dir("prec")
+    for i in range(1, 7):
+        write_run(raw, f"a.w.c1.r{i}", 500 + i)
+        write_run(raw, f"b.w.c1.r{i}", 400 + i)
+    rec = json.loads(execute.run_one(c, "a.w.c1.r7", precision_gate=cli_main._precision_gate).read_text())
+    assert rec["status"] == "skipped" and rec["skip_reason"].startswith("precision reached")
+    assert sorted(p.name for p in (raw / "a.w.c1.r7").iterdir()) == ["run.json"]
+    with pytest.raises(LabError, match="needs its gate"):
+        execute.run_one(c, "b.w.c1.r7")
 
 
 def test_failed_runs_do_not_count_and_budget_stops_rounds(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import machine_is_quiet, needs_root
 
+from pgfslab.config import vm_settings
 from pgfslab.errors import LabError
 from pgfslab.host import sysctl
 
@@ -33,17 +34,17 @@ def require_quiet() -> None:
 
 
 def test_parse_bytes():
-    assert sysctl.parse_bytes(33554432) == 32 * 2**20
-    assert sysctl.parse_bytes("32MB") == 32_000_000
-    assert sysctl.parse_bytes("32MiB") == sysctl.parse_bytes("32M") == 32 * 2**20
-    assert sysctl.parse_bytes("1 GB") == 10**9
+    assert vm_settings.parse_bytes(33554432) == 32 * 2**20
+    assert vm_settings.parse_bytes("32MB") == 32_000_000
+    assert vm_settings.parse_bytes("32MiB") == vm_settings.parse_bytes("32M") == 32 * 2**20
+    assert vm_settings.parse_bytes("1 GB") == 10**9
     for bad in ("-1", "1.5GB", "32 parsecs", True, -5):
         with pytest.raises(LabError, match="byte count"):
-            sysctl.parse_bytes(bad)
+            vm_settings.parse_bytes(bad)
 
 
 def test_settings_from_config():
-    got = sysctl.settings_from_config(
+    got = vm_settings.settings_from_config(
         {
             "vm_dirty_background_bytes": "32MiB",
             "vm_dirty_bytes": 2**30,
@@ -57,12 +58,12 @@ def test_settings_from_config():
         "swappiness": 10,
     }
     with pytest.raises(LabError, match="cannot both be set"):
-        sysctl.settings_from_config({"vm_dirty_bytes": "1GB", "vm": {"dirty_ratio": 20}})
+        vm_settings.settings_from_config({"vm_dirty_bytes": "1GB", "vm": {"dirty_ratio": 20}})
     with pytest.raises(LabError, match="given twice"):
-        sysctl.settings_from_config({"vm_dirty_bytes": "1GB", "vm": {"dirty_bytes": 5}})
+        vm_settings.settings_from_config({"vm_dirty_bytes": "1GB", "vm": {"dirty_bytes": 5}})
     for bad in ("drop_caches", "kernel.panic", "../../kernel/panic", "nr_hugepages"):
         with pytest.raises(LabError, match="not a setting the lab changes"):
-            sysctl.settings_from_config({"vm": {bad: 1}})
+            vm_settings.settings_from_config({"vm": {bad: 1}})
 
 
 def test_nothing_requested_touches_nothing():

@@ -364,7 +364,7 @@ STUDIES = Path(__file__).parent / "data" / "studies"
 def test_run_facts_of_recorded_studies(tmp_path):
     """fsmicro runs: kind, write size and the timed rate from fsmicro_ops.csv; sysbench runs: compression ratio
     and database size from run.json; all read here with plain code."""
-    from pgfslab.ingest.load import ingest_study
+    from pgfslab.ingest.study import ingest_study
 
     for study in ("fs-micro", "sysbench-fillfactor"):
         db = tmp_path / f"{study}.duckdb"

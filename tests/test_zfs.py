@@ -18,6 +18,7 @@ from conftest import machine_can_run_studies, needs_root
 from pgfslab.config import study as cfgmod
 from pgfslab.config.targets import fs_label, spec_problems, zfs_property_problems
 from pgfslab.errors import LabError
+from pgfslab.host import zfs, zfs_commands, zfs_daemon
 
 
 def base(**targets) -> dict:
@@ -84,8 +85,6 @@ def test_fs_label_names_the_implementation():
 
 
 def test_pool_names():
-    from pgfslab.host import zfs
-
     assert zfs.pool_name("fs-compare", "zfs-gzip") == "pgfslab-fs-compare-zfs-gzip"
     assert zfs.POOL_NAME_RE.match("pgfslab-fs-compare-zfs")
     for bad in ("tank", "pgfslab", "pgfslab-x", "rpool/pgfslab-a-b"):
@@ -132,10 +131,8 @@ def zfs_usable() -> tuple[bool, str]:
     ok, why = machine_can_run_studies()
     if not ok:
         return ok, why
-    from pgfslab.host import zfs
-
     try:
-        zfs.implementation()
+        zfs_commands.implementation()
     except LabError as exc:
         return False, str(exc)
     return True, ""
@@ -161,24 +158,22 @@ CONFIG = {
 
 def lab_state(work: Path) -> dict[str, list[str]]:
     """What a study under `work` could have left: mounts, loop devices, imported lab pools, daemons."""
-    from pgfslab.host import zfs
-
     with open("/proc/self/mounts") as fh:
         mnts = [ln.split()[1] for ln in fh if ln.split()[1].startswith(str(work))]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     return {
         "mounts": mnts,
         "loops": [ln for ln in loops.splitlines() if str(work) in ln],
-        "pools": [p for p in zfs.imported_pools() if p.startswith("pgfslab-zfstest-")] if zfs.running_daemons() else [],
-        "daemons": [str(p) for p in zfs.running_daemons()],
+        "pools": [p for p in zfs.imported_pools() if p.startswith("pgfslab-zfstest-")]
+        if zfs_daemon.running_daemons()
+        else [],
+        "daemons": [str(p) for p in zfs_daemon.running_daemons()],
     }
 
 
 @pytest.fixture
 def study(monkeypatch) -> Iterator[tuple[dict, Path]]:
-    from pgfslab.host import zfs
-
-    if zfs.running_daemons():
+    if zfs_daemon.running_daemons():
         pytest.skip("a zfs-fuse daemon that the lab did not start is running: the tests would share it")
     work = Path(tempfile.mkdtemp(prefix="pgfs-zfstest-"))
     work.chmod(0o755)
@@ -277,7 +272,7 @@ def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loo
 
     cfg, work = study
     wd = cfgmod.workdir(cfg)
-    with zfs.service(work / "zfs-fuse.log"):
+    with zfs_daemon.service(work / "zfs-fuse.log"):
         for i, name in enumerate(("foreign-tank", "pgfslab-zfstest-zfs")):
             dev = loops.attach(loops.image(f"foreign{i}", 256))
             subprocess.run(
@@ -311,7 +306,7 @@ def test_device_baseline_on_zfs_and_ext4_into_the_database(study):
     import yaml
 
     from pgfslab.analysis import device
-    from pgfslab.ingest.load import ingest_study
+    from pgfslab.ingest.study import ingest_study
     from pgfslab.run.device_baseline import baseline_target
     from pgfslab.run.execute import run_one
     from pgfslab.run.prepare import prepare_target
@@ -374,14 +369,12 @@ def test_a_daemon_left_by_a_hard_killed_lab_process_is_stopped_not_reused(study)
     """A zfs-fuse daemon recorded in the study's PID file (its lab process was SIGKILLed) is stopped by
     the next service() (which then runs its own), never left running for good; a daemon the lab did not
     record is reused and left alone (the other tests skip when one runs)."""
-    from pgfslab.host import zfs
-
     cfg, work = study
     pid_file = cfgmod.workdir(cfg) / "zfs-fuse.pid"
     log = cfgmod.workdir(cfg) / "zfs-fuse.log"
     code = (
-        "import sys, time; from pathlib import Path; from pgfslab.host import zfs\n"
-        "cm = zfs.service(Path(sys.argv[1]), pid_file=Path(sys.argv[2])); cm.__enter__()\n"
+        "import sys, time; from pathlib import Path; from pgfslab.host import zfs_daemon\n"
+        "cm = zfs_daemon.service(Path(sys.argv[1]), pid_file=Path(sys.argv[2])); cm.__enter__()\n"
         "print('up', flush=True); time.sleep(600)\n"
     )
     import sys
@@ -392,9 +385,9 @@ def test_a_daemon_left_by_a_hard_killed_lab_process_is_stopped_not_reused(study)
     finally:
         p.kill()  # a hard kill: its daemon lives on
         p.wait()
-    orphan = zfs.running_daemons()
+    orphan = zfs_daemon.running_daemons()
     assert orphan and pid_file.exists()
-    with zfs.service(log, pid_file=pid_file) as svc:
+    with zfs_daemon.service(log, pid_file=pid_file) as svc:
         assert svc.owns_daemon and svc.started_pid not in orphan
         assert any("stopped zfs-fuse pid" in n for n in svc.notes), svc.notes
     assert_released(work)

@@ -155,7 +155,7 @@ class Publication:
 
     A notebook creates one (`name` = its output name, e.g. `latency_percentiles-tpcb`), shows its
     text, figures and tables through it, and saves its table; every call rewrites
-    `<tables_dir>/<name>.json`, which the paper (`pgfslab.paper.sections`) reads: title, question,
+    `<tables_dir>/<name>.json`, which the paper (`pgfslab.paper`) reads: title, question,
     and the blocks in order (text, figure with caption, table in Markdown with caption). Figures are
     written once by `charts.save_chart` (SVG, PDF, PNG) and displayed from the files.
     """

@@ -1,8 +1,15 @@
-"""Data commands: freeze, notebook, ingest, ingest-study, merge, ingest-external, export, formats, schema, paper."""
+"""Data commands: freeze, notebook, ingest, ingest-study, merge, ingest-external, export, formats, schema, paper.
+
+Each command imports the stage it runs inside its function, not here: every `pgfslab` command imports
+this module, and a stage's libraries (polars and the parsers, DuckDB, YAML and jsonschema, papermill) are
+optional for the others; `pgfslab ingest`'s fast start imports neither polars nor YAML
+(tests/test_fast_ingest.py).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,9 +18,7 @@ from pgfslab.errors import LabError
 
 
 def cmd_freeze(args: argparse.Namespace) -> int:
-    import json
-
-    import yaml
+    import yaml  # not at start-up: `pgfslab ingest`'s fast start does without it
 
     from pgfslab.config import study as config
 
@@ -58,25 +63,27 @@ def cmd_notebook(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest_study(args: argparse.Namespace) -> int:
-    from pgfslab.ingest import load as ingest
-    from pgfslab.ingest import merge
+    from pgfslab.config import host_folders
+    from pgfslab.ingest import merge, study
+    from pgfslab.ingest.published import EXTERNAL_DIR
 
-    external = None if args.no_published else (args.external or ingest.EXTERNAL_DIR)
-    if merge.host_folders(args.raw):  # a study run on several hosts: data/raw/<study>/<host>/...
-        folders = merge.study_folders(args.raw)
+    external = None if args.no_published else (args.external or EXTERNAL_DIR)
+    if host_folders.host_folders(args.raw):  # a study run on several hosts: data/raw/<study>/<host>/...
+        folders = host_folders.study_folders(args.raw)
         s = merge.merge_study(folders, args.db, external=external)
         print(f"{args.db}: merged hosts {', '.join(f.host for f in folders)}")
     else:
-        s = ingest.ingest_study(args.raw, args.db, external=external)
+        s = study.ingest_study(args.raw, args.db, external=external)
     return _report_ingest(args.db, s)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from pgfslab.ingest import load as ingest
+    from pgfslab.config import host_folders
     from pgfslab.ingest import merge
+    from pgfslab.ingest.published import EXTERNAL_DIR
 
-    folders = merge.parse_folder_args(args.folders)
-    external = None if args.no_published else ingest.EXTERNAL_DIR
+    folders = host_folders.parse_folder_args(args.folders)
+    external = None if args.no_published else EXTERNAL_DIR
     s = merge.merge_study(folders, args.db, external=external)
     for f in folders:
         print(f"host {f.host}: {f.folder}")
@@ -120,17 +127,16 @@ def _ingest_full(args: argparse.Namespace, files: list[Path], n_files: int) -> i
     """The files of `pgfslab ingest` that the fast start did not take, with every format's parser."""
     import duckdb
 
-    from pgfslab.ingest import load as ingest
-    from pgfslab.ingest import parsers
+    from pgfslab.ingest import load, parsers, schema
 
     failures: list[str] = []
     unparsed = 0
     con = duckdb.connect(str(args.db))
     try:
-        ingest.create_schema(con)
+        schema.create_schema(con)
         for f in files:
             try:
-                res = ingest.ingest_file(
+                res = load.ingest_file(
                     con,
                     f,
                     fmt=args.format,
@@ -169,12 +175,12 @@ def _ingest_full(args: argparse.Namespace, files: list[Path], n_files: int) -> i
 def cmd_ingest_external(args: argparse.Namespace) -> int:
     import duckdb
 
-    from pgfslab.ingest import load as ingest
+    from pgfslab.ingest import published, schema
 
     con = duckdb.connect(str(args.db))
     try:
-        ingest.create_schema(con)
-        s = ingest.ingest_external(con, args.external or ingest.EXTERNAL_DIR)
+        schema.create_schema(con)
+        s = published.ingest_external(con, args.external or published.EXTERNAL_DIR)
     finally:
         con.close()
     print(f"{args.db}: {s.files} published files, {s.rows} rows (origin 'published')")
@@ -202,18 +208,18 @@ def cmd_formats(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from pgfslab.ingest import load as ingest
+    from pgfslab.ingest import schema
 
     if args.markdown:
-        print(ingest.schema_markdown())
+        print(schema.schema_markdown())
         return 0
     if args.sql:
-        print(ingest.schema_sql(), end="")
+        print(schema.schema_sql(), end="")
         return 0
-    for table, cols in ingest.all_tables().items():
+    for table, cols in schema.all_tables().items():
         print(f"{table}")
         for c, t in cols.items():
-            print(f"  {c:32s} {ingest._duck_type(t)}")
+            print(f"  {c:32s} {schema.duck_type(t)}")
     return 0
 
 

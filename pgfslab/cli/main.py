@@ -1,14 +1,23 @@
-"""`python -m pgfslab COMMAND`: the lab's command line (Snakemake rules call the same commands)."""
+"""`python -m pgfslab COMMAND`: the lab's command line (Snakemake rules call the same commands).
+
+Each command imports the stage it runs inside its function, not here: every command starts from this
+module, and a stage's libraries (jsonschema and YAML for a config, psycopg for a run, polars and scipy for
+the analysis, DuckDB) are optional for the others; `pgfslab ingest`'s fast start imports neither polars nor
+YAML (tests/test_fast_ingest.py).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pgfslab.cli import data as cli_data
+from pgfslab.cli import stats as cli_stats
 from pgfslab.errors import LabError
 
 _interrupted: list[int] = []
@@ -58,8 +67,17 @@ def cmd_run_one(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
     from pgfslab.run import execute
 
-    execute.run_one(config.load(args.config), args.run_id)
+    execute.run_one(config.load(args.config), args.run_id, precision_gate=_precision_gate)
     return 0
+
+
+def _precision_gate(study: Any, spec: Any) -> tuple[Any, str]:
+    """An optional round's decision (pgfslab.analysis.precision_gate), for run_one."""
+    # imported here: its parsers and statistics (polars, scipy) cost a second or more at a run's start, and
+    # only an optional round of a `precision` study needs them
+    from pgfslab.analysis import precision_gate
+
+    return precision_gate.gate(study, spec)
 
 
 def cmd_device_baseline(args: argparse.Namespace) -> int:
@@ -78,23 +96,21 @@ def cmd_host_share(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
+    from pgfslab.config import host_folders
     from pgfslab.config import study as config
-    from pgfslab.host import targets
-    from pgfslab.ingest import merge
+    from pgfslab.host import targets, zfs_daemon
 
     cfg = config.load(args.config)
     hosts = [cfg.get("host")]
     if not cfg.get("host"):  # and every host share of the study run on this machine
-        hosts += [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+        hosts += [f.name for f in host_folders.host_folders(config.raw_dir(cfg["study"]))]
     for host in hosts:
         wd = config.workdir({**cfg, "host": host})
         for name in cfg["targets"]:
             for line in targets.release(wd, name):
                 print(line)
         if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
-            from pgfslab.host import zfs
-
-            for line in zfs.release_stale(wd / "zfs-fuse.pid"):
+            for line in zfs_daemon.release_stale(wd / "zfs-fuse.pid"):
                 print(line)
     return 0
 
@@ -103,22 +119,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     """What a study has: runs done/failed/missing (each failure with its reason), the database and
     paper, and leftovers. Exit status 0 only when every planned run is ok (or an optional precision round
     that was not needed)."""
+    from pgfslab.config import host_folders
     from pgfslab.config import study as config
-    from pgfslab.ingest import merge
 
     cfg = config.load(args.config)
     if not cfg.get("host"):  # a study run on several hosts: each host's share (data/raw/<study>/<host>/)
-        hosts = [f.name for f in merge.host_folders(config.raw_dir(cfg["study"]))]
+        hosts = [f.name for f in host_folders.host_folders(config.raw_dir(cfg["study"]))]
         if hosts:
             return max(_status({**cfg, "host": h}) for h in hosts)
     return _status(cfg)
 
 
 def _status(cfg: dict[str, Any]) -> int:
-    import json
-
     from pgfslab.config import study as config
-    from pgfslab.host import targets
+    from pgfslab.host import mounts, targets
 
     raw = config.raw_dir_of(cfg)
     runs = config.plan(cfg)
@@ -172,7 +186,7 @@ def _status(cfg: dict[str, Any]) -> int:
     for p in (f"data/{cfg['study']}.duckdb", f"paper/{cfg['study']}.pdf"):
         print(f"  {p}: {'present' if Path(p).exists() else 'missing'}")
     wd = config.workdir(cfg)
-    left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if targets._is_mounted(targets.mountpoint(wd, t))]
+    left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if mounts.is_mounted(targets.mountpoint(wd, t))]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
     if _stale_snakemake_lock(cfg["study"]):
@@ -212,8 +226,6 @@ def _stale_snakemake_lock(study: str) -> bool:
 
 def _print_durability(raw: Path) -> None:
     """One line per target from the durability checks' durability.json files, if the study has any."""
-    import json
-
     per: dict[str, dict[str, int]] = {}
     for f in sorted(raw.glob("*/durability.json")):
         try:
@@ -286,9 +298,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=Path("."), help="where build/<study>/ and data/<study>.duckdb are")
     p.add_argument("--page", type=Path, default=None, help="default: the lab's docs/seed-studies.md")
     p.set_defaults(func=cmd_seed_summary)
-
-    from pgfslab.cli import data as cli_data
-    from pgfslab.cli import stats as cli_stats
 
     cli_data.add_commands(sub)
     cli_stats.add_commands(sub)

@@ -1,4 +1,8 @@
-"""Statistics commands: compare (benchstat-style table of two targets from a study database)."""
+"""Statistics commands: compare (benchstat-style table of two targets from a study database).
+
+The analysis stack (polars, scipy) is imported inside the commands: every `pgfslab` command imports this
+module, and only these need it.
+"""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import jsonschema
 
-from pgfslab import paths
-from pgfslab.config import targets, yaml_text
+from pgfslab import paths, yaml_text
+from pgfslab.config import fsmicro_spec, targets, vm_settings
 from pgfslab.config.model import Dataset, StudyConfig, Workload
 from pgfslab.errors import LabError
 
@@ -135,13 +135,10 @@ def _check_dataset_overrides(cfg: dict[str, Any], source: str) -> None:
 
 def check(study: StudyConfig, source: str) -> None:
     """Every rule of a study the schema cannot say."""
-    # host.sysctl reads the byte counts the kernel will be given (imported here: config sits below host)
-    from pgfslab.host import sysctl
-
     _check_targets(study, source)
     for name in [None, *study.workloads]:
         try:
-            sysctl.settings_from_config((study.os if name is None else study.os_for(name)).to_dict())
+            vm_settings.settings_from_config((study.os if name is None else study.os_for(name)).to_dict())
         except LabError as exc:
             where = "os" if name is None else f"workloads.{name}.os"
             raise LabError(f"{source}: {where}: {str(exc).removeprefix('os: ')}") from None
@@ -317,9 +314,6 @@ def _check_workload(name: str, wl: Workload, source: str) -> None:
             raise LabError(f"{where}: fsmicro needs `op` (e.g. create_fsync)")
         if wl.clients != (1,):
             raise LabError(f"{where}: fsmicro runs single-threaded: clients must be [1]")
-        # the op's own rules live with the runner that executes it (imported here only: config sits below runners)
-        from pgfslab.runners import fsmicro_spec
-
         spec = tool_params(wl)
         spec.setdefault("duration_s", wl.duration_s or 1)
         try:

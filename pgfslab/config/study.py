@@ -21,8 +21,7 @@ from typing import Any
 
 import yaml
 
-from pgfslab import paths
-from pgfslab.config import yaml_text
+from pgfslab import paths, yaml_text
 from pgfslab.config.checks import validate
 from pgfslab.config.model import (
     Dataset,

@@ -22,8 +22,10 @@ from typing import Any
 
 import yaml
 
+from pgfslab import yaml_text
+from pgfslab.config import host_folders
 from pgfslab.config import study as labcfg
-from pgfslab.config import yaml_text
+from pgfslab.config.host_folders import HOST_KEY
 from pgfslab.errors import LabError
 
 CONTROL_KEYS = ("raw_only", "config", "hosts", "pin_hosts")
@@ -36,8 +38,6 @@ def hosts(config: dict[str, Any]) -> list[str]:
         return []
     items = value if isinstance(value, list) else str(value).strip("[]").split(",")
     keys = [str(k).strip() for k in items if str(k).strip()]
-    from pgfslab.ingest.merge import HOST_KEY
-
     bad = [k for k in keys if not HOST_KEY.match(k)]
     if bad or len(set(keys)) != len(keys):
         raise LabError(f"hosts={value}: host keys are distinct names of a-z, 0-9, _ and - (up to 32): {bad or keys}")
@@ -136,11 +136,9 @@ def resolve(
             raise LabError("raw_only needs --config study=NAME (a folder data/raw/NAME/)")
         frozen = labcfg.raw_dir(str(study)) / "study.yaml"
         if not frozen.exists():
-            from pgfslab.ingest import merge
-
-            folders = merge.host_folders(labcfg.raw_dir(str(study)))
+            folders = host_folders.host_folders(labcfg.raw_dir(str(study)))
             if folders:  # the raw folders of several hosts, no study.yaml of the study itself: theirs, less `host`
-                common = merge.check_one_study(merge.study_folders(labcfg.raw_dir(str(study))))
+                common = host_folders.check_one_study(host_folders.study_folders(labcfg.raw_dir(str(study))))
                 source = f"{labcfg.raw_dir(str(study))}/<host>/study.yaml"
                 return True, labcfg.validate(common, source), source
             raise LabError(f"{frozen}: missing; is data/raw/{study}/ a study folder?")

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config.vm_settings import parse_bytes
 from pgfslab.errors import LabError
 from pgfslab.host import blockdev, mounts, proc
 
@@ -61,8 +62,6 @@ class Limits:
 
 def limits_from_config(resources: Mapping[str, Any], device: str | None) -> Limits:
     """The `resources` config section and the target's block device -> Limits."""
-    from pgfslab.host.sysctl import parse_bytes
-
     blkio = resources.get("blkio") or {}
     mem = resources.get("memory_limit_mb")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +30,6 @@ class MountEntry:
             st = os.stat(self.source)
         except OSError:
             return None
-        import stat
-
         return st.st_rdev if stat.S_ISBLK(st.st_mode) else None
 
 

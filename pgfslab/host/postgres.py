@@ -9,6 +9,7 @@ import os
 import pwd
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -340,8 +341,6 @@ def _state(pid: int) -> str:
 
 
 def _port_in_use(port: int) -> bool:
-    import socket
-
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.2)
         return s.connect_ex(("127.0.0.1", port)) == 0

@@ -4,13 +4,15 @@ write fails, as if the disk vanished), then given back; what a cut can and canno
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import time
 from pathlib import Path
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import safety
+from pgfslab.host import safety, zfs_daemon
 from pgfslab.host.targets import Mounted
 
 # # A loop device's size can be changed while it is in use (LOOP_SET_STATUS64 with a new lo_sizelimit:
@@ -36,9 +38,7 @@ def power_cut_possible(mnt: Mounted) -> tuple[bool, str]:
         # kernel until the daemon is killed), so the cut is a SIGKILL of the daemon itself: it writes its
         # devices with O_DIRECT, so what it had written is on the image and what it held in memory (the open
         # transaction group, unwritten ZIL) is lost
-        from pgfslab.host import zfs
-
-        svc = zfs.current_service()
+        svc = zfs_daemon.current_service()
         if mnt.implementation != "zfs-fuse" or svc is None or not svc.owns_daemon:
             return False, (
                 f"a zfs target ({mnt.fs_label}) is cut by killing the zfs-fuse daemon the lab started, and "
@@ -55,9 +55,6 @@ def power_cut_possible(mnt: Mounted) -> tuple[bool, str]:
 
 
 def _set_sizelimit(dev: str, limit: int) -> None:
-    import fcntl
-    import struct
-
     fd = os.open(dev, os.O_RDONLY)
     try:
         buf = bytearray(struct.calcsize(_LOOP_INFO64))

@@ -14,6 +14,7 @@ directory. All snapshots the scheduler made are deleted when it stops, on every 
 from __future__ import annotations
 
 import csv
+import math
 import sys
 import threading
 import time
@@ -23,7 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import btrfs, mounts, proc
+from pgfslab.host import btrfs, mounts, proc, zfs
 
 CSV_NAME = "snapshots.csv"
 CSV_FIELDS = ["ts", "action", "name", "duration_ms"]
@@ -43,8 +44,6 @@ class Schedule:
     @property
     def alive_at_once(self) -> int:
         """Snapshots alive in the steady state (expiries are handled before creations at the same instant)."""
-        import math
-
         return max(1, math.ceil(self.keep_s / self.interval_s - 1e-9))
 
 
@@ -242,8 +241,6 @@ class ZfsScheduler(Scheduler):
         """Nothing to check: zfs snapshots need no subvolume, and .zfs/snapshot exists by itself."""
 
     def _create(self, k: int, scheduled_at: float) -> None:
-        from pgfslab.host import zfs
-
         name = f"{self.prefix}-{k:04d}"
         t0 = time.time()
         try:
@@ -259,8 +256,6 @@ class ZfsScheduler(Scheduler):
         self._event(t0, "create", name, took * 1000)
 
     def _delete(self, path: Path, action: str) -> None:
-        from pgfslab.host import zfs
-
         t0 = time.time()
         if not path.name.startswith(self.prefix + "-"):
             self._event(t0, "error", path.name, 0.0, f"refusing to delete {path.name}: not one of this scheduler's")
@@ -276,8 +271,6 @@ class ZfsScheduler(Scheduler):
         self._event(t0, action, path.name, took * 1000)
 
     def _delete_stale(self) -> None:
-        from pgfslab.host import zfs
-
         for snap in zfs.snapshots(self.dataset):
             if snap["name"].startswith(self.prefix + "-"):
                 self._delete(self.snapdir / snap["name"], "delete-stale")

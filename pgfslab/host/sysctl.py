@@ -15,103 +15,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config.vm_settings import PAIRS, key
 from pgfslab.errors import LabError
 
 VM = Path("/proc/sys/vm")
 LOCK = Path("/run/pgfs-lab-vm.lock")
-ALLOWED = frozenset(
-    {
-        "dirty_background_bytes",
-        "dirty_background_ratio",
-        "dirty_bytes",
-        "dirty_ratio",
-        "dirty_expire_centisecs",
-        "dirty_writeback_centisecs",
-        "dirtytime_expire_seconds",
-        "swappiness",
-        "vfs_cache_pressure",
-        "page-cluster",
-        "min_free_kbytes",
-        "watermark_scale_factor",
-        "overcommit_memory",
-        "overcommit_ratio",
-        "zone_reclaim_mode",
-    }
-)
-PAIRS = {
-    "dirty_bytes": "dirty_ratio",
-    "dirty_ratio": "dirty_bytes",
-    "dirty_background_bytes": "dirty_background_ratio",
-    "dirty_background_ratio": "dirty_background_bytes",
-}
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 1000,
-    "mb": 1000**2,
-    "gb": 1000**3,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "k": 1024,
-    "m": 1024**2,
-    "g": 1024**3,
-}
-
-
-def key(name: str) -> str:
-    """`vm.dirty_bytes` or `dirty_bytes` -> `dirty_bytes`, if it is on the allowlist."""
-    k = name.removeprefix("vm.")
-    if k not in ALLOWED:
-        raise LabError(f"vm.{k} is not a setting the lab changes (allowed: {', '.join(sorted(ALLOWED))})")
-    return k
-
-
-def parse_bytes(value: int | str) -> int:
-    """1048576, "32MB", "1 GB", "64MiB" -> bytes (kB/MB/GB are powers of 1000, KiB/MiB/GiB and
-    PostgreSQL-style k/M/G of 1024)."""
-    if isinstance(value, bool):
-        raise LabError(f"not a byte count: {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise LabError(f"byte count must not be negative: {value}")
-        return value
-    m = re.fullmatch(r"\s*([0-9]+)\s*([A-Za-z]*)\s*", str(value))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise LabError(f'not a byte count: {value!r} (write e.g. 33554432, "32MB" or "32MiB")')
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
-def settings_from_config(os_cfg: Mapping[str, Any]) -> dict[str, int]:
-    """The `os` config section -> {vm key: value}; refuses a bytes/ratio pair set together."""
-    out: dict[str, int] = {}
-    for name in ("dirty_background_bytes", "dirty_bytes"):
-        if os_cfg.get(f"vm_{name}") is not None:
-            out[name] = parse_bytes(os_cfg[f"vm_{name}"])
-    for name, value in (os_cfg.get("vm") or {}).items():
-        k = key(name)
-        if k in out:
-            raise LabError(f"os: vm.{k} is given twice (as vm_{k} and in vm)")
-        if k.endswith("_bytes"):
-            out[k] = parse_bytes(value)
-        elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            out[k] = value
-        else:
-            raise LabError(f"os: vm.{k} must be a non-negative integer, not {value!r}")
-    for k in out:
-        if PAIRS.get(k) in out:
-            raise LabError(
-                f"os: vm.{k} and vm.{PAIRS[k]} cannot both be set: the kernel keeps only one of "
-                "them (writing one zeroes the other)"
-            )
-    return out
 
 
 def read(name: str, root: Path = VM) -> int:

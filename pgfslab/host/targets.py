@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import pwd
 import sys
 import time
 from collections.abc import Iterator
@@ -31,7 +32,8 @@ from typing import Any
 
 from pgfslab.config.targets import MKFS, check_spec, fs_label, kind, zfs_property_problems
 from pgfslab.errors import LabError
-from pgfslab.host import blockdev, btrfs, mounts, proc, safety, zfs
+from pgfslab.host import blockdev, btrfs, mounts, proc, safety, zfs, zfs_commands, zfs_daemon
+from pgfslab.host.zfs_properties import property_table, validate_properties
 
 DATA_SUBVOLUME = "data"  # btrfs targets with snapshots keep PGDATA's parent in this subvolume
 ZFS_DATASET = "data"  # zfs targets keep PGDATA's parent in the dataset <pool>/data, mounted at <mnt>/data
@@ -180,7 +182,7 @@ def zfs_service(workdir: Path, specs: list[dict[str, Any]]) -> contextlib.Abstra
     if not any(sp.get("fs") == "zfs" for sp in specs):
         return contextlib.nullcontext()
     log, pid_file, _ = _zfs_files(workdir, "")
-    return zfs.service(log, pid_file=pid_file)
+    return zfs_daemon.service(log, pid_file=pid_file)
 
 
 def _release_zfs(workdir: Path, name: str, mnt: Path) -> list[str]:
@@ -197,7 +199,7 @@ def _release_zfs(workdir: Path, name: str, mnt: Path) -> list[str]:
             done.append(f"exported zfs pool {pool}")
     except LabError as exc:
         done.append(f"zfs pool of {name} not exported: {exc}")
-    if not zfs.running_daemons():  # a dead daemon's mounts answer ENOTCONN: unmount them, deepest first
+    if not zfs_daemon.running_daemons():  # a dead daemon's mounts answer ENOTCONN: unmount them, deepest first
         for m in sorted(mounts.below(mnt), key=lambda m: len(m.target.parts), reverse=True):
             if m.fstype == "fuse.zfs":
                 res = proc.run(["umount", str(m.target)], check=False)
@@ -319,7 +321,7 @@ def zfs_properties(name: str, spec: dict[str, Any], implementation: str) -> dict
         raise LabError(
             f"target {name} ({fs_label('zfs', implementation)}): targets.{name}." + f"; targets.{name}.".join(problems)
         )
-    return zfs.validate_properties(props)
+    return validate_properties(props)
 
 
 def _create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> dict[str, Any]:
@@ -360,7 +362,7 @@ def _create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> d
             "requested_properties": props,
             "mkfs_command": ["zpool", "create", "-f", "-o", "cachefile=none", "-m", str(mnt), pool, dev],
             "mkfs_s": round(create_s, 3),
-            "mkfs_version": zfs.version(impl),
+            "mkfs_version": zfs_commands.version(impl),
             "daemon": {"started_pid": svc.started_pid, "reused_pids": svc.reused_pids, "start_s": svc.start_s},
             "notes": made.notes,
         }
@@ -490,8 +492,6 @@ def mounted(
 ) -> Iterator[Mounted]:
     """The created target, ready for a cluster, for the duration of the block. Image and device targets
     are mounted now and always released after; tmpfs and existing targets stay as they are."""
-    import pwd
-
     pw = pwd.getpwnam(owner)
     fs, k = spec["fs"], kind(spec)
     dirpath = workdir / "dirs" / name
@@ -615,7 +615,7 @@ def _zfs_mounted(workdir: Path, name: str, spec: dict[str, Any], pw: Any) -> Ite
             props = sorted(
                 set(spec.get("zfs") or {}) | {"recordsize", "compression", "atime", "logbias", "primarycache"}
             )
-            effective = zfs.get_properties(ds, [p for p in props if p in zfs.property_table()])
+            effective = zfs.get_properties(ds, [p for p in props if p in property_table()])
             notes = list(svc.notes)
             if svc.implementation == "zfs-fuse":
                 notes.append(
@@ -647,9 +647,7 @@ def _zfs_remount(workdir: Path, name: str, owner: str) -> Mounted:
     """After the zfs power cut (SIGKILL of the zfs-fuse daemon): start the daemon again and import the pool
     from its loop device (still attached), as a machine would after power came back. The caller's
     mounted() block still exports it and detaches the device."""
-    import pwd
-
-    svc = zfs.current_service()
+    svc = zfs_daemon.current_service()
     if svc is None:
         raise LabError(f"target {name}: no zfs-fuse daemon of the lab's to restart after the power cut")
     svc.restart()
@@ -687,8 +685,6 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
     """Unmount and detach an image target (after cut_power), then attach and mount it again: the file
     system replays its journal from what the image holds. The caller's mounted() block still owns the
     release: its exit unmounts and detaches this new mount too."""
-    import pwd
-
     if kind(spec) != "image":
         raise LabError(f"target {name}: only an image target can be remounted after a power cut")
     if spec["fs"] == "zfs":

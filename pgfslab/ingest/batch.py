@@ -3,12 +3,12 @@
 Storing a file costs a few fixed milliseconds per statement in DuckDB whatever its size (registering a
 frame, binding an INSERT, committing): about 20 ms per file, so most of a study's ingest (381 files of the
 default study: 9 s) went to statements, not rows. A new study database is all-or-nothing already (it is
-built beside the old one and renamed into place only when everything succeeded, `load.new_study_database`),
+built beside the old one and renamed into place only when everything succeeded, `study.new_study_database`),
 so while it is built the rows of many files are held here and stored together, in one transaction, in the
 order they came: the same tables, the same rows in the same order.
 
 What stays immediate: a file's number (`files.file_no`, from the database's sequence) and the checks for
-an earlier copy of a file or run (`store.forget`, `load._store_run`). Those look in the database, so a
+an earlier copy of a file or run (`store.forget`, `load.store_run`). Those look in the database, so a
 batch that holds rows of the same file or run is stored first (`holds_*`); DuckDB's direct loaders (the
 big per-transaction logs) store in a transaction of their own, also after what is held.
 """

@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 
 from pgfslab.errors import LabError
+from pgfslab.ingest.schema import all_tables
 
 
 @dataclass
@@ -32,8 +33,6 @@ class Exported:
 
 def export_parquet(db: Path, out_dir: Path) -> list[Exported]:
     """Write every table of the lab's schema that the database has to `out_dir`."""
-    from pgfslab.ingest import load as ingest
-
     if not Path(db).exists():
         raise LabError(f"{db}: no such database")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -49,7 +48,7 @@ def export_parquet(db: Path, out_dir: Path) -> list[Exported]:
         missing = [t for t in ("runs", "files") if t not in present]
         if missing:
             raise LabError(f"{db}: not a pgfs-lab database (no {', '.join(missing)} table)")
-        for table in ingest.all_tables():
+        for table in all_tables():
             if table not in present:
                 continue
             target = out_dir / f"{table}.parquet"

@@ -6,7 +6,7 @@ on a million-line log).
 pgbench per-transaction log (its first 64 KiB only digits, spaces and newlines, its first line the
 format's shape) and the database is new or holds exactly the lab's schema, the files go through
 the same DuckDB fast path as in `load.ingest_file` (`store.direct` with `pgbench_txlog`'s
-`load_direct`), with the schema created from `schema.sql` (the statements `load.create_schema`
+`load_direct`), with the schema created from `schema.sql` (the statements `schema.create_schema`
 runs, written by `python -m pgfslab schema --sql`; a test checks that they agree). Anything else
 (another format, an older database, a file the fast path declines) returns None with the database
 as it was, and the command takes the full ingest, which reads every format.

@@ -5,12 +5,15 @@ import loads every parser (and polars)."""
 
 from __future__ import annotations
 
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
 def _numpy() -> Any:
+    # imported on first use: numpy is optional for the fast path (only byte counts need it)
     import numpy
 
     return numpy
@@ -44,9 +47,6 @@ def scan_file(path: Path, alphabet: bytes, count: bytes = b"") -> FileScan:
     """Hash a file and check its bytes in one read, 16 MiB at a time: hashlib (in a worker thread:
     it releases the GIL) next to bytes.translate (the alphabet) and numpy (the byte counts: 4x
     faster than bytes.count here, so only when `count` asks for bytes). Used to decide whether a big log may take the DuckDB fast path."""
-    import hashlib
-    from concurrent.futures import ThreadPoolExecutor
-
     np = _numpy() if count else None
 
     h = hashlib.sha256()

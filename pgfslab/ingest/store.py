@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,8 +221,6 @@ def direct(
     tables only) the file is hashed and checked in a thread while DuckDB reads it, and the result
     is committed only if that check agrees (only `numeric_alphabet`, one row per line). `file_row`
     stores the `files` row (the caller's, with the arguments of `files_row`); `store_run` the run."""
-    from concurrent.futures import ThreadPoolExecutor
-
     table = target.table
     con.execute("BEGIN TRANSACTION")
     try:

@@ -5,14 +5,13 @@ Both say nothing for a study from one machine (no `host` in its runs)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
-from pgfslab.analysis import report
-
-if TYPE_CHECKING:
-    from pgfslab.paper.sections import Context
+from pgfslab.analysis import charts, queries, report
+from pgfslab.analysis.stats import blocked
+from pgfslab.paper.context import Context, figure, names, show
 
 HARDWARE = ("cpu_model", "cpus", "mem_total_kb", "devices")
 
@@ -25,8 +24,6 @@ def host_keys(ctx: Context) -> list[str]:
 
 def _hosts_table(ctx: Context) -> pl.DataFrame:
     """One row per host: from the database's `hosts` table (merge), else from its runs' records."""
-    from pgfslab.analysis import queries
-
     if queries._has(ctx.db, "hosts"):
         return queries._frame(ctx.db, "SELECT * FROM hosts WHERE study = ? ORDER BY host", [ctx.study])
     rows = []
@@ -61,8 +58,6 @@ def differing_hardware(hosts: pl.DataFrame) -> list[str]:
 
 def setup_hosts(ctx: Context) -> None:
     """Every host: machine, CPU, memory, kernel, devices, the Slurm job; whether the hardware differs."""
-    from pgfslab.paper.sections import _names, show
-
     keys = host_keys(ctx)
     if not keys:
         return
@@ -80,7 +75,7 @@ def setup_hosts(ctx: Context) -> None:
     )
     machines = sorted({str(m) for m in hosts["hostname"].drop_nulls().to_list()})
     differ = differing_hardware(hosts)
-    text = f"### Hosts\n\nThe study ran on {len(keys)} hosts ({_names(keys)}), each the whole plan: every target, every run. "
+    text = f"### Hosts\n\nThe study ran on {len(keys)} hosts ({names(keys)}), each the whole plan: every target, every run. "
     if len(machines) == 1 and hosts.height > 1:
         text += (
             f"All host keys ran on the same machine ({machines[0]}), one after the other: the hosts here are "
@@ -104,11 +99,6 @@ def setup_hosts(ctx: Context) -> None:
 
 def across_hosts(ctx: Context) -> None:
     """Target comparisons with the host as the block, the host's share of the variance, a figure by host."""
-    # imported here: a one-host study's paper needs neither scipy.stats nor altair (a second of start-up)
-    from pgfslab.analysis import charts
-    from pgfslab.analysis.stats import blocked
-    from pgfslab.paper.sections import figure, show
-
     keys = host_keys(ctx)
     if len(keys) < 2:
         return

@@ -11,15 +11,14 @@ backend's counters about once a second), so any number can be traced to its runs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import altair as alt
 import polars as pl
 
-from pgfslab.analysis import device, report, wal, wal_device
+from pgfslab.analysis import charts, device, report, wal, wal_device
 from pgfslab.analysis import queries as data
-
-if TYPE_CHECKING:
-    from pgfslab.paper.sections import Context
+from pgfslab.paper.context import Context, figure, show
 
 
 def interval(center: str, low: str, high: str, digits: int) -> pl.Expr:
@@ -126,8 +125,6 @@ def coverage_sentence(per_run: pl.DataFrame) -> str:
 def flush_chart(per_run: pl.DataFrame, labels: dict[str, str]) -> Any:
     """Each run's commits per WAL flush (a dot, its run id in the tooltip) and the cell's median (a tick),
     per target, one panel per client count."""
-    import altair as alt
-
     df = per_run.select(
         pl.col("target").replace_strict(labels, default=pl.col("target")).alias("target"),
         "workload",
@@ -169,8 +166,6 @@ def device_table(io: pl.DataFrame, labels: dict[str, str]) -> pl.DataFrame:
 
 def device_chart(io: pl.DataFrame, labels: dict[str, str]) -> Any:
     """Write IOPS per device role (data, WAL, data+WAL), median and interval per target and client count."""
-    from pgfslab.analysis import charts
-
     c = wal_device.cells(io).with_columns(
         pl.format("{} · {}", pl.col("target").replace_strict(labels, default=pl.col("target")), pl.col("role")).alias(
             "target · device"
@@ -191,9 +186,6 @@ def device_chart(io: pl.DataFrame, labels: dict[str, str]) -> Any:
 
 def wal_results(ctx: Context) -> None:
     """The section, when the study sampled pg_stat_wal (writing runs) or kept WAL on another target."""
-    from pgfslab.analysis import charts
-    from pgfslab.paper.sections import figure, show
-
     labels = _labels(ctx)
     per_run = flush_runs(ctx)
     io = wal_device.per_run(ctx.db, ctx.study)

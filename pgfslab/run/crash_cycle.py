@@ -12,9 +12,9 @@ from typing import Any
 
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, postgres, powercut, targets
+from pgfslab.host import cgroups, postgres, powercut, targets, zfs_daemon
+from pgfslab.progress import Progress
 from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
-from pgfslab.run.progress import Progress
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import durability, process
 
@@ -230,9 +230,7 @@ def _write_and_crash(
                 before_cut()
             info["crash_at"] = time.time()
             if crash == "power-loss" and mnt.zfs:
-                from pgfslab.host import zfs
-
-                svc = zfs.current_service()
+                svc = zfs_daemon.current_service()
                 assert svc is not None  # power_cut_possible() said so
                 info["power_cut"] = svc.power_cut()  # SIGKILL of the zfs-fuse daemon (see powercut.py)
             elif crash == "power-loss":

@@ -9,12 +9,14 @@ import contextlib
 import datetime as dt
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
-from pgfslab.config.study import RunView, Study, StudyLike, as_study
+from pgfslab.config import vm_settings
+from pgfslab.config.study import RunSpec, RunView, Study, StudyLike, as_study
 from pgfslab.errors import LabError
 from pgfslab.host import sysctl, targets
 from pgfslab.run import record as run_record
@@ -28,7 +30,20 @@ from pgfslab.run.phases import Phases, process_age_s
 from pgfslab.runners import process
 
 
-def run_one(cfg: StudyLike, run_id: str) -> Path:
+class PrecisionDecision(Protocol):
+    run: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+# Whether an optional round (study key `precision`) runs, and its progress line. The decision reads the rounds
+# measured so far with the ingest's parsers and the analysis' statistics, stages above this one, so the command
+# passes it in (pgfslab.cli.main gives pgfslab.analysis.precision_gate.gate).
+PrecisionGate = Callable[[Study, RunSpec], tuple[PrecisionDecision, str]]
+
+
+def run_one(cfg: StudyLike, run_id: str, precision_gate: PrecisionGate | None = None) -> Path:
     """Execute one run of the plan. Returns its run.json.
 
     A workload that fails or times out is data: run.json records status `failed` with the error and
@@ -41,7 +56,9 @@ def run_one(cfg: StudyLike, run_id: str) -> Path:
     view = study.run_view(study.find_run(run_id))
     rdir = fresh_run_dir(view.raw_dir, run_id)
     if view.spec.optional:
-        skipped = precision_gate(study, view, rdir)
+        if precision_gate is None:
+            raise LabError(f"{run_id}: an optional round of a `precision` study needs its gate (pgfslab run-one)")
+        skipped = skip_if_precise(precision_gate, study, view, rdir)
         if skipped is not None:
             return skipped
     record = run_record.started(view)
@@ -74,15 +91,11 @@ def fresh_run_dir(raw: Path, run_id: str) -> Path:
     return rdir
 
 
-def precision_gate(study: Study, view: RunView, rdir: Path) -> Path | None:
+def skip_if_precise(gate: PrecisionGate, study: Study, view: RunView, rdir: Path) -> Path | None:
     """An optional round (study key `precision`) runs only while its cell is not yet precise and the
     budget lasts; otherwise its run.json says `skipped` and why, and nothing is measured."""
-    # imported here: its statistics (polars, numpy) cost a second or more at every run's start, and only
-    # an optional round needs them
-    from pgfslab.run import precision
-
-    decision = precision.decide(study, view.spec)
-    say(view.label, precision.progress_line(study, decision))
+    decision, line = gate(study, view.spec)
+    say(view.label, line)
     if decision.run:
         return None
     write_json(rdir / "run.json", run_record.skipped(view, decision.reason, decision.to_dict()))
@@ -118,7 +131,7 @@ def set_up(
     user = view.postgres.user
     # each callback is pushed before the context it times, so it runs right after that one's exit
     stack.callback(ph.lap, "sysctl_restore")
-    vm_rec = stack.enter_context(sysctl.applied(sysctl.settings_from_config(view.os.to_dict())))
+    vm_rec = stack.enter_context(sysctl.applied(vm_settings.settings_from_config(view.os.to_dict())))
     vm_held.append(vm_rec)
     ph.lap("sysctl")
     stack.callback(ph.lap, "zfs_stop")

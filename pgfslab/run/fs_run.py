@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config import fsmicro_spec
 from pgfslab.config.checks import tool_params
 from pgfslab.config.model import RunSettings, Workload
 from pgfslab.config.study import RunView
 from pgfslab.host import targets
+from pgfslab.progress import Progress
 from pgfslab.run.phases import Phases
-from pgfslab.run.progress import Progress
 from pgfslab.run.sampler import Samplers
-from pgfslab.runners import fsmicro_spec, process
+from pgfslab.runners import process
 
 
 def fs_op_spec(wl: Workload, run: RunSettings) -> tuple[dict[str, Any], float]:

@@ -16,9 +16,9 @@ from pgfslab.config.model import Snapshots
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, postgres, snapshots, targets
+from pgfslab.progress import Progress
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts
 from pgfslab.run.phases import Phases
-from pgfslab.run.progress import Progress
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import pgbench, process, sysbench
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from pgfslab.config.study import RunView
 from pgfslab.host import postgres
+from pgfslab.progress import fmt_s
 from pgfslab.run import provenance
 from pgfslab.run.common import PG_TOOLS, SCHEMA_VERSION, now
-from pgfslab.run.progress import fmt_s
 
 
 def started(view: RunView) -> dict[str, Any]:

@@ -11,9 +11,9 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from pgfslab.config.model import SamplerSettings
+from pgfslab.run import pgstat_format
 
 
 class ProcSampler:
@@ -54,52 +54,49 @@ class ProcSampler:
         self._thread.join(timeout=5)
 
 
-# pg_stat_bgwriter, pg_stat_database and pg_stat_wal counters, one CSV row per sample (parsed by the `pgstat`
-# format, whose column lists and header lines these are: one definition). The format module is imported when a
-# pgstat sampler is made, not with this module: the parsers bring polars, a second or more at the start of every
-# run that samples no pgstat otherwise.
+# pg_stat_bgwriter, pg_stat_database and pg_stat_wal counters, one CSV row per sample, in the `pgstat` format
+# (pgfslab.run.pgstat_format, which the ingest's parser reads too: one definition)
 PG_STAT_WAL_SINCE = 140000  # server_version_num of the first release with pg_stat_wal
-
-
-def _format() -> Any:
-    from pgfslab.ingest.parsers import pgstat as pgstat_format
-
-    return pgstat_format
+PGSTAT_HEADER = pgstat_format.HEADER_V2
+PGSTAT_HEADER_V1 = pgstat_format.HEADER_V1
+PGSTAT_COLUMNS = pgstat_format.COLUMNS_V2
+PGSTAT_COLUMNS_V1 = pgstat_format.COLUMNS_V1
 
 
 def pgstat_columns(version: int = 2) -> list[str]:
     """The columns of the format's v2 (with pg_stat_wal) or v1."""
-    f = _format()
-    return [c.name for c in (f.COLUMNS_V2 if version == 2 else f.COLUMNS_V1)]
+    return list(pgstat_format.COLUMNS_V2 if version == 2 else pgstat_format.COLUMNS_V1)
 
 
 def pgstat_sql(columns: list[str]) -> str:
     """The sampler's query for these columns (the format's v1 or v2 list)."""
-    f = _format()
-    bgwriter = f.COUNTERS[:6]  # checkpoints_timed ... buffers_alloc: pg_stat_bgwriter's
+    counters = pgstat_format.COUNTERS
+    bgwriter = counters[:6]  # checkpoints_timed ... buffers_alloc: pg_stat_bgwriter's
     sql_of = {
         "ts": "extract(epoch FROM clock_timestamp())::float8",
         **{c: f"b.{c}" for c in bgwriter},
-        **{c: f"d.{c}" for c in f.COUNTERS if c not in bgwriter},
-        **{c: f"w.{c}" for c in f.WAL_COLUMNS},
+        **{c: f"d.{c}" for c in counters if c not in bgwriter},
+        **{c: f"w.{c}" for c in pgstat_format.WAL_COLUMNS},
         "wal_bytes": "w.wal_bytes::bigint",  # numeric in pg_stat_wal
     }
     frm = "pg_stat_bgwriter b, pg_stat_database d" + (", pg_stat_wal w" if "wal_sync" in columns else "")
     return f"SELECT {', '.join(sql_of[c] for c in columns)} FROM {frm} WHERE d.datname = current_database()"
 
 
+PGSTAT_SQL = pgstat_sql(PGSTAT_COLUMNS)
+
+
 def pgstat_layout(server_version_num: int | None) -> tuple[str, list[str]]:
     """Header line and columns for a server: v2 (with pg_stat_wal) from PostgreSQL 14 on, else v1; a
     server never reached (None) gets v2's header (the file then has no rows either way)."""
-    f = _format()
     if server_version_num is not None and server_version_num < PG_STAT_WAL_SINCE:
-        return f.HEADER_V1, pgstat_columns(1)
-    return f.HEADER_V2, pgstat_columns(2)
+        return PGSTAT_HEADER_V1, pgstat_columns(1)
+    return PGSTAT_HEADER, pgstat_columns(2)
 
 
 def pgstat_line(columns: list[str], row: tuple[object, ...]) -> str:
     """One CSV row: ts with microseconds, the WAL times with three decimals (ms), counters as integers."""
-    floats = set(_format().WAL_TIMES)
+    floats = set(pgstat_format.WAL_TIMES)
     out = []
     for c, v in zip(columns, row, strict=True):
         if c == "ts":
@@ -109,21 +106,6 @@ def pgstat_line(columns: list[str], row: tuple[object, ...]) -> str:
         else:
             out.append(str(int(v)))  # type: ignore[call-overload]
     return ",".join(out)
-
-
-_LAZY = {
-    "PGSTAT_COLUMNS": lambda: pgstat_columns(2),
-    "PGSTAT_COLUMNS_V1": lambda: pgstat_columns(1),
-    "PGSTAT_HEADER": lambda: _format().HEADER_V2,
-    "PGSTAT_HEADER_V1": lambda: _format().HEADER_V1,
-    "PGSTAT_SQL": lambda: pgstat_sql(pgstat_columns(2)),
-}
-
-
-def __getattr__(name: str) -> object:  # sampler.PGSTAT_COLUMNS etc., read lazily
-    if name in _LAZY:
-        return _LAZY[name]()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class PgStatSampler:
@@ -140,7 +122,6 @@ class PgStatSampler:
         self.period = 1.0 / hz
         self.samples = 0
         self.error: str | None = None
-        self._format = _format()  # imported before the run, not in the sampling thread
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sampler:pgstat", daemon=True)
 

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from pgfslab.runners.fsmicro_spec import (
+from pgfslab.config.fsmicro_spec import (
     CHUNK,
     CSV_NAME,
     HEADER,
@@ -64,6 +64,7 @@ from pgfslab.runners.fsmicro_spec import (
     needs,
     resolve,
 )
+from pgfslab.progress import Progress
 
 # ---------------------------------------------------------------------------------------------------
 # operations and their parameters
@@ -496,8 +497,6 @@ def main(argv: list[str] | None = None) -> int:
     csv_path = args.out / CSV_NAME
     if csv_path.exists():
         ap.error(f"{csv_path} exists: refusing to overwrite a run's raw log")
-
-    from pgfslab.run.progress import Progress
 
     progress = Progress(f"fsmicro {name}", every_s=args.progress_s)
     tick: Tick = progress.update

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from pgfslab.config.model import Dataset, RunSettings, Workload
-from pgfslab.run.progress import Progress
+from pgfslab.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
 from pgfslab.runners.process import execute as _execute
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgfslab.run.progress import Progress
+from pgfslab.progress import Progress
 
 
 @dataclass

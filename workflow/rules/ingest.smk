@@ -1,7 +1,7 @@
 # Stage 2: every raw log of the study into data/<study>.duckdb (rebuilt atomically); what it said, warnings
 # included, also in build/<study>/logs/ingest.log. Its inputs: common.smk's _ingest_inputs.
 
-from pgfslab.ingest import folders as labfolders
+from pgfslab.config import host_folders as labfolders
 
 # A study whose data/raw/<study>/ holds host folders (<host>/study.yaml: several machines, or one with a
 # host key) is merged into one database with a `host` column (pgfslab.ingest.merge); re-analysing one

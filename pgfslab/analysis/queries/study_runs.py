@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis.queries.connection import MissingData, frame, require, target_condition
-from pgfslab.config.yaml_text import safe_load
+from pgfslab.yaml_text import safe_load
 
 
 def study_info(db: str | Path) -> dict[str, object]:

@@ -23,9 +23,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pgfslab import yaml_text
 from pgfslab.analysis.verdicts.facts import FS_KEYS, PG_KEYS
 from pgfslab.analysis.verdicts.regime import PRECONDITIONS
-from pgfslab.config import yaml_text
 from pgfslab.errors import LabError
 
 CLAIMS = Path(__file__).with_name("claims.yaml")

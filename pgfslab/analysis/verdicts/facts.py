@@ -21,8 +21,8 @@ import polars as pl
 from pgfslab.analysis import queries
 from pgfslab.analysis.answers import micro
 from pgfslab.analysis.verdicts import regime as measured
-from pgfslab.host.sysctl import parse_bytes
-from pgfslab.runners import fsmicro_spec
+from pgfslab.config import fsmicro_spec
+from pgfslab.config.vm_settings import parse_bytes
 
 # settings a claim may name, read from the run's effective PostgreSQL settings
 PG_KEYS = ("synchronous_commit", "fsync", "full_page_writes", "wal_init_zero", "wal_recycle", "commit_delay")

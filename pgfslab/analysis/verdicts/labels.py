@@ -9,7 +9,7 @@ import polars as pl
 
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, SIDE_KEYS, Claim
 from pgfslab.analysis.verdicts.facts import FS_KEYS, PG_DEFAULTS, PG_KEYS
-from pgfslab.host.sysctl import parse_bytes
+from pgfslab.config.vm_settings import parse_bytes
 
 
 def _normal(key: str, value: Any) -> Any:

@@ -37,40 +37,13 @@ import polars as pl
 
 from pgfslab.ingest.parsers import _labcsv
 from pgfslab.ingest.parsers._common import Schema, conform, result
+from pgfslab.run.pgstat_format import COMMENT_V1, COMMENT_V2, COUNTERS, WAL_COUNTERS, WAL_TIMES
 
 NAME = "pgstat"
 DESCRIPTION = (
     "the lab's pg_stat_bgwriter + pg_stat_database (+ pg_stat_wal, v2) sampler (pgstat.csv): cumulative "
     "counters per sample"
 )
-
-COMMENT = "# pgfs-lab pgstat v"  # both versions
-COMMENT_V1 = "# pgfs-lab pgstat v1"
-COMMENT_V2 = "# pgfs-lab pgstat v2"
-HEADER_V1 = "# pgfs-lab pgstat v1: pg_stat_bgwriter + pg_stat_database samples"
-HEADER_V2 = "# pgfs-lab pgstat v2: pg_stat_bgwriter + pg_stat_database + pg_stat_wal samples"
-
-COUNTERS = [
-    "checkpoints_timed",
-    "checkpoints_req",
-    "buffers_checkpoint",
-    "buffers_clean",
-    "buffers_backend",
-    "buffers_alloc",
-    "xact_commit",
-    "xact_rollback",
-    "blks_read",
-    "blks_hit",
-    "tup_inserted",
-    "tup_updated",
-    "tup_deleted",
-    "temp_bytes",
-    "deadlocks",
-]
-# pg_stat_wal (PostgreSQL 14+), v2 only: counters, then the two times in milliseconds
-WAL_COUNTERS = ["wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_write", "wal_sync"]
-WAL_TIMES = ["wal_write_time", "wal_sync_time"]
-WAL_COLUMNS = [*WAL_COUNTERS, *WAL_TIMES]
 
 COLUMNS_V1 = [
     _labcsv.Column("ts", pl.Float64, "an epoch time in seconds"),

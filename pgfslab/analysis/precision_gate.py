@@ -10,6 +10,10 @@ target of a round is measured or none is (the interleaving stays balanced) and t
 
 Stopping depends on the width of intervals and on time only, never on a p-value: stopping when a
 difference looks significant would bias every comparison the study then makes.
+
+The run stage asks through the gate its command passes in (`gate`, given by pgfslab.cli.main to
+pgfslab.run.execute.run_one): the decision reads the rounds so far with the ingest's parsers and this
+stage's statistics, stages the run stage may not import.
 """
 
 from __future__ import annotations
@@ -207,3 +211,9 @@ def progress_line(study: Study, decision: Decision) -> str:
         f"precision {decision.cell} round {decision.round}: {per}; {verdict} ({decision.reason}); "
         f"{done} of {len(cells)} cells precise{left}"
     )
+
+
+def gate(study: Study, spec: RunSpec) -> tuple[Decision, str]:
+    """The decision on an optional round and its progress line: what pgfslab.run.execute.run_one asks."""
+    decision = decide(study, spec)
+    return decision, progress_line(study, decision)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgfslab.errors import LabError
+
 CSV_NAME = "fsmicro_ops.csv"
 
 
@@ -288,8 +290,6 @@ def command(op_spec: Mapping[str, Any], workdir: Path, rundir: Path) -> list[str
     try:
         params = resolve(op_spec)
     except ValueError as exc:
-        from pgfslab.errors import LabError
-
         raise LabError(f"fsmicro: {exc}") from None
     cmd = [sys.executable, "-m", "pgfslab.runners.fsmicro", "--op", params["op"], "--dir", str(workdir)]
     for key in OPS[params["op"]].params:

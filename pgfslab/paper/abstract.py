@@ -1,0 +1,158 @@
+"""The paper's abstract: what ran, the headline cell's result and its test, compression and noise, in a
+paragraph computed from the study database (a durability-only study gets its crash summary)."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+from IPython.display import Markdown, display
+
+from pgfslab.analysis import queries as data
+from pgfslab.analysis import report, stats
+from pgfslab.paper.build import write_meta
+from pgfslab.paper.context import PG_TOOLS, Context, names, workload_what
+from pgfslab.paper.durability import durability_abstract, durability_frame
+
+
+def abstract_text(ctx: Context) -> str:
+    ok = ctx.ok
+    n_targets = len(ctx.target_names)
+    tools = names([t for t in ctx.tools])
+    text = (
+        f"We ran {tools} against {n_targets} storage target{'s' if n_targets > 1 else ''} "
+        f"({names(ctx.target_names)}) on one machine ({ctx.runs['cpus'][0]} CPUs, "
+        f"{report.bytes_h((ctx.runs['mem_total_kb'][0] or 0) * 1024)} RAM): {ctx.runs.height} runs of "
+        f"{_run_lengths(ctx)}, repeats interleaved across {'targets' if n_targets > 1 else 'workloads'}. "
+    )
+    if ok.height == 0:
+        return text + "No run completed, so there are no results to summarise."
+    wl, clients = ctx.headline_cell()
+    cell = ok.filter(
+        (pl.col("workload") == wl) & (pl.col("clients") == clients) if clients is not None else pl.col("workload") == wl
+    )
+    tool = cell["tool"][0]
+    unit = ctx.unit(tool)
+    base = cell["base_workload"][0] if "base_workload" in cell.columns and cell["base_workload"][0] else wl
+    spec = (ctx.cfg.get("workloads") or {}).get(base) or {}
+    rung = f", data set {wl.rpartition('.d')[2]} of the ladder" if base != wl else ""
+    what = f"{workload_what(spec)}{rung}" + (
+        f", {clients} client{'s' if clients != 1 else ''}" if tool in PG_TOOLS else ""
+    )
+    med = (
+        cell.group_by("target_label")
+        .agg(pl.col("value").median().alias("m"), pl.len().alias("n"))
+        .sort("m", descending=True)
+    )
+    if med.height >= 2:
+        best, worst = med.row(0, named=True), med.row(-1, named=True)
+        gap = 100 * (best["m"] - worst["m"]) / worst["m"] if worst["m"] else math.nan
+        base = cell.filter(pl.col("target") == ctx.baseline)["target_label"]
+        baseline = base[0] if base.len() else med["target_label"][-1]
+        grid = stats.benchstat_grid(
+            cell.with_columns(pl.lit(wl).alias("cell")),
+            "value",
+            "cell",
+            "target_label",
+            baseline,
+            alpha=ctx.cfg["analysis"]["alpha"],
+            adjust="holm",
+        )
+        tests = grid.filter(pl.col("benchmark") != "geomean")
+        sig = tests.filter(pl.col("significant"))
+        lo_n, hi_n = int(med["n"].min()), int(med["n"].max())
+        reps = f"{lo_n}" if lo_n == hi_n else f"{lo_n}–{hi_n}"
+        text += (
+            f"In the headline cell ({what}, {reps} repeats per target) "
+            f"{best['target_label']} reached a median of {report.num(best['m'])} {unit} and {worst['target_label']} "
+            f"{report.num(worst['m'])} {unit} ({gap:.0f} % apart); {sig.height} of {tests.height} differences from "
+            f"{baseline} are significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg['analysis']['alpha']}). "
+        )
+    else:  # one target: compare the workloads of the study instead
+        per_wl = (
+            ok.group_by("workload", "clients")
+            .agg(pl.col("value").median().alias("m"), pl.col("tool").first(), pl.len().alias("n"))
+            .sort("m", descending=True)
+        )
+        text += (
+            "Median throughput per workload: "
+            + "; ".join(
+                f"{r['workload']} {report.num(r['m'])} {ctx.unit(r['tool'])} ({r['n']} runs)"
+                for r in per_wl.iter_rows(named=True)
+            )
+            + ". "
+        )
+        first = next((w for w in (ctx.cfg.get("workloads") or {}) if w in per_wl["workload"].to_list()), None)
+        grid = stats.benchstat_grid(
+            ok.with_columns(pl.col("clients").cast(pl.Utf8).alias("cell")),
+            "value",
+            "cell",
+            "workload",
+            first,
+            alpha=ctx.cfg["analysis"]["alpha"],
+            adjust="holm",
+        )
+        tests = grid.filter(pl.col("benchmark") != "geomean")
+        if tests.height:
+            text += (
+                f"{tests.filter(pl.col('significant')).height} of {tests.height} differences from {first} are "
+                f"significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg['analysis']['alpha']}). "
+            )
+    wl_count = ok.select("workload", "clients").unique().height
+    if wl_count > 1 and med.height >= 2:  # the other axis of the study: its workloads on the baseline target
+        per_wl = (
+            ok.filter(pl.col("target_label") == baseline)
+            .group_by("workload", "clients", maintain_order=True)
+            .agg(pl.col("value").median().alias("m"), pl.col("tool").first())
+        )
+        if per_wl.height > 1:
+            text += (
+                f"On {baseline}, the median per workload: "
+                + "; ".join(
+                    f"{data.cell_label(r['workload'], r['clients'], r['tool'])} {report.num(r['m'])} {ctx.unit(r['tool'])}"
+                    for r in per_wl.iter_rows(named=True)
+                )
+                + ". "
+            )
+    comp = _parquet(ctx, "compression_footprint")
+    if comp is not None and "ratio" in comp.columns and (comp["ratio"].fill_null(0) > 1.01).any():
+        b = comp.filter(pl.col("ratio").is_not_null()).sort("ratio", descending=True).row(0, named=True)
+        text += (
+            f"Compression on {b['target']} stored the files at {b['ratio']:.2f}:1 "
+            f"({report.pct(b['space_savings'], 0)} space savings). "
+        )
+    var = _parquet(ctx, "variance_significance")
+    if var is not None and "cv_within" in var.columns and var.height:
+        lo, hi = var.sort("cv_within").row(0, named=True), var.sort("cv_within").row(-1, named=True)
+        text += (
+            f"Per-second throughput varied within runs by {report.pct(lo['cv_within'], 0)} "
+            f"({lo['level']}) to {report.pct(hi['cv_within'], 0)} ({hi['level']}) (coefficient of variation)."
+        )
+    return text.strip()
+
+
+def _run_lengths(ctx: Context) -> str:
+    """`20 s`, `10–60 s`, or with transaction-limited pgbench workloads `30 s or 1,500–5,000 transactions per client`."""
+    wls = ctx.cfg.get("workloads") or {}
+    timed = [w for w in wls if not wls[w].get("transactions")]
+    counted = sorted({int(wls[w]["transactions"]) for w in wls if wls[w].get("transactions")})
+    durations = sorted({int(d) for d in ctx.runs.filter(pl.col("workload").is_in(timed))["duration_s"].drop_nulls()})
+    parts = []
+    if durations:
+        parts.append(f"{durations[0]} s" if len(durations) == 1 else f"{durations[0]}–{durations[-1]} s")
+    if counted:
+        n = f"{counted[0]:,}" if len(counted) == 1 else f"{counted[0]:,}–{counted[-1]:,}"
+        parts.append(f"{n} transactions per client")
+    return " or ".join(parts) or "unknown length"
+
+
+def _parquet(ctx: Context, name: str) -> pl.DataFrame | None:
+    p = ctx.tables_dir / f"{name}.parquet"
+    return pl.read_parquet(p) if p.exists() else None
+
+
+def abstract(ctx: Context) -> None:
+    text = durability_abstract(ctx) if ctx.ok.height == 0 and durability_frame(ctx).height else abstract_text(ctx)
+    write_meta(ctx.build_dir, abstract=text)
+    # the PDF typesets the abstract under the title from the notebook metadata; HTML shows this output
+    display(Markdown(f"**Abstract.** {text}"), metadata={"pgfs": {"front_matter": True}})

@@ -1,0 +1,162 @@
+"""What every section of the whitepaper shares: the study as the paper sees it (`Context`, loaded once
+from the study database), how a section shows Markdown and figures, and the executed notebooks' records
+(`report.Publication`: <tables_dir>/<name>.json) that the results, the comparison with published results
+and the appendix read.
+
+Works for every kind of study: pgbench, sysbench and fsmicro workloads, alone or mixed. A run's
+headline number is its tool's throughput (`data.headline`: pgbench/sysbench tps, fsmicro ops/s,
+higher is better).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from IPython.display import Markdown, display
+
+from pgfslab.analysis import queries as data
+from pgfslab.paths import in_lab
+
+PG_TOOLS = ("pgbench", "sysbench")
+
+
+# the executed notebooks whose results the paper shows, in this order (per-workload ones first)
+RESULT_ORDER = [
+    "seed_verdicts",
+    "throughput_stability",
+    "sysbench_qps",
+    "latency_percentiles",
+    "variance_significance",
+    "precision",
+    "dirty_memory_checkpoints",
+    "compression_footprint",
+    "scaling",
+    "fs_micro",
+]
+PUBLISHED = "local_vs_published"
+
+
+@dataclass
+class Context:
+    db: str
+    study: str
+    info: dict[str, Any]
+    cfg: dict[str, Any]
+    runs: pl.DataFrame
+    targets: pl.DataFrame
+    headline: pl.DataFrame
+    records: dict[str, dict[str, Any]]
+    figures_dir: Path
+    tables_dir: Path
+    build_dir: Path
+    target_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, db: str, study: str, *, figures_dir: str, tables_dir: str, build_dir: str) -> Context:
+        """Paths relative to the repository (or absolute), wherever the kernel runs."""
+        db = str(in_lab(db))
+        figures_dir, tables_dir, build_dir = (str(in_lab(p)) for p in (figures_dir, tables_dir, build_dir))
+        info = data.study_info(db)
+        runs = data.require(data.runs(db, study), f"runs of study {study!r}")
+        # the paper speaks of the config's workloads: a ladder's `tpcb.d2` is `tpcb` (its cell in cell_workload)
+        runs = runs.with_columns(
+            pl.col("workload").alias("cell_workload"), pl.coalesce("base_workload", "workload").alias("workload")
+        )
+        return cls(
+            db,
+            study,
+            info,
+            data.study_config(db),
+            runs,
+            data.targets(db, study),
+            data.headline(db, study, only_ok=False),
+            data.run_records(db, study, only_ok=False),
+            Path(figures_dir),
+            Path(tables_dir),
+            Path(build_dir),
+            data.target_records(db, study),
+        )
+
+    # ---------------------------------------------------------------- facts used by several sections
+    @property
+    def ok(self) -> pl.DataFrame:
+        return self.headline.filter((pl.col("status") == "ok") & pl.col("value").is_not_null())
+
+    @property
+    def tools(self) -> list[str]:
+        return self.runs["tool"].unique(maintain_order=True).to_list()
+
+    @property
+    def uses_postgres(self) -> bool:
+        return any(t in PG_TOOLS for t in self.tools)
+
+    @property
+    def target_names(self) -> list[str]:
+        return data.target_names(self.db, self.study)
+
+    @property
+    def baseline(self) -> str:
+        return self.target_names[0]
+
+    def first_record(self, tools: tuple[str, ...] | None = None) -> dict[str, Any]:
+        for rec in self.records.values():
+            if tools is None or rec.get("tool") in tools:
+                return rec
+        return next(iter(self.records.values()), {})
+
+    def unit(self, tool: str | None = None) -> str:
+        return data.METRICS.get(tool or self.tools[0], data.METRICS["pgbench"]).unit
+
+    def headline_cell(self) -> tuple[str, int | None]:
+        """The cell with the most repeats per target (ties: more clients, then config order)."""
+        order = {w: i for i, w in enumerate(self.cfg.get("workloads") or {})}
+        counts = (
+            self.ok.group_by(["workload", "clients"])
+            .agg((pl.len() / pl.col("target").n_unique()).alias("n"), pl.col("target").n_unique().alias("t"))
+            .with_columns(
+                pl.col("workload")
+                .str.replace(r"\.d[0-9]+$", "")
+                .replace_strict(order, default=99, return_dtype=pl.Int64)
+                .alias("o")
+            )
+            .sort(["t", "n", "clients", "o", "workload"], descending=[True, True, True, False, True])
+        )
+        return counts["workload"][0], counts["clients"][0]
+
+
+def show(text: str) -> None:
+    display(Markdown(text))
+
+
+def figure(path: Path | str, caption: str) -> None:
+    """A numbered figure with its caption (pandoc implicit figure: an image alone in a paragraph)."""
+    show(f"![{caption}]({Path(path).as_posix()})")
+
+
+def names(items: list[str]) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def workload_what(spec: dict[str, Any]) -> str:
+    tool = spec.get("tool")
+    if tool == "pgbench":
+        what = spec.get("builtin") or ", ".join(Path(s["file"]).name for s in spec.get("scripts") or []) or "custom"
+        return f"pgbench {what}"
+    if tool == "sysbench":
+        return f"sysbench {spec.get('test')}"
+    return f"fsmicro {spec.get('op')}"
+
+
+def publications(ctx: Context, prefix: str) -> list[dict[str, Any]]:
+    found = []
+    for p in sorted(ctx.tables_dir.glob(f"{prefix}*.json")):
+        doc = json.loads(p.read_text())
+        if doc.get("name") == prefix or str(doc.get("name", "")).startswith(prefix + "-"):
+            found.append(doc)
+    order = {w: i for i, w in enumerate(ctx.cfg.get("workloads") or {})}
+    return sorted(found, key=lambda d: order.get(str(d["name"]).removeprefix(prefix + "-"), 99))

@@ -1,0 +1,79 @@
+"""The paper's parts from the device baseline (fio and pg_test_fsync without PostgreSQL, pgfslab.analysis.device):
+the per-target device table in the setup, PostgreSQL against the device's limit in the results, and the
+threats of zfs-fuse targets and unsafe settings. Each says nothing for a study that did not measure it."""
+
+from __future__ import annotations
+
+from pgfslab.analysis import charts, device, report
+from pgfslab.paper.context import Context, figure, show
+
+
+def device_setup(ctx: Context) -> None:
+    """The per-target device table (fio and pg_test_fsync without PostgreSQL), when the study measured it."""
+    if not device.has_baseline(ctx.db, ctx.study):
+        return
+    table, _ = device.section_tables(ctx.db, ctx.study)
+    show(
+        report.markdown_table(
+            table,
+            digits={c: 0 for c in table.columns if c != "target"},
+            caption="Each target measured without PostgreSQL before its runs (fio on the mounted file system; "
+            "8 kB writes with fdatasync after each at QD1, the WAL commit floor; 8 kB random I/O with O_DIRECT "
+            "at queue depth 1 and 32, in IOPS; 1 MB sequential writes; pg_test_fsync's fdatasync rate for one "
+            "8 kB write).",
+        )
+    )
+    notes = sorted({n for n in device.device_table(ctx.db, ctx.study)["notes"].drop_nulls().to_list() if n})
+    if notes:
+        show("Device-baseline notes: " + " ".join(notes))
+
+
+def device_results(ctx: Context) -> None:
+    """PostgreSQL's single-client commit rate against each target's device ceiling, with the figure."""
+    if not device.has_baseline(ctx.db, ctx.study):
+        return
+    _, ctable = device.section_tables(ctx.db, ctx.study)
+    show(
+        "### PostgreSQL against the device's limit\n\nWith synchronous_commit on, a single client's commit "
+        "waits for at least one WAL flush (an fdatasync), so 1 / (median fdatasync latency) of the target, "
+        "measured by fio without PostgreSQL, is a ceiling for its single-client commit rate; the share of "
+        "that ceiling PostgreSQL reaches tells a slow file system or device from time spent elsewhere "
+        "(CPU, locks, the client). A share above 1 means commits shared flushes (group commit) or did not "
+        "wait for one: where pg_stat_wal was sampled, the next subsection counts commits per WAL flush."
+    )
+    show(
+        report.markdown_table(
+            ctable,
+            digits={"ceiling 1/p50 fdatasync /s": 0, "PostgreSQL tps, 1 client (median)": 0, "share of ceiling": 2},
+            caption="Device ceiling (1 / median fdatasync latency; a target with its WAL on another target takes "
+            "that target's, where the WAL's fdatasync happens) and PostgreSQL's median tps of the "
+            "single-client runs of writing workloads.",
+        )
+    )
+    ceil = device.ceilings(ctx.db, ctx.study)
+    if ceil["tps_1_client"].drop_nulls().len():
+        paths = charts.save_chart(device.ceiling_chart(ceil), ctx.figures_dir / "device_ceiling")
+        figure(
+            paths["svg"],
+            "Each target's single-client PostgreSQL commit rate beside its device ceiling "
+            "(1 / median fdatasync latency of fio's QD1 8 kB write+fdatasync job).",
+        )
+
+
+def device_threats(ctx: Context) -> list[str]:
+    """Threats that come with zfs-fuse targets and with settings unsafe on the target's file system."""
+    items = []
+    labels = set(ctx.runs["fs_label"].drop_nulls().to_list()) if "fs_label" in ctx.runs.columns else set()
+    if "zfs (zfs-fuse, userspace)" in labels:
+        items.append(
+            "**ZFS in user space.** The zfs targets ran on zfs-fuse (Debian's userspace ZFS, pool version 23), "
+            "not on OpenZFS in the kernel (no zfs module here). Every read, write and fsync crosses FUSE into one "
+            "daemon process, which shares the CPUs with PostgreSQL; its ARC is capped at 100 MB; it has no "
+            "`sync` property, no lz4/zstd and no recordsize above 128k; asynchronous I/O completes at "
+            "submission (QD32 equals QD1). Its numbers show ZFS's copy-on-write, record and ZIL behaviour "
+            "with a large per-call overhead on top: they are not OpenZFS performance, in either direction."
+        )
+    unsafe = device.unsafe_settings(ctx.cfg)
+    if unsafe:
+        items.append("**Unsafe settings.** " + "; ".join(unsafe) + ".")
+    return items

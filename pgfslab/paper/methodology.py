@@ -1,0 +1,165 @@
+"""The paper's methodology section: how targets were prepared and runs interleaved, each workload's
+cells and repeats, the starting state of a run, and the statistics used and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from pgfslab.analysis import report
+from pgfslab.paper.context import Context, show, workload_what
+
+
+def _workload_rows(ctx: Context) -> pl.DataFrame:
+    rows = []
+    for wl, spec in (ctx.cfg.get("workloads") or {}).items():
+        runs = ctx.runs.filter((pl.col("workload") == wl) & (pl.col("status") != "skipped"))
+        if runs.height == 0:
+            continue
+        reps = runs.group_by("target", "clients").len()["len"]
+        tool = spec.get("tool")
+        how = []
+        if spec.get("transactions"):
+            how.append(f"{spec['transactions']} transactions per client")
+        else:
+            how.append(f"{int(runs['duration_s'].median())} s")
+        if tool == "pgbench":
+            how += [f"-M {spec['query_mode']}"] if spec.get("query_mode") else []
+            how += [f"--rate {spec['rate_tps']}"] if spec.get("rate_tps") else []
+            how.append(
+                {"aggregate": "aggregate log per second", "transactions": "per-transaction log", "none": "no log"}.get(
+                    spec.get("log", "aggregate"), ""
+                )
+            )
+        elif tool == "sysbench":
+            how.append(f"p{spec.get('percentile', 95)} per second" + (", histogram" if spec.get("histogram") else ""))
+        else:
+            how += [f"{k} {spec[k]}" for k in ("size_bytes", "bg_files", "count", "files") if spec.get(k)]
+        os_ = spec.get("os") or {}
+        if os_:
+            how.append(", ".join(f"{k.removeprefix('vm_')}={v}" for k, v in os_.items()))
+        if spec.get("postgres_settings"):
+            how.append(", ".join(f"{k}={v}" for k, v in spec["postgres_settings"].items()))
+        rows.append(
+            {
+                "workload": wl,
+                "tool": tool,
+                "what": workload_what(spec).split(" ", 1)[1],
+                "clients": ", ".join(str(c) for c in sorted(runs["clients"].unique().to_list())),
+                "repeats": f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()}–{reps.max()}",
+                "run": "; ".join(h for h in how if h),
+            }
+        )
+    return pl.DataFrame(rows)
+
+
+def _headline_kinds(ctx: Context) -> str:
+    kinds = {
+        "pgbench": "pgbench's transactions per second without connection time",
+        "sysbench": "sysbench's transactions per second",
+        "fsmicro": "fsmicro's operations per second",
+    }
+    return "; ".join(kinds[t] for t in ctx.tools if t in kinds)
+
+
+def methodology(ctx: Context) -> None:
+    c = ctx.cfg
+    a = c.get("analysis") or {}
+    samplers = c.get("sampler") or {}
+    sampled = ", ".join(
+        f"{k.removesuffix('_hz')} at {v:g} Hz"
+        for k, v in samplers.items()
+        if k.endswith("_hz") and v and (k != "pgstat_hz" or ctx.uses_postgres)
+    )
+    show(f"""## Methodology
+
+**Targets and runs.** Each target is formatted and mounted by the lab (a sparse image on a loop device with
+direct I/O, so the host's page cache does not absorb the target's I/O), and, for the PostgreSQL workloads, a
+cluster is initialised on it and loaded once. Every run then mounts the target, drops the kernel's page
+cache{"" if (c.get("run") or {}).get("drop_caches", True) else " (disabled in this study)"}, starts the server, runs
+one workload, stops the server and unmounts, while samplers record {sampled}. Runs are interleaved (repeat 1 of
+every target and cell, then repeat 2, ...), so that drift of the machine over time does not masquerade as a
+difference between targets.
+
+{_start_sentence(ctx)}""")
+    show(
+        report.markdown_table(
+            _workload_rows(ctx),
+            caption="Workloads: tool, script, client counts (cells), repeats per "
+            "cell and target, and how each run was driven.",
+        )
+    )
+    if not _headline_kinds(ctx):  # durability checks only: no throughput, nothing to trim or compare
+        show("""**What is measured.** No throughput: every run is a durability check (crash, restart,
+verification), described with its results in the durability section. Its counts are exact, not estimates: every
+transaction the client saw commit is looked up after the restart.""")
+        return
+    show(f"""**Warm-up.** Per-second series drop the first {a.get("trim_s", 2):g} s of every run; the throughput
+stability analysis then finds the end of each run's warm-up with MSER-5 (White 1997: the truncation point that
+minimises the standard error of the remaining batch means) and records the trim per run, flagging runs whose
+truncation hits its limit (never settled).
+
+**Statistics, and why.** Repeats, not seconds, are the unit of comparison: per-second samples of one run are
+autocorrelated. A cell's value is the median of its runs' headline numbers ({_headline_kinds(ctx)}) with a
+distribution-free confidence interval from order statistics (its
+exact coverage is reported; with few repeats the widest interval falls short of 95 %). Targets are compared
+benchstat-style: two-sided Mann-Whitney U test per cell (exact for small samples), p-values Holm-adjusted over all
+comparisons of a table (the family a reader scans), `~` when not significant at α = {a.get("alpha", 0.05)} or when the
+sample sizes cannot reach it at all. Within a run, a mean gets an interval from the effective sample size of its
+autocorrelated samples (Geyer's initial positive sequence), not the naive iid one. Variances are compared with the
+Brown-Forsythe test (robust to non-normal data) and variance ratios with F and circular block-bootstrap intervals
+(the block length from Politis-White, respecting autocorrelation). Goodput: a run's failed transactions or ignored
+errors per attempt, flagged above 1 %, so a run that is fast because it fails is not mistaken for a fast one.
+Latency percentiles are exact from per-transaction logs, bounded from pgbench's aggregate logs (only count, sum,
+min and max per second survive), and known to the bucket from sysbench's histogram; every table says which.""")
+
+
+def _start_sentence(ctx: Context) -> str:
+    """Which state a run starts from (the issue every seed comparison needs said), how many checkpoints the
+    runs spanned, and how repeats were decided."""
+    c = ctx.cfg
+    rungs = "; each rung of the data-set ladder has a database of its own" if c.get("ladder") else ""
+    warm = (
+        ", its relations loaded into shared_buffers with pg_prewarm before the measured interval (warm start)"
+        if (c.get("run") or {}).get("prewarm")
+        else " and cold buffers (cold start)"
+    )
+    return (
+        f"**Starting state.** A run starts from the data as the target's previous run left it (the data set is "
+        f"loaded once, not restored before each run{rungs}), with a freshly started server{warm}. "
+        + _checkpoint_sentence(ctx)
+        + _precision_sentence(c)
+    )
+
+
+def _checkpoint_sentence(ctx: Context) -> str:
+    """How many checkpoints the runs spanned (the seeds' long runs span many; short ones may span none)."""
+    ok = ctx.runs.filter(pl.col("status") == "ok")
+    if "checkpoints_timed" not in ok.columns:
+        return ""
+    n = (ok["checkpoints_timed"].fill_null(0) + ok["checkpoints_req"].fill_null(0)).drop_nulls()
+    if n.is_empty():
+        return ""
+    return (
+        f"Runs spanned {int(n.min())} to {int(n.max())} checkpoints (median {n.median():g}; timed and requested, from "
+        f"pg_stat_bgwriter before and after); {int((n < 2).sum())} of {n.len()} runs spanned fewer than two."
+    )
+
+
+def _precision_sentence(c: dict[str, Any]) -> str:
+    prec = c.get("precision")
+    if not prec:
+        return ""
+    return (
+        f" **Repeats until precise.** The cells {', '.join(prec.get('cells') or ['(every cell)'])} ran "
+        f"{prec['min_repeats']} rounds, then further rounds (up to {prec['max_repeats']}) only while some target's median "
+        f"was not yet known to ±{100 * prec['half_width']:g} % ({100 * prec['confidence']:g} % distribution-free "
+        "interval)"
+        + (
+            f" and less than {prec['budget_min']:g} minutes had passed since the first run"
+            if prec.get("budget_min")
+            else ""
+        )
+        + "; the decision never looked at a p-value. The precision reached per cell is in the precision section."
+    )

@@ -1,0 +1,230 @@
+"""The paper's setup section: machine, software and code version, the storage targets, PostgreSQL and
+operating-system settings in force, and the hosts of a study from several machines; every fact read
+from the provenance records the lab writes with each run (run.json) and target (target.json)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from pgfslab.analysis import queries as data
+from pgfslab.analysis import report
+from pgfslab.paper.context import PG_TOOLS, Context, show
+from pgfslab.paper.device_baseline import device_setup
+from pgfslab.paper.hosts import setup_hosts
+
+
+def _facts(ctx: Context) -> dict[str, str]:
+    rec = ctx.first_record()
+    host, tools, git = rec.get("host") or {}, rec.get("tools") or {}, rec.get("git") or {}
+    facts = {
+        "CPU": f"{host.get('cpu_model') or '?'} ({host.get('cpus')} logical CPUs, {host.get('arch') or '?'})",
+        "Memory": report.bytes_h((host.get("mem_total_kb") or 0) * 1024),
+        "OS / kernel": f"{host.get('os') or '?'} / Linux {host.get('kernel') or '?'}",
+    }
+    if ctx.uses_postgres:
+        pg = ctx.first_record(PG_TOOLS)
+        facts["PostgreSQL"] = ((pg.get("postgres") or {}).get("version") or "?").split(" on ")[0]
+    for tool in ("pgbench", "sysbench"):
+        if tool in ctx.tools:
+            facts[tool] = tools.get(tool) or "?"
+    if "fsmicro" in ctx.tools:
+        facts["fsmicro"] = "pgfslab/runners/fsmicro.py (this lab; pebble bench fs layout), Python " + (
+            tools.get("python") or "?"
+        )
+    fss = sorted({str(f) for f in ctx.runs["fs"].drop_nulls().to_list()})
+    mkfs = [v for k, v in tools.items() if k.startswith("mkfs") and k.split(".")[-1] in fss and v]
+    if mkfs:
+        facts["File-system tools"] = "; ".join(mkfs)
+    facts["Python stack"] = ", ".join(
+        f"{k} {tools[k]}"
+        for k in ("python", "polars", "duckdb", "scipy", "altair", "snakemake", "papermill")
+        if tools.get(k)
+    )
+    commits = sorted({(r.get("git") or {}).get("commit") or "unknown" for r in ctx.records.values()})
+    dirty = any((r.get("git") or {}).get("dirty") for r in ctx.records.values())
+    facts["Lab commit"] = ", ".join(c[:12] for c in commits) + (" (uncommitted changes)" if dirty else "")
+    if len(commits) > 1:
+        facts["Lab commit"] += f" — {len(commits)} commits over the runs"
+    del git
+    return facts
+
+
+def _targets_table(ctx: Context) -> pl.DataFrame:
+    rows = []
+    for t in ctx.target_names:
+        trec = ctx.target_records.get(t) or {}
+        runs = ctx.runs.filter(pl.col("target") == t)
+        rrec = next((ctx.records[r] for r in runs["run_id"].to_list() if r in ctx.records), {})
+        mount = rrec.get("mount") or trec.get("mount") or {}
+        created = trec.get("created") or {}
+        spec = (ctx.cfg.get("targets") or {}).get(t) or {}
+        fallback = bool(mount.get("fallback") or created.get("fallback"))
+        kind = (
+            mount.get("kind")
+            or created.get("kind")
+            or ("image" if str(mount.get("device", "")).startswith("/dev/loop") else "")
+        )
+        device = (
+            "plain directory (FALLBACK)"
+            if fallback
+            else {
+                "image": "image on a loop device",
+                "tmpfs": "tmpfs",
+                "existing": "existing mount",
+                "device": f"block device {mount.get('device') or ''}",
+            }.get(kind, kind or "–")
+            + (", direct I/O" if kind == "image" and mount.get("direct_io") else "")
+        )
+        load = (trec.get("load") or {}).get("wall_s") or (trec.get("load_sysbench") or {}).get("wall_s")
+        ds = data.dataset_label({**rrec, "dataset": rrec.get("dataset") or trec.get("dataset") or {}}) if rrec else "–"
+        extras = []
+        if spec.get("postgres_settings"):
+            extras.append(", ".join(f"{k}={v}" for k, v in spec["postgres_settings"].items()))
+        wal = rrec.get("wal") or trec.get("wal")
+        if wal:
+            extras.append(
+                f"WAL on target {wal.get('target')} ({wal.get('fs_label') or wal.get('fs')}, {wal.get('device')})"
+            )
+        if t in (ctx.cfg.get("snapshots") or {}).get("targets", []):
+            sn = ctx.cfg["snapshots"]
+            extras.append(f"snapshots every {sn.get('interval_s')} s, kept {sn.get('keep_s')} s")
+        rows.append(
+            {
+                "target": t,
+                "fs": rrec.get("fs_label")
+                or created.get("fs_label")
+                or spec.get("fs")
+                or (trec.get("spec") or {}).get("fs"),
+                "device": device,
+                "mount options (in force)": mount.get("mount_options") or "–",
+                "image": report.bytes_h(created.get("image_bytes")) if created.get("image_bytes") else "–",
+                "data set": ds,
+                "load s": float(load) if load is not None else None,
+                "other": "; ".join(extras) or "–",
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "target": pl.Utf8,
+            "fs": pl.Utf8,
+            "device": pl.Utf8,
+            "mount options (in force)": pl.Utf8,
+            "image": pl.Utf8,
+            "data set": pl.Utf8,
+            "load s": pl.Float64,
+            "other": pl.Utf8,
+        },
+    )
+
+
+def _os_table(ctx: Context) -> pl.DataFrame:
+    rows = []
+    for wl in ctx.runs["workload"].unique(maintain_order=True).to_list():
+        rid = ctx.runs.filter(pl.col("workload") == wl)["run_id"][0]
+        rec = ctx.records.get(rid) or {}
+        vm = dict(rec.get("vm") or {})
+        after = (rec.get("vm_applied") or {}).get("after") or {}
+        vm.update({k.removeprefix("vm."): v for k, v in after.items()})
+        res = rec.get("resources") or {}
+        cg = rec.get("cgroup") or {}
+        limit = (
+            (
+                f"{res['memory_limit_mb']} MiB"
+                + ("" if cg.get("applied") else " (requested, not applied: " + str(cg.get("reason") or "?") + ")")
+            )
+            if res.get("memory_limit_mb")
+            else "none"
+        )
+        rows.append(
+            {
+                "workload": wl,
+                "dirty background": vm.get("dirty_background_bytes")
+                if str(vm.get("dirty_background_bytes")) not in ("0", "None")
+                else f"{vm.get('dirty_background_ratio')} %",
+                "dirty": vm.get("dirty_bytes")
+                if str(vm.get("dirty_bytes")) not in ("0", "None")
+                else f"{vm.get('dirty_ratio')} %",
+                "expire / writeback cs": f"{vm.get('dirty_expire_centisecs')} / {vm.get('dirty_writeback_centisecs')}",
+                "swappiness": str(vm.get("swappiness")),
+                "page cache dropped": "yes" if str(rec.get("caches", "")).startswith("dropped") else "no",
+                "cgroup memory limit": limit,
+            }
+        )
+    df = pl.DataFrame(rows)
+    for c in ("dirty background", "dirty"):  # bytes in human units
+        df = df.with_columns(
+            pl.col(c).map_elements(
+                lambda v: report.bytes_h(int(v)) if str(v).isdigit() else str(v), return_dtype=pl.Utf8
+            )
+        )
+    return df.rename({"dirty background": "vm dirty background", "dirty": "vm dirty"})
+
+
+def _when(ctx: Context) -> str:
+    start, end = ctx.runs["started_at"].min(), ctx.runs["ended_at"].max()
+    if start is None or end is None:
+        return "an unknown date"
+    return f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+
+
+def setup(ctx: Context) -> None:
+    show(
+        f"## Setup\n\nStudy `{ctx.study}`: {ctx.runs.height} runs of {len(ctx.cfg.get('workloads') or {})} "
+        f"workload(s) on {len(ctx.target_names)} target(s), from {_when(ctx)}. Every fact below is read from the "
+        "provenance records the lab writes with each run (`run.json`) and each target (`target.json`)."
+    )
+    facts = _facts(ctx)
+    show(
+        report.markdown_table(
+            pl.DataFrame({"item": list(facts), "value": list(facts.values())}),
+            caption="Machine, software and code version.",
+        )
+    )
+    show(
+        report.markdown_table(
+            _targets_table(ctx),
+            caption="Storage targets: file system, device, mount options as "
+            "the kernel reported them in force, image size, data set and its bulk-load time, and "
+            "per-target extras (PostgreSQL settings, where WAL lives, snapshots).",
+        )
+    )
+    device_setup(ctx)
+    if ctx.uses_postgres:
+        rec = ctx.first_record(PG_TOOLS)
+        settings = report.non_default_settings(json.dumps(rec))
+        show(
+            report.markdown_table(
+                settings,
+                caption="PostgreSQL settings that differ from the built-in defaults, as in "
+                "force during the first run (pg_settings).",
+            )
+        )
+        per_wl = [
+            (w, s.get("postgres_settings"))
+            for w, s in (ctx.cfg.get("workloads") or {}).items()
+            if s.get("postgres_settings")
+        ]
+        if per_wl:
+            show(
+                report.markdown_table(
+                    pl.DataFrame(
+                        {
+                            "workload": [w for w, _ in per_wl],
+                            "settings": [", ".join(f"{k}={v}" for k, v in s.items()) for _, s in per_wl],
+                        }
+                    ),
+                    caption="PostgreSQL settings of individual workloads (over the study's).",
+                )
+            )
+    show(
+        report.markdown_table(
+            _os_table(ctx),
+            caption="Operating-system settings in force per workload (vm.* as read "
+            "back after applying, page-cache drop before each run) and the memory limit of "
+            "PostgreSQL and its clients.",
+        )
+    )
+    setup_hosts(ctx)  # a study from several hosts: every host, and whether their hardware differs
