@@ -18,7 +18,7 @@ from scipy import stats as sps
 from pgfslab.analysis import queries, run_evidence
 from pgfslab.analysis.stats import aa, days
 from pgfslab.analysis.stats import exchangeability as ex
-from pgfslab.ingest import load
+from pgfslab.ingest import study as ingest_study_mod
 
 REPO = Path(__file__).resolve().parent.parent
 STUDIES = REPO / "tests" / "data" / "studies"
@@ -252,7 +252,7 @@ def dbs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("exch")
     raws = {"wal-zfs": STUDIES / "wal-zfs", "h1": STUDIES / "two-hosts" / "h1", "h2": STUDIES / "two-hosts" / "h2"}
     for name, raw in raws.items():
-        load.ingest_study(raw, base / f"{name}.duckdb", progress=False, external=None)
+        ingest_study_mod.ingest_study(raw, base / f"{name}.duckdb", progress=False, external=None)
     return {name: base / f"{name}.duckdb" for name in raws}
 
 
