@@ -257,7 +257,7 @@ def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
     rec = json.loads((work / "data/raw/zfstest" / run_id / "run.incomplete.json").read_text())
     assert rec["status"] == "error"
 
-    monkeypatch.setattr(prepare, "_prepare_on", boom)
+    monkeypatch.setattr(prepare, "_prepare_cluster", boom)
     with pytest.raises(LabError, match="injected failure"):
         prepare_target(cfg, "zfs")
     assert_released(work)

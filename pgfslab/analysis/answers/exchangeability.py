@@ -61,8 +61,8 @@ def rounds_chart(headline: pl.DataFrame, flagged: pl.DataFrame, color_scale: Any
         y=alt.Y("value:Q", title="throughput (tps)", scale=alt.Scale(type="log", zero=False)),
         color=alt.Color("target_label:N", scale=color_scale, title="target"),
     )
-    lines = base.mark_line(opacity=0.5).encode(detail="target_label:N")
-    dots = base.mark_point(filled=True, size=40).encode(
+    lines = base.mark_line(opacity=0.7, strokeWidth=2).encode(detail="target_label:N")
+    dots = base.mark_point(filled=True, size=70).encode(
         tooltip=["run_id", "repeat", "plan_index", alt.Tooltip("value:Q", format=",.0f")]
     )
     rings = (

@@ -324,7 +324,7 @@ def rank_test_floor(claim: Claim) -> pl.DataFrame:
     return pl.DataFrame([{
         "claim": claim.id, "seed": claim.seed, "cell": f"{n}+{n} runs", "role": "primary", "compared": "exact U test",
         "a": "", "b": "", "n_a": n, "n_b": n, "estimate": floor, "seed_value": claim.seed_value,
-        "test": "exact Mann-Whitney null distribution", "direction": v.direction, "magnitude": v.magnitude,
+        "test": "exact Mann-Whitney distribution of U under no difference", "direction": v.direction, "magnitude": v.magnitude,
         "verdict": v.category, "verdict_text": v.text,
     }], schema=RESULT_SCHEMA)  # fmt: skip
 
