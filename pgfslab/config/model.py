@@ -157,6 +157,8 @@ class TargetSpec(Node):
     format: bool | None = None
     dataset: dict[str, Any] | None = None  # overrides of the study's dataset (its keys, checked at validation)
     postgres_settings: PgSettings | None = None
+    postgres_version: int | None = None
+    postgres_bindir: str | None = None
     zfs: dict[str, str | int | bool] | None = None
     wal_on: str | None = None
     path: str | None = None
@@ -170,6 +172,9 @@ class PostgresConfig(Node):
     port_base: int = 55400
     settings: PgSettings = field(default_factory=dict)
     bindir: str | None = None
+    version: int | None = None
+    versions: tuple[int, ...] | None = None
+    data_checksums: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,7 @@ class Workload(Node):
     duration_s: int | None = None
     postgres_settings: PgSettings | None = None
     os: WorkloadOs | None = None
+    prewarm: bool | str | None = None  # over run.prewarm: True (shared_buffers), "read" (page cache), False
     # pgbench
     builtin: str | None = None
     scripts: tuple[Script, ...] | None = None
@@ -390,6 +396,19 @@ class StudyConfig(Node):
         if workload is not None:
             out.update(self.workloads[workload].postgres_settings or {})
         return out
+
+    def pg_version_of(self, target: str) -> int | None:
+        """The PostgreSQL major a target's cluster runs: its own, else the study's (None: the default build)."""
+        own = self.targets[target].postgres_version
+        return own if own is not None else self.postgres.version
+
+    def bindir_of(self, target: str) -> str | None:
+        """A target's PostgreSQL binaries when the config names them: its own `postgres_bindir`, else the
+        study's bindir unless the target names a major of its own (then that major's build)."""
+        spec = self.targets[target]
+        if spec.postgres_bindir is not None:
+            return spec.postgres_bindir
+        return None if spec.postgres_version is not None else self.postgres.bindir
 
     def precision_cells(self) -> set[tuple[str, int]]:
         """The (workload, clients) cells whose repeats the precision target decides (empty without `precision`)."""
