@@ -17,7 +17,7 @@ from pgfslab.host import postgres
 from pgfslab.host.pg_install import Build
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A TCP port nobody listens on (the cluster opens none: the number only names its socket)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -29,6 +29,6 @@ def server_settings(build: Build, user: str = "postgres") -> list[tuple[str, str
     pw = pwd.getpwnam(user)
     with tempfile.TemporaryDirectory(prefix="pgfs-probe-") as tmp:
         os.chown(tmp, pw.pw_uid, pw.pw_gid)
-        with postgres.running(Path(tmp) / "pgdata", _free_port(), build.bindir, user, init=True) as cl:
+        with postgres.running(Path(tmp) / "pgdata", free_port(), build.bindir, user, init=True) as cl:
             rows = cl.query("SELECT name, vartype, context FROM pg_settings ORDER BY name")
     return [(str(n), str(t), str(c)) for n, t, c in rows]

@@ -110,8 +110,9 @@ def stat_io_sql(num: int) -> str | None:
         return f"{c}::bigint"
 
     cols = [*STAT_IO_KEYS, *(count(c) for c in STAT_IO_COUNTS), *(f"{c}::float8" for c in STAT_IO_TIMES)]
+    # statement_timestamp(): one time for every row of a sample (clock_timestamp() would differ row by row)
     return (
-        "SELECT extract(epoch FROM clock_timestamp())::float8, "
+        "SELECT extract(epoch FROM statement_timestamp())::float8, "
         + ", ".join(cols)
         + " FROM pg_stat_io ORDER BY backend_type, object, context"
     )
