@@ -153,6 +153,7 @@ def check(study: StudyConfig, source: str) -> None:
     _check_ladder(study, source)
     for name, wl in study.workloads.items():
         _check_workload(name, wl, source)
+        _check_workload_scope(study, name, wl, source)
         if isinstance(wl.repeats, dict):
             unknown = sorted(set(int(k) for k in wl.repeats) - set(wl.clients))
             if unknown:
@@ -203,6 +204,21 @@ def _check_snapshots(study: StudyConfig, source: str) -> None:
             )
 
 
+def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: str) -> None:
+    """A workload's `targets` are targets of the study, its `rungs` rungs of its ladder."""
+    for t in wl.targets or ():
+        if t not in study.targets:
+            raise LabError(
+                f"{source}: workloads.{name}.targets: {t!r} is not a target (targets: {', '.join(study.targets)})"
+            )
+    if wl.rungs:
+        rungs = study.ladder_rungs()
+        wrong = [r for r in wl.rungs if r not in rungs]
+        if wrong:
+            have = f"rungs 1-{len(rungs)}" if rungs else "no ladder"
+            raise LabError(f"{source}: workloads.{name}.rungs: {wrong} not rungs of this study ({have})")
+
+
 def _check_pg_settings(study: StudyConfig, source: str) -> None:
     """Every PostgreSQL setting a target's cluster gets (the study's, the target's, each workload's) is one its
     major has (pgfslab.config.pg_settings); a target of no named major is left to its server."""
@@ -214,7 +230,11 @@ def _check_pg_settings(study: StudyConfig, source: str) -> None:
             ("postgres.settings", study.postgres.settings),
             (f"targets.{name}.postgres_settings", spec.postgres_settings),
         ]
-        given += [(f"workloads.{w}.postgres_settings", wl.postgres_settings) for w, wl in study.workloads.items()]
+        given += [
+            (f"workloads.{w}.postgres_settings", wl.postgres_settings)
+            for w, wl in study.workloads.items()
+            if wl.targets is None or name in wl.targets
+        ]
         for where, settings in given:
             for key in settings or {}:
                 why = pg_settings.problem(key, major)
@@ -275,7 +295,7 @@ def _check_precision(study: StudyConfig, source: str) -> None:
 
 
 # Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
-COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os"}
+COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os", "targets"}
 TOOL_KEYS: dict[str, set[str]] = {
     "pgbench": {
         "builtin",
@@ -289,8 +309,9 @@ TOOL_KEYS: dict[str, set[str]] = {
         "log",
         "sampling_rate",
         "prewarm",
+        "rungs",
     },
-    "sysbench": {"test", "rand_type", "percentile", "histogram", "prewarm"},
+    "sysbench": {"test", "rand_type", "percentile", "histogram", "prewarm", "rungs"},
     "fsmicro": {
         "op",
         "count",

@@ -216,6 +216,8 @@ class Workload(Node):
     duration_s: int | None = None
     postgres_settings: PgSettings | None = None
     os: WorkloadOs | None = None
+    targets: tuple[str, ...] | None = None  # the targets it runs on (None: every target)
+    rungs: tuple[int, ...] | None = None  # the ladder's rungs it runs at (None: every rung)
     prewarm: bool | str | None = None  # over run.prewarm: True (shared_buffers), "read" (page cache), False
     # pgbench
     builtin: str | None = None
@@ -440,10 +442,17 @@ class StudyConfig(Node):
         return self.ladder.rungs if self.ladder is not None else []
 
     def rungs_for(self, workload: str) -> list[int | None]:
-        """The rungs a workload's cells run at: every rung for pgbench and sysbench in a ladder study."""
-        if self.workloads[workload].tool in ("pgbench", "sysbench") and self.ladder_rungs():
-            return list(self.ladder_rungs())
+        """The rungs a workload's cells run at: every rung (or the workload's `rungs`) for pgbench and sysbench
+        in a ladder study."""
+        wl = self.workloads[workload]
+        if wl.tool in ("pgbench", "sysbench") and self.ladder_rungs():
+            return [r for r in self.ladder_rungs() if wl.rungs is None or r in wl.rungs]
         return [None]
+
+    def targets_for(self, workload: str) -> list[str]:
+        """The targets a workload runs on: its `targets`, else every target (in the config's order)."""
+        only = self.workloads[workload].targets
+        return [t for t in self.targets if only is None or t in only]
 
     def snapshot_targets(self) -> list[str]:
         """Targets that get periodic snapshots (and so a btrfs data subvolume at creation)."""

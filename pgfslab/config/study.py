@@ -170,7 +170,7 @@ class Study(StudyConfig):
             for wl_name, rung, clients, n in cells:
                 if rep > n:
                     continue
-                for target in self.targets:
+                for target in self.targets_for(wl_name):
                     optional = (wl_name, clients) in precise and rep > min_rep
                     rid = run_id(target, wl_name, clients, rep, rung) + self.host_suffix
                     out.append(RunSpec(rid, len(out), target, wl_name, clients, rep, optional, rung))

@@ -5,7 +5,8 @@ target's major (its `postgres_version`, else the study's `postgres.version`).
 no `postgres_bindir`) into one target per major, `<target>-pg<major>` with `postgres_version: <major>`, in
 the config's order (ext4-pg15, ext4-pg17, ext4-pg18, xfs-pg15, ...): each is a file system with its own
 cluster, prepared and measured like any target, interleaved with the others. A crossed target's `wal_on`
-names the same major's copy of its WAL target; `snapshots.targets` names every copy.
+names the same major's copy of its WAL target; `snapshots.targets` and a workload's `targets` name every
+copy.
 
 The crossing is done on the validated mapping, once: a crossed target names its major, so validating the
 frozen study.yaml again crosses nothing. A study without `versions` is not touched (its run ids and
@@ -68,4 +69,7 @@ def cross_targets(cfg: dict[str, Any], source: str) -> None:
     snaps = cfg.get("snapshots")
     if snaps and snaps.get("targets"):
         snaps["targets"] = [c for t in snaps["targets"] for c in copies.get(t, [t])]
+    for wl in (cfg.get("workloads") or {}).values():
+        if wl.get("targets"):
+            wl["targets"] = [c for t in wl["targets"] for c in copies.get(t, [t])]
     cfg["targets"] = out
