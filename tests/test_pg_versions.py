@@ -152,3 +152,51 @@ def test_the_settings_table_is_what_the_real_server_says(major):
     _, table = pg_settings.table()
     assert names == {n for n, have in table.items() if major in have}
     assert ("io_method" in names) == (major >= 18)
+
+
+def test_a_workload_runs_on_its_targets_and_rungs_only():
+    wl = {
+        "rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [4]},
+        "aio": {
+            "tool": "pgbench",
+            "builtin": "select-only",
+            "targets": ["ext4-pg18"],  # a crossed copy by name: an 18-only setting is then allowed
+            "rungs": [2],
+            "prewarm": "read",
+            "postgres_settings": {"io_method": "worker"},
+        },
+    }
+    c = cfg(workloads=wl, ladder={"scales": [2, 8]}, run={"repeats": 1})
+    study = config.Study.from_dict(c)
+    ids = [r.run_id for r in study.runs]
+    assert [i for i in ids if ".aio." in i] == ["ext4-pg18.aio.d2.c1.r1"]
+    assert len([i for i in ids if ".rw." in i]) == 4 * 2
+    view = study.run_view(study.find_run("ext4-pg18.aio.d2.c1.r1"))
+    assert view.prewarm == "read" and study.run_view(study.find_run("xfs-pg15.rw.d1.c4.r1")).prewarm is False
+    # a name before the crossing means every major's copy; then the 18-only setting meets 15
+    wl["aio"]["targets"] = ["ext4"]
+    with pytest.raises(LabError, match=r"workloads\.aio\.postgres_settings\.io_method: PostgreSQL 15"):
+        cfg(workloads=wl, ladder={"scales": [2, 8]})
+    del wl["aio"]["postgres_settings"]
+    assert cfg(workloads=wl, ladder={"scales": [2, 8]})["workloads"]["aio"]["targets"] == ["ext4-pg15", "ext4-pg18"]
+    wl["aio"]["targets"] = ["nvme"]
+    with pytest.raises(LabError, match=r"workloads\.aio\.targets: 'nvme' is not a target"):
+        cfg(workloads=wl, ladder={"scales": [2, 8]})
+    wl["aio"]["targets"] = ["ext4"]
+    with pytest.raises(LabError, match=r"workloads\.aio\.rungs: \[3\] not rungs of this study \(rungs 1-2\)"):
+        cfg(workloads={**wl, "aio": {**wl["aio"], "rungs": [3]}}, ladder={"scales": [2, 8]})
+    with pytest.raises(LabError, match=r"not rungs of this study \(no ladder\)"):
+        cfg(workloads=wl)
+
+
+def test_the_issue_32_studies_are_what_their_comments_say():
+    versions = config.load_study(REPO / "config" / "pg-versions.yaml")
+    assert len(versions.targets) == 9 and {versions.pg_version_of(t) for t in versions.targets} == {15, 17, 18}
+    assert versions.postgres.data_checksums is False and len(versions.runs) == 108
+    aio = config.load_study(REPO / "config" / "aio.yaml")
+    assert {aio.pg_version_of(t) for t in aio.targets} == {18}
+    direct = [r.target for r in aio.runs if r.workload == "direct"]
+    assert set(direct) == {"ext4", "xfs", "btrfs"}
+    warm = {r.rung for r in aio.runs if r.workload.startswith("warm")}
+    assert warm == {1} and {r.rung for r in aio.runs if not r.workload.startswith("warm")} == {2}
+    assert len(aio.runs) == (4 * 12 + 3) * 3
