@@ -34,7 +34,12 @@ COLUMNS = [
 ]
 SCHEMA: Schema = {"ts": pl.Datetime("us", "UTC"), **{c: pl.Int64 for c in AIOS_COUNTERS}}
 TABLES: dict[str, Schema] = {"pg_aios": SCHEMA}
-UNITS = {"pg_aios": {c: "count (I/O handles in use)" for c in AIOS_COUNTERS if c != "bytes"}}
+UNITS = {
+    "pg_aios": {
+        **{c: "count (I/O handles in use)" for c in AIOS_COUNTERS},
+        "bytes": "bytes (the handles' lengths summed)",
+    }
+}
 
 
 def sniff(head: str, path: Path) -> bool:
