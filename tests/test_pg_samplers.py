@@ -4,12 +4,16 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import tempfile
+import time
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from pgfslab.host import pg_stats
+from pgfslab.host import pg_install, pg_probe, pg_stats, postgres
 from pgfslab.ingest import parsers
 from pgfslab.ingest.parsers import ParseError
 from pgfslab.run import pgstat_format, sampler
@@ -113,3 +117,38 @@ def test_damage_is_refused_with_its_line(tmp_path):
     torn.write_text(text[: len(text) - 8])  # cut inside the last line
     out = parsers.parse(torn)
     assert out["pg_aios"].height == len(text.splitlines()) - 3 and "_warnings" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a throw-away cluster as the postgres user)")
+@pytest.mark.parametrize("major", [15, 18])
+def test_the_sampler_and_facts_on_a_real_server(major, tmp_path):
+    """A throw-away cluster of the major's build (15: Debian's; 18: the pinned wheel): the facts before a run read
+    the counters from where that major keeps them, and the sampler writes the files that major has."""
+    pw = pwd.getpwnam("postgres")
+    build = pg_install.build_for(major, None)
+    args = postgres.checksums_args(major, False)
+    with tempfile.TemporaryDirectory(prefix="pgfs-test-") as tmp:  # pytest's tmp_path is not the server's to reach
+        os.chown(tmp, pw.pw_uid, pw.pw_gid)
+        port = pg_probe.free_port()
+        with postgres.running(Path(tmp) / "pgdata", port, build.bindir, "postgres", init=True, initdb_args=args) as cl:
+            facts = cl.facts()
+            with sampler.PgStatSampler(cl.conninfo, tmp_path, 4.0) as smp:
+                cl.query("CREATE TABLE t AS SELECT generate_series(1, 20000) AS i")
+                cl.query("CHECKPOINT")
+                time.sleep(1.2)
+    assert facts["server_version_num"] // 10000 == major and facts["data_checksums"] is False
+    assert set(facts["bgwriter"]) == {
+        "checkpoints_timed",
+        "checkpoints_req",
+        "buffers_checkpoint",
+        "buffers_clean",
+        "buffers_backend",
+    }
+    assert smp.error is None and smp.samples >= 3
+    pgstat = parsers.parse(tmp_path / "pgstat.csv")["pgstat"]
+    assert pgstat["checkpoints_req"].max() >= 1  # the CHECKPOINT, counted where that major counts it
+    assert (tmp_path / "pgstat_io.csv").exists() == (major >= 16)
+    assert (tmp_path / "pg_aios.csv").exists() == (major >= 18)
+    if major >= 18:
+        assert parsers.parse(tmp_path / "pgstat_io.csv")["pgstat_io"].height >= smp.io_samples * 30
