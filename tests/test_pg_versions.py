@@ -5,6 +5,8 @@ held to the real servers in a slow test)."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -200,3 +202,18 @@ def test_the_issue_32_studies_are_what_their_comments_say():
     warm = {r.rung for r in aio.runs if r.workload.startswith("warm")}
     assert warm == {1} and {r.rung for r in aio.runs if not r.workload.startswith("warm")} == {2}
     assert len(aio.runs) == (4 * 12 + 3) * 3
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the socket directory is handed to the postgres user)")
+def test_binaries_the_server_user_cannot_reach_are_refused_clearly():
+    hidden = Path(tempfile.mkdtemp(prefix="pgfs-hidden-"))  # mode 0700, root's: a lab under /root, say
+    try:
+        (hidden / "bin").mkdir()
+        with tempfile.TemporaryDirectory(prefix="pgfs-test-") as tmp:
+            os.chmod(tmp, 0o755)
+            with pytest.raises(LabError, match=r"(?s)cannot reach .*PGFSLAB_PG_CACHE"):
+                with postgres.running(Path(tmp) / "pgdata", 55999, hidden / "bin", "postgres", init=True):
+                    pass
+            assert not (Path(tmp) / "pgdata").exists()  # refused before initdb
+    finally:
+        shutil.rmtree(hidden)

@@ -418,6 +418,13 @@ def running(
     cluster = Cluster(pgdata, port, bin_dir, user, sockdir, log, wrap or (lambda cmd: cmd))
     try:
         check_reachable(pgdata.parent, user)
+        try:
+            check_reachable(bin_dir, user)
+        except LabError as exc:  # a pinned build unpacked into a lab under /root, say
+            raise LabError(
+                f"{exc}\n  (these are the PostgreSQL binaries; a pinned build goes where $PGFSLAB_PG_CACHE says: "
+                f"a directory {user!r} can reach)"
+            ) from None
         if init:
             pgdata.mkdir(mode=0o700, exist_ok=False)
             os.chown(pgdata, pw.pw_uid, pw.pw_gid)
