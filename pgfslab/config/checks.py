@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 
 from pgfslab import paths, yaml_text
-from pgfslab.config import fsmicro_spec, targets, vm_settings
+from pgfslab.config import fsmicro_spec, pg_settings, targets, versions, vm_settings
 from pgfslab.config.model import Dataset, StudyConfig, Workload
 from pgfslab.errors import LabError
 
@@ -75,6 +75,7 @@ def validate(raw: Any, source: str = "<config>") -> dict[str, Any]:
         raise LabError("invalid study config\n  " + "\n  ".join(lines))
     _check_characters(raw, source)
     cfg = _fill_defaults(json.loads(json.dumps(raw)), sch)
+    versions.cross_targets(cfg, source)
     _resolve_drop_caches(raw, cfg, source)
     _resolve_memory_limit(cfg, source)
     _check_dataset_overrides(cfg, source)
@@ -147,10 +148,12 @@ def check(study: StudyConfig, source: str) -> None:
             if targets.kind(spec) in ("tmpfs", "dir"):
                 raise LabError(f"{source}: resources.blkio: target {name} ({spec.fs}) has no block device to throttle")
     _check_snapshots(study, source)
+    _check_pg_settings(study, source)
     _check_precision(study, source)
     _check_ladder(study, source)
     for name, wl in study.workloads.items():
         _check_workload(name, wl, source)
+        _check_workload_scope(study, name, wl, source)
         if isinstance(wl.repeats, dict):
             unknown = sorted(set(int(k) for k in wl.repeats) - set(wl.clients))
             if unknown:
@@ -199,6 +202,44 @@ def _check_snapshots(study: StudyConfig, source: str) -> None:
                 "the lab snapshots btrfs image or device targets and zfs targets only (LVM thin "
                 "snapshots would need device-mapper)"
             )
+
+
+def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: str) -> None:
+    """A workload's `targets` are targets of the study, its `rungs` rungs of its ladder."""
+    for t in wl.targets or ():
+        if t not in study.targets:
+            raise LabError(
+                f"{source}: workloads.{name}.targets: {t!r} is not a target (targets: {', '.join(study.targets)})"
+            )
+    if wl.rungs:
+        rungs = study.ladder_rungs()
+        wrong = [r for r in wl.rungs if r not in rungs]
+        if wrong:
+            have = f"rungs 1-{len(rungs)}" if rungs else "no ladder"
+            raise LabError(f"{source}: workloads.{name}.rungs: {wrong} not rungs of this study ({have})")
+
+
+def _check_pg_settings(study: StudyConfig, source: str) -> None:
+    """Every PostgreSQL setting a target's cluster gets (the study's, the target's, each workload's) is one its
+    major has (pgfslab.config.pg_settings); a target of no named major is left to its server."""
+    for name, spec in study.targets.items():
+        major = study.pg_version_of(name)
+        if major is None:
+            continue
+        given = [
+            ("postgres.settings", study.postgres.settings),
+            (f"targets.{name}.postgres_settings", spec.postgres_settings),
+        ]
+        given += [
+            (f"workloads.{w}.postgres_settings", wl.postgres_settings)
+            for w, wl in study.workloads.items()
+            if wl.targets is None or name in wl.targets
+        ]
+        for where, settings in given:
+            for key in settings or {}:
+                why = pg_settings.problem(key, major)
+                if why:
+                    raise LabError(f"{source}: {where}.{key}: {why} (target {name} runs PostgreSQL {major})")
 
 
 def _check_ladder(study: StudyConfig, source: str) -> None:
@@ -254,7 +295,7 @@ def _check_precision(study: StudyConfig, source: str) -> None:
 
 
 # Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
-COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os"}
+COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os", "targets"}
 TOOL_KEYS: dict[str, set[str]] = {
     "pgbench": {
         "builtin",
@@ -267,8 +308,10 @@ TOOL_KEYS: dict[str, set[str]] = {
         "per_statement",
         "log",
         "sampling_rate",
+        "prewarm",
+        "rungs",
     },
-    "sysbench": {"test", "rand_type", "percentile", "histogram"},
+    "sysbench": {"test", "rand_type", "percentile", "histogram", "prewarm", "rungs"},
     "fsmicro": {
         "op",
         "count",

@@ -157,6 +157,8 @@ class TargetSpec(Node):
     format: bool | None = None
     dataset: dict[str, Any] | None = None  # overrides of the study's dataset (its keys, checked at validation)
     postgres_settings: PgSettings | None = None
+    postgres_version: int | None = None
+    postgres_bindir: str | None = None
     zfs: dict[str, str | int | bool] | None = None
     wal_on: str | None = None
     path: str | None = None
@@ -170,6 +172,9 @@ class PostgresConfig(Node):
     port_base: int = 55400
     settings: PgSettings = field(default_factory=dict)
     bindir: str | None = None
+    version: int | None = None
+    versions: tuple[int, ...] | None = None
+    data_checksums: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,9 @@ class Workload(Node):
     duration_s: int | None = None
     postgres_settings: PgSettings | None = None
     os: WorkloadOs | None = None
+    targets: tuple[str, ...] | None = None  # the targets it runs on (None: every target)
+    rungs: tuple[int, ...] | None = None  # the ladder's rungs it runs at (None: every rung)
+    prewarm: bool | str | None = None  # over run.prewarm: True (shared_buffers), "read" (page cache), False
     # pgbench
     builtin: str | None = None
     scripts: tuple[Script, ...] | None = None
@@ -391,6 +399,19 @@ class StudyConfig(Node):
             out.update(self.workloads[workload].postgres_settings or {})
         return out
 
+    def pg_version_of(self, target: str) -> int | None:
+        """The PostgreSQL major a target's cluster runs: its own, else the study's (None: the default build)."""
+        own = self.targets[target].postgres_version
+        return own if own is not None else self.postgres.version
+
+    def bindir_of(self, target: str) -> str | None:
+        """A target's PostgreSQL binaries when the config names them: its own `postgres_bindir`, else the
+        study's bindir unless the target names a major of its own (then that major's build)."""
+        spec = self.targets[target]
+        if spec.postgres_bindir is not None:
+            return spec.postgres_bindir
+        return None if spec.postgres_version is not None else self.postgres.bindir
+
     def precision_cells(self) -> set[tuple[str, int]]:
         """The (workload, clients) cells whose repeats the precision target decides (empty without `precision`)."""
         if self.precision is None:
@@ -421,10 +442,17 @@ class StudyConfig(Node):
         return self.ladder.rungs if self.ladder is not None else []
 
     def rungs_for(self, workload: str) -> list[int | None]:
-        """The rungs a workload's cells run at: every rung for pgbench and sysbench in a ladder study."""
-        if self.workloads[workload].tool in ("pgbench", "sysbench") and self.ladder_rungs():
-            return list(self.ladder_rungs())
+        """The rungs a workload's cells run at: every rung (or the workload's `rungs`) for pgbench and sysbench
+        in a ladder study."""
+        wl = self.workloads[workload]
+        if wl.tool in ("pgbench", "sysbench") and self.ladder_rungs():
+            return [r for r in self.ladder_rungs() if wl.rungs is None or r in wl.rungs]
         return [None]
+
+    def targets_for(self, workload: str) -> list[str]:
+        """The targets a workload runs on: its `targets`, else every target (in the config's order)."""
+        only = self.workloads[workload].targets
+        return [t for t in self.targets if only is None or t in only]
 
     def snapshot_targets(self) -> list[str]:
         """Targets that get periodic snapshots (and so a btrfs data subvolume at creation)."""

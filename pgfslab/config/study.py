@@ -67,6 +67,8 @@ class PostgresSettings:
     port: int
     settings: dict[str, Any]
     database: str = "postgres"
+    version: int | None = None  # the major the study names (None: the default build)
+    data_checksums: bool = False  # initdb --data-checksums (else explicitly without)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,13 @@ class RunView:
         return int(self.workload.duration_s or self.run.duration_s)
 
     @property
+    def prewarm(self) -> bool | str:
+        """How the run's server starts: True (relations in shared_buffers), "read" (in the page cache only) or
+        False (cold); the workload's `prewarm` over run.prewarm."""
+        own = self.workload.prewarm
+        return own if own is not None else bool(self.run.prewarm)
+
+    @property
     def timeout_s(self) -> float:
         # timeout_grace_s has no schema default: a new key with a default would change every existing run's
         # parameters and make Snakemake redo them
@@ -161,7 +170,7 @@ class Study(StudyConfig):
             for wl_name, rung, clients, n in cells:
                 if rep > n:
                     continue
-                for target in self.targets:
+                for target in self.targets_for(wl_name):
                     optional = (wl_name, clients) in precise and rep > min_rep
                     rid = run_id(target, wl_name, clients, rep, rung) + self.host_suffix
                     out.append(RunSpec(rid, len(out), target, wl_name, clients, rep, optional, rung))
@@ -211,11 +220,13 @@ class Study(StudyConfig):
 
     def postgres_for(self, target: str, workload: str | None = None, rung: int | None = None) -> PostgresSettings:
         return PostgresSettings(
-            self.postgres.bindir,
+            self.bindir_of(target),
             self.postgres.user,
             self.port_of(target),
             self.pg_settings_for(target, workload),
             database_for(rung),
+            self.pg_version_of(target),
+            bool(self.postgres.data_checksums),
         )
 
     def run_view(self, spec: RunSpec) -> RunView:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,16 @@ from typing import Any
 import psycopg
 
 from pgfslab.errors import LabError
-from pgfslab.host import proc
+from pgfslab.host import pg_stats, proc
+
+
+def checksums_args(major: int, on: bool) -> list[str]:
+    """initdb's checksum argument, said explicitly for every major: --data-checksums, or (off) 18's
+    --no-data-checksums (18 made checksums initdb's default); before 18 off is initdb's default and the flag
+    does not exist."""
+    if on:
+        return ["--data-checksums"]
+    return ["--no-data-checksums"] if major >= 18 else []
 
 
 def bindir(configured: str | None = None) -> Path:
@@ -104,8 +113,9 @@ class Cluster:
     def _as_user(self, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return proc.run(["runuser", "-u", self.user, "--", *cmd], timeout=timeout)
 
-    def initdb(self, settings: dict[str, Any], waldir: Path | None = None) -> list[str]:
-        """initdb as the server's user; `waldir`: pg_wal lives there (initdb -X, pg_wal a symlink)."""
+    def initdb(self, settings: dict[str, Any], waldir: Path | None = None, extra: Sequence[str] = ()) -> list[str]:
+        """initdb as the server's user; `waldir`: pg_wal lives there (initdb -X, pg_wal a symlink); `extra`:
+        more initdb arguments (checksums_args)."""
         cmd = [
             str(self.bindir / "initdb"),
             "-D",
@@ -121,6 +131,7 @@ class Cluster:
         ]
         if waldir is not None:
             cmd += ["-X", str(waldir)]
+        cmd += list(extra)
         self.initdb_command = cmd
         self._as_user(*cmd)
         # unix socket only: no TCP port is opened, so trust authentication reaches nobody but the
@@ -292,16 +303,23 @@ class Cluster:
         """Version, non-default settings and sizes, read through psycopg."""
         with self.connect() as conn:
             version = conn.execute("SELECT version()").fetchone()[0]
+            num = conn.info.server_version
+            checksums = conn.execute("SHOW data_checksums").fetchone()[0]
             settings = conn.execute(
                 "SELECT name, setting, unit, source FROM pg_settings "
                 "WHERE source NOT IN ('default', 'override') ORDER BY name"
             ).fetchall()
             db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
             all_db_bytes = conn.execute("SELECT sum(pg_database_size(oid))::bigint FROM pg_database").fetchone()[0]
-            bgw = conn.execute(
-                "SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, "
-                "buffers_backend FROM pg_stat_bgwriter"
-            ).fetchone()
+            frm, exprs = pg_stats.bgwriter_sources(num)
+            bgw_keys = [
+                "checkpoints_timed",
+                "checkpoints_req",
+                "buffers_checkpoint",
+                "buffers_clean",
+                "buffers_backend",
+            ]
+            bgw = conn.execute(f"SELECT {', '.join(exprs[k] for k in bgw_keys)} FROM {frm}").fetchone()
             dbstat = conn.execute(
                 "SELECT xact_commit, xact_rollback, blks_read, blks_hit FROM pg_stat_database "
                 "WHERE datname = current_database()"
@@ -316,15 +334,12 @@ class Cluster:
             ).fetchall()
         return {
             "version": version,
+            "server_version_num": num,
+            "data_checksums": checksums == "on",
             "settings": {n: {"setting": s, "unit": u, "source": src} for n, s, u, src in settings},
             "database_bytes": db_bytes,
             "all_databases_bytes": all_db_bytes,
-            "bgwriter": dict(
-                zip(
-                    ["checkpoints_timed", "checkpoints_req", "buffers_checkpoint", "buffers_clean", "buffers_backend"],
-                    bgw,
-                )
-            ),
+            "bgwriter": dict(zip(bgw_keys, bgw)),
             "database_stats": dict(zip(["xact_commit", "xact_rollback", "blks_read", "blks_hit"], dbstat)),
             "relations": [
                 {"relname": r, "relkind": k, "relation_bytes": b, "total_bytes": t, "fillfactor": f}
@@ -387,6 +402,7 @@ def running(
     run_settings: dict[str, Any] | None = None,
     wrap: Callable[[list[str]], list[str]] | None = None,
     waldir: Path | None = None,
+    initdb_args: Sequence[str] = (),
 ) -> Iterator[Cluster]:
     """A started cluster for the duration of the block (initdb first if `init`); always stopped after.
 
@@ -402,12 +418,19 @@ def running(
     cluster = Cluster(pgdata, port, bin_dir, user, sockdir, log, wrap or (lambda cmd: cmd))
     try:
         check_reachable(pgdata.parent, user)
+        try:
+            check_reachable(bin_dir, user)
+        except LabError as exc:  # a pinned build unpacked into a lab under /root, say
+            raise LabError(
+                f"{exc}\n  (these are the PostgreSQL binaries; a pinned build goes where $PGFSLAB_PG_CACHE says: "
+                f"a directory {user!r} can reach)"
+            ) from None
         if init:
             pgdata.mkdir(mode=0o700, exist_ok=False)
             os.chown(pgdata, pw.pw_uid, pw.pw_gid)
             if waldir is not None:
                 _check_shell_safe(waldir)
-            cluster.initdb(settings or {}, waldir)
+            cluster.initdb(settings or {}, waldir, initdb_args)
         elif not (pgdata / "PG_VERSION").exists():
             raise LabError(f"no cluster at {pgdata}; the target must be prepared first")
         if run_settings is not None:

@@ -67,6 +67,7 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "ended_at": _ts(rec.get("ended_at")),
         "wall_s": rec.get("wall_s"),
         "pg_version": pg.get("version"),
+        **_build_columns(rec),
         "kernel": (rec.get("host") or {}).get("kernel"),
         "cpu_model": (rec.get("host") or {}).get("cpu_model"),
         "cpus": (rec.get("host") or {}).get("cpus"),
@@ -78,6 +79,21 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "checkpoints_req": delta(bgw, bgw0, "checkpoints_req"),
         "xact_commit": delta(dbs, dbs0, "xact_commit"),
         "run_json": json.dumps(rec, sort_keys=True),
+    }
+
+
+def _build_columns(rec: dict[str, Any]) -> dict[str, Any]:
+    """The run's PostgreSQL build: server and client versions, where it came from, its checksums."""
+    build = rec.get("postgres_build") or {}
+    checksums = (rec.get("postgres") or rec.get("postgres_before") or {}).get("data_checksums")
+    what = f"{build['wheel']} sha256:{build['sha256']}" if build.get("wheel") else build.get("bindir")
+    return {
+        "pg_major": build.get("major"),
+        "pg_server_version": build.get("version") or (rec.get("tools") or {}).get("postgres"),
+        "pg_client_version": (rec.get("tools") or {}).get("pgbench"),
+        "pg_source": build.get("source"),
+        "pg_build": what,
+        "data_checksums": checksums,
     }
 
 

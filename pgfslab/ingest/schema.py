@@ -54,6 +54,15 @@ RUNS: dict[str, Any] = {
     "ended_at": pl.Datetime("us", "UTC"),
     "wall_s": pl.Float64,
     "pg_version": pl.Utf8,
+    # the PostgreSQL build (run.json's postgres_build): server major and version, its client's (pgbench's own
+    # --version), where it came from (debian | wheel | bindir; null: recorded before builds were) and what
+    # (the wheel's file name and sha256, or the directory); data checksums as the server reported them
+    "pg_major": pl.Int64,
+    "pg_server_version": pl.Utf8,
+    "pg_client_version": pl.Utf8,
+    "pg_source": pl.Utf8,
+    "pg_build": pl.Utf8,
+    "data_checksums": pl.Boolean,
     "kernel": pl.Utf8,
     "cpu_model": pl.Utf8,
     "cpus": pl.Int64,

@@ -25,10 +25,15 @@ def _facts(ctx: Context) -> dict[str, str]:
     }
     if ctx.uses_postgres:
         pg = ctx.first_record(PG_TOOLS)
-        facts["PostgreSQL"] = ((pg.get("postgres") or {}).get("version") or "?").split(" on ")[0]
+        facts["PostgreSQL"] = _builds(ctx) or ((pg.get("postgres") or {}).get("version") or "?").split(" on ")[0]
+        checksums = _checksums(ctx)
+        if checksums:
+            facts["Data checksums"] = checksums
     for tool in ("pgbench", "sysbench"):
         if tool in ctx.tools:
-            facts[tool] = tools.get(tool) or "?"
+            # each server's own pgbench: as many client versions as servers
+            seen = {(r.get("tools") or {}).get(tool) for r in ctx.records.values() if r.get("tool") == tool}
+            facts[tool] = "; ".join(sorted(str(v) for v in seen if v)) or tools.get(tool) or "?"
     if "fsmicro" in ctx.tools:
         facts["fsmicro"] = "pgfslab/runners/fsmicro.py (this lab; pebble bench fs layout), Python " + (
             tools.get("python") or "?"
@@ -49,6 +54,36 @@ def _facts(ctx: Context) -> dict[str, str]:
         facts["Lab commit"] += f" — {len(commits)} commits over the runs"
     del git
     return facts
+
+
+def _builds(ctx: Context) -> str:
+    """The PostgreSQL builds the runs used (run.json's postgres_build), each with where it came from: the
+    distribution's package, a pinned PyPI wheel (file name and sha256) or a user's bindir."""
+    seen: dict[str, str] = {}
+    for rec in ctx.records.values():
+        b = rec.get("postgres_build")
+        if b:
+            seen.setdefault(str(b.get("version")), f"{b.get('version')}: {b.get('origin')}")
+    return "; ".join(seen[v] for v in sorted(seen, key=lambda v: [int(x) for x in v.split(".") if x.isdigit()]))
+
+
+def _checksums(ctx: Context) -> str:
+    """Data checksums as the servers reported them, per major when they differ (a comparison across majors must
+    not compare checksums off with on unsaid)."""
+    per: dict[str, set[bool]] = {}
+    for rec in ctx.records.values():
+        on = (rec.get("postgres") or rec.get("postgres_before") or {}).get("data_checksums")
+        if on is not None:
+            major = str((rec.get("postgres_build") or {}).get("major") or "")
+            per.setdefault(major, set()).add(bool(on))
+    if not per:
+        return ""
+    states = {s for v in per.values() for s in v}
+    if len(states) == 1:
+        return f"{'on' if states.pop() else 'off'} in every cluster"
+    return "; ".join(
+        f"PostgreSQL {m or '?'}: " + "/".join("on" if s else "off" for s in sorted(v)) for m, v in sorted(per.items())
+    )
 
 
 def _targets_table(ctx: Context) -> pl.DataFrame:
@@ -80,6 +115,9 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
         load = (trec.get("load") or {}).get("wall_s") or (trec.get("load_sysbench") or {}).get("wall_s")
         ds = data.dataset_label({**rrec, "dataset": rrec.get("dataset") or trec.get("dataset") or {}}) if rrec else "–"
         extras = []
+        build = rrec.get("postgres_build") or trec.get("postgres_build")
+        if build and (spec.get("postgres_version") or spec.get("postgres_bindir")):
+            extras.append(f"PostgreSQL {build.get('version')} ({build.get('source')})")
         if spec.get("postgres_settings"):
             extras.append(", ".join(f"{k}={v}" for k, v in spec["postgres_settings"].items()))
         wal = rrec.get("wal") or trec.get("wal")

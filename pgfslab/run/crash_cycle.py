@@ -12,7 +12,7 @@ from typing import Any
 
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, postgres, powercut, targets, zfs_daemon
+from pgfslab.host import cgroups, pg_install, postgres, powercut, targets, zfs_daemon
 from pgfslab.progress import Progress
 from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
 from pgfslab.run.sampler import Samplers
@@ -107,7 +107,7 @@ def _write_and_crash_server(
     sums before and the server's effective durability settings (for the verification)."""
     pg, crash = view.postgres, rec["crash"]
     server = record["server"]
-    bindir = postgres.bindir(pg.bindir)
+    bindir = pg_install.build_for(pg.version, pg.bindir).bindir
     with postgres.running(
         mnt.path / "pgdata", pg.port, bindir, pg.user, run_settings=pg.settings, wrap=cg.command
     ) as cl:
@@ -171,7 +171,7 @@ def _restart_and_verify(
         with postgres.running(
             vmnt.path / "pgdata",
             pg.port,
-            postgres.bindir(pg.bindir),
+            pg_install.build_for(pg.version, pg.bindir).bindir,
             pg.user,
             run_settings=pg.settings,
             wrap=cg.command,

@@ -15,7 +15,7 @@ import psycopg
 from pgfslab.config.model import Snapshots
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, postgres, snapshots, targets
+from pgfslab.host import cgroups, pg_install, postgres, snapshots, targets
 from pgfslab.progress import Progress
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts
 from pgfslab.run.phases import Phases
@@ -29,7 +29,7 @@ def pg_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, An
     A server that crashes during the run is data: what it left is recorded (record["server"]), its
     orphans and stale postmaster.pid are cleaned up, and the server log is kept on every exit path."""
     pg = view.postgres
-    bindir = postgres.bindir(pg.bindir)
+    bindir = pg_install.build_for(pg.version, pg.bindir).bindir
     limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device)
     server: dict[str, Any] = {}
     record["server"] = server
@@ -52,8 +52,8 @@ def pg_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, An
             cl.dbname = pg.database  # the run's data set: its facts and pg_stat_database samples are that database's
             server["start_notes"] = list(cl.notes)
             record["postgres_settings"] = pg.settings
-            if view.run.prewarm:
-                record["prewarm"] = _prewarm(cl)
+            if view.prewarm:
+                record["prewarm"] = _prewarm(cl, "read" if view.prewarm == "read" else "buffer")
                 ph.lap("prewarm")
             record["postgres_before"] = cl.facts()
             cmd = tool_command(view, cl, bindir, rdir)
@@ -141,13 +141,15 @@ def _facts_after(cl: postgres.Cluster, server: dict[str, Any], record: dict[str,
             server["facts_error"] = one_line(exc)
 
 
-def _prewarm(cl: postgres.Cluster) -> dict[str, Any]:
-    """Load every table and index of the run's database into shared_buffers (pg_prewarm, PostgreSQL's own
-    contrib module): a warm start, outside the measured interval."""
+def _prewarm(cl: postgres.Cluster, mode: str = "buffer") -> dict[str, Any]:
+    """Load every table and index of the run's database into shared_buffers (pg_prewarm's `buffer` mode,
+    PostgreSQL's own contrib module), or into the page cache only (`read`): a warm start, outside the measured
+    interval."""
     t0 = time.monotonic()
     cl.query("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
     blocks = cl.query(
-        "SELECT coalesce(sum(pg_prewarm(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')"
+        "SELECT coalesce(sum(pg_prewarm(c.oid, %s)), 0)::bigint FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')",
+        (mode,),
     )[0][0]
-    return {"blocks": int(blocks), "wall_s": round(time.monotonic() - t0, 3)}
+    return {"blocks": int(blocks), "mode": mode, "wall_s": round(time.monotonic() - t0, 3)}

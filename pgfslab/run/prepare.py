@@ -15,7 +15,7 @@ import psycopg
 from pgfslab.config.model import Dataset
 from pgfslab.config.study import PostgresSettings, StudyLike, TargetView, as_study, database_for
 from pgfslab.errors import LabError
-from pgfslab.host import postgres, safety, targets, zfs
+from pgfslab.host import pg_install, postgres, safety, targets, zfs
 from pgfslab.run import provenance
 from pgfslab.run.common import (
     PG_TOOLS,
@@ -63,7 +63,12 @@ def prepare_target(cfg: StudyLike, target: str) -> Path:
     say(label, f"creating {spec.fs} target")
     wal = spec.wal_on
     pg = study.postgres_for(target) if tools & PG_TOOLS else None
-    bindir = postgres.bindir(pg.bindir) if pg is not None else None
+    # the target's PostgreSQL build (a pinned major is downloaded and unpacked here the first time)
+    build = pg_install.build_for(pg.version, pg.bindir) if pg is not None else None
+    bindir = build.bindir if build is not None else None
+    if build is not None:
+        record["postgres_build"] = build.record()
+        say(label, f"PostgreSQL {build.version} ({build.source}, {build.bindir})")
     with targets.zfs_service(wd, tv.specs()), contextlib.ExitStack() as stack:
         record["created"] = targets.create(
             wd,
@@ -84,9 +89,9 @@ def prepare_target(cfg: StudyLike, target: str) -> Path:
             record["wal"] = wal_record(wal, wmnt, waldir)
             say(label, f"WAL on target {wal} ({wmnt.fs_label}): {waldir}")
         try:
-            if pg is not None and bindir is not None:
+            if pg is not None and build is not None:
                 laddered = bool(study.ladder_rungs())
-                _prepare_cluster(tv, pg, bindir, mnt, out, tools, loads, label, record, waldir, laddered)
+                _prepare_cluster(tv, pg, build, mnt, out, tools, loads, label, record, waldir, laddered)
             else:
                 record["fs_used_bytes"] = fs_used_bytes(mnt)
         except (LabError, psycopg.Error) as exc:
@@ -115,7 +120,7 @@ def prepare_target(cfg: StudyLike, target: str) -> Path:
 def _prepare_cluster(
     tv: TargetView,
     pg: PostgresSettings,
-    bindir: Path,
+    build: pg_install.Build,
     mnt: targets.Mounted,
     out: Path,
     tools: set[str],
@@ -125,9 +130,18 @@ def _prepare_cluster(
     waldir: Path | None,
     laddered: bool,
 ) -> None:
-    """initdb and the bulk loads on a mounted target: the study's data set, or each rung's into its own database."""
+    """initdb (checksums as the study says, explicitly) and the bulk loads on a mounted target: the study's
+    data set, or each rung's into its own database."""
+    bindir = build.bindir
     with postgres.running(
-        mnt.path / "pgdata", pg.port, bindir, pg.user, init=True, run_settings=pg.settings, waldir=waldir
+        mnt.path / "pgdata",
+        pg.port,
+        bindir,
+        pg.user,
+        init=True,
+        run_settings=pg.settings,
+        waldir=waldir,
+        initdb_args=postgres.checksums_args(build.major, pg.data_checksums),
     ) as cl:
         record["initdb"] = True
         record["initdb_command"] = cl.initdb_command

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.config.study import RunView
-from pgfslab.host import postgres
+from pgfslab.host import pg_install
 from pgfslab.progress import fmt_s
 from pgfslab.run import provenance
 from pgfslab.run.common import PG_TOOLS, SCHEMA_VERSION, now
@@ -19,6 +19,7 @@ from pgfslab.run.common import PG_TOOLS, SCHEMA_VERSION, now
 def started(view: RunView) -> dict[str, Any]:
     """The record of a run about to start (status `running`): the run's parts of the study and its provenance."""
     spec, wl, tspec = view.spec, view.workload, view.target.spec
+    build = pg_install.build_for(view.postgres.version, view.postgres.bindir) if wl.tool in PG_TOOLS else None
     setup = json.loads((view.target.setup_dir / "target.json").read_text())
     return {
         "schema_version": SCHEMA_VERSION,
@@ -47,7 +48,8 @@ def started(view: RunView) -> dict[str, Any]:
         "host": provenance.host(),
         "host_key": view.target.host,
         "vm": provenance.vm_settings(),
-        "tools": provenance.tools(str(postgres.bindir(view.postgres.bindir)) if wl.tool in PG_TOOLS else ""),
+        "tools": provenance.tools(str(build.bindir) if build else ""),
+        **({"postgres_build": build.record()} if build else {}),
         "git": provenance.git(),
         "target_setup": setup_facts(setup, spec.rung),
     }

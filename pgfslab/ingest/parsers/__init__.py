@@ -48,6 +48,8 @@ fs-ops              fs_ops,               file-system micro-benchmark result tab
 published-table     published_*           curated CSV of published results (``data/external/``)
 durability          durability            the durability check's ``durability.json``
 pgstat              pgstat                the lab's pg_stat_bgwriter/pg_stat_database sampler (``pgstat.csv``)
+pgstat-io           pgstat_io             the lab's pg_stat_io sampler (``pgstat_io.csv``, PostgreSQL 16+)
+pg-aios             pg_aios               the lab's pg_aios sampler (``pg_aios.csv``, PostgreSQL 18+)
 fsmicro-ops         fsmicro_ops           per-operation latencies of the fsmicro runner (``fsmicro_ops.csv``)
 snapshots           snapshots             the btrfs snapshot scheduler's log (``snapshots.csv``)
 fio                 fio_job, fio_text     fio ``--output-format=json`` reports of the device baseline
@@ -178,9 +180,9 @@ def parse(path: Path, fmt: str | None = None, **options: Any) -> dict[str, pl.Da
 
 
 # The lab's own CSV logs (pgstat.csv, fsmicro_ops.csv, snapshots.csv): exact headers, so last in detection order.
-from pgfslab.ingest.parsers import btrfs_snapshots, fsmicro_ops, pgstat  # noqa: E402
+from pgfslab.ingest.parsers import btrfs_snapshots, fsmicro_ops, pg_aios, pgstat, pgstat_io  # noqa: E402
 
-FORMATS.update({m.NAME: m for m in (pgstat, fsmicro_ops, btrfs_snapshots)})  # type: ignore[misc]
+FORMATS.update({m.NAME: m for m in (pgstat, pgstat_io, pg_aios, fsmicro_ops, btrfs_snapshots)})  # type: ignore[misc]
 
 # The device baseline's tools (pgfslab.run.device_baseline): fio's JSON report and pg_test_fsync's text.
 from pgfslab.ingest.parsers import fio, pg_test_fsync  # noqa: E402

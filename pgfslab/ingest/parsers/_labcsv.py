@@ -31,6 +31,7 @@ class Column:
     name: str  # column in the file's header
     dtype: object  # polars dtype of the parsed value
     doc: str  # what the field is, for messages ("an epoch time in seconds")
+    nullable: bool = False  # an empty field is null (SQL NULL as the writer got it), not an error
 
 
 def sniff_header(head: str, comment: str | None, header: Sequence[str]) -> bool:
@@ -107,9 +108,10 @@ def read(
         if c.dtype == pl.String:
             bad = out.select((pl.col(c.name) == "") | pl.col(c.name).is_null()).to_series()
         else:
-            bad = out.select(pl.col(c.name).is_null()).to_series()
+            given = pl.col(f"_raw{k}").str.strip_chars() != ""
+            bad = out.select(pl.col(c.name).is_null() & (given if c.nullable else pl.lit(True))).to_series()
             if c.dtype == pl.Float64:
-                bad = bad | out.select(~pl.col(c.name).is_finite()).to_series().fill_null(True)
+                bad = bad | out.select(~pl.col(c.name).is_finite()).to_series().fill_null(not c.nullable)
         row_i = first_true(bad)
         if row_i is not None:
             row = out.row(row_i, named=True)
