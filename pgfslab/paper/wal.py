@@ -193,7 +193,7 @@ def wal_results(ctx: Context) -> None:
     if per_run.height == 0 and not apart:
         return
     show("### WAL flushes and the WAL device")
-    alpha = float((ctx.cfg.get("analysis") or {}).get("alpha", 0.05))
+    alpha = float(ctx.cfg.analysis.alpha)
     if per_run.height:
         ctx.tables_dir.mkdir(parents=True, exist_ok=True)
         per_run.write_parquet(ctx.tables_dir / "wal_flushes.parquet")
