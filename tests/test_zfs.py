@@ -35,7 +35,7 @@ def base(**targets) -> dict:
 def test_zfs_target_validates_with_properties():
     cfg = cfgmod.validate(base(z={"fs": "zfs", "zfs": {"recordsize": "8k", "compression": "gzip", "atime": False}}))
     assert cfg["targets"]["z"]["zfs"]["recordsize"] == "8k"
-    assert cfgmod.plan(cfg)[0].target == "z"
+    assert cfgmod.Study.from_dict(cfg).runs[0].target == "z"
 
 
 @pytest.mark.parametrize(
@@ -108,11 +108,11 @@ def test_wal_on_refusals(wal_on, words):
 
 
 def test_wal_target_in_fingerprint_and_inputs():
-    cfg = cfgmod.validate(base(z={"fs": "zfs", "wal_on": "e"}, e={"fs": "ext4"}))
-    assert "wal_on" in cfgmod.target_fingerprint(cfg, "z")
-    assert "wal_on" not in cfgmod.target_fingerprint(cfg, "e")
-    assert cfgmod.wal_target_inputs(cfg, "zt", "z") == ["data/raw/zt/_setup/e/target.json"]
-    assert cfgmod.wal_target_inputs(cfg, "zt", "e") == []
+    study = cfgmod.Study.from_dict(cfgmod.validate(base(z={"fs": "zfs", "wal_on": "e"}, e={"fs": "ext4"})))
+    assert "wal_on" in study.target_fingerprint("z")
+    assert "wal_on" not in study.target_fingerprint("e")
+    assert study.wal_target_inputs("z") == ["data/raw/zt/_setup/e/target.json"]
+    assert study.wal_target_inputs("e") == []
 
 
 def test_durability_power_cut_on_zfs_says_why_not():
@@ -213,7 +213,7 @@ def test_tiny_study_on_zfs_and_wal_on_ext4(study):
     assert setup["created"]["properties"]["compression"] == "gzip"
     assert setup["zfs_footprint"]["compressratio"] > 1.5  # pgbench's blank filler compresses well
     runs = {}
-    for r in cfgmod.plan(cfg):
+    for r in cfgmod.Study.from_dict(cfg).runs:
         if r.target != "ext4":
             runs[r.target] = json.loads(run_one(cfg, r.run_id).read_text())
             assert_released(work)
@@ -250,7 +250,7 @@ def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
         raise LabError("injected failure")
 
     monkeypatch.setattr(pg_run.pgbench, "execute", boom)
-    run_id = next(r.run_id for r in cfgmod.plan(cfg) if r.target == "zfs")
+    run_id = next(r.run_id for r in cfgmod.Study.from_dict(cfg).runs if r.target == "zfs")
     with pytest.raises(LabError, match="injected failure"):
         run_one(cfg, run_id)
     assert_released(work)
@@ -271,7 +271,7 @@ def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loo
     from pgfslab.host import targets, zfs
 
     cfg, work = study
-    wd = cfgmod.workdir(cfg)
+    wd = cfgmod.Study.from_dict(cfg).work_dir
     with zfs_daemon.service(work / "zfs-fuse.log"):
         for i, name in enumerate(("foreign-tank", "pgfslab-zfstest-zfs")):
             dev = loops.attach(loops.image(f"foreign{i}", 256))
@@ -370,8 +370,9 @@ def test_a_daemon_left_by_a_hard_killed_lab_process_is_stopped_not_reused(study)
     the next service() (which then runs its own), never left running for good; a daemon the lab did not
     record is reused and left alone (the other tests skip when one runs)."""
     cfg, work = study
-    pid_file = cfgmod.workdir(cfg) / "zfs-fuse.pid"
-    log = cfgmod.workdir(cfg) / "zfs-fuse.log"
+    wd = cfgmod.Study.from_dict(cfg).work_dir
+    pid_file = wd / "zfs-fuse.pid"
+    log = wd / "zfs-fuse.log"
     code = (
         "import sys, time; from pathlib import Path; from pgfslab.host import zfs_daemon\n"
         "cm = zfs_daemon.service(Path(sys.argv[1]), pid_file=Path(sys.argv[2])); cm.__enter__()\n"
