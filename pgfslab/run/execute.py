@@ -131,7 +131,7 @@ def set_up(
     user = view.postgres.user
     # each callback is pushed before the context it times, so it runs right after that one's exit
     stack.callback(ph.lap, "sysctl_restore")
-    vm_rec = stack.enter_context(sysctl.applied(vm_settings.settings_from_config(view.os.to_dict())))
+    vm_rec = stack.enter_context(sysctl.applied(vm_settings.settings_from_config(view.os)))
     vm_held.append(vm_rec)
     ph.lap("sysctl")
     stack.callback(ph.lap, "zfs_stop")
