@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -355,14 +354,3 @@ def resolve(raw: Any, source: str, base: Path) -> dict[str, Any]:
             if not Path(item["file"]).is_absolute():
                 item["file"] = str((base / item["file"]).resolve())
     return cfg
-
-
-# --- a validated mapping where a Study is wanted: what the run stage's entry points still accept (tests
-# build and change configs as mappings)
-
-StudyLike = Study | Mapping[str, Any]
-
-
-def as_study(cfg: StudyLike) -> Study:
-    """The typed study of a validated config mapping (a Study is returned as it is)."""
-    return cfg if isinstance(cfg, Study) else Study.from_dict(cfg)
