@@ -48,7 +48,7 @@ else:
     )
 
 # %%
-label = report.cell_workload_label(cfg, workload)
+label = report.cell_workload_label(data.study_of(db), workload)
 pub = report.Publication(
     f"latency_percentiles-{workload}",
     f"Latency percentiles: {label}",

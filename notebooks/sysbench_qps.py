@@ -36,7 +36,7 @@ qps = data.require(
 )
 
 # %%
-label = report.cell_workload_label(cfg, workload)
+label = report.cell_workload_label(data.study_of(db), workload)
 pub = report.Publication(
     f"sysbench_qps-{workload}",
     f"Queries per second and the whitepaper's table: {label}",

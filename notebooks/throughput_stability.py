@@ -35,7 +35,7 @@ progress = data.require(
 )
 
 # %%
-label = report.cell_workload_label(cfg, workload)
+label = report.cell_workload_label(data.study_of(db), workload)
 pub = report.Publication(
     f"throughput_stability-{workload}",
     f"Throughput stability: {label}",

@@ -27,6 +27,7 @@ import yaml
 from conftest import SESSION
 
 from pgfslab.analysis import registry
+from pgfslab.config import study as labcfg
 
 REPO = Path(__file__).resolve().parent.parent
 STUDIES = REPO / "tests" / "data" / "studies"
@@ -67,6 +68,11 @@ class Study:
     def study(self) -> str:
         return self.cfg["study"]
 
+    @property
+    def typed(self) -> labcfg.Study:
+        """The study's frozen config as the pipeline builds it (pgfslab.config.study.Study)."""
+        return labcfg.load_study(self.raw / "study.yaml")
+
 
 def session_dir(session: str) -> Path:
     """The recorded studies' folder of test session `session` (its controlling process's id)."""
@@ -83,9 +89,9 @@ def workdir() -> Path:
     return d
 
 
-def notebooks_for(cfg: dict) -> list[registry.Job]:
-    """The notebooks the pipeline runs for this config (the same registry Snakemake uses)."""
-    return registry.jobs(cfg)
+def notebooks_for(st: Study) -> list[registry.Job]:
+    """The notebooks the pipeline runs for this study (the same registry Snakemake uses)."""
+    return registry.jobs(st.typed)
 
 
 def ingest(raw: Path, db: Path, *extra: str) -> None:
@@ -125,7 +131,7 @@ def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int,
 def _execute(st: Study, job: registry.Job) -> Execution:
     out = workdir() / "executed" / st.name / f"{job.name}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    params = job.parameters(st.cfg, db=st.db, figures_dir=st.figures, tables_dir=st.tables, raw_dir=st.raw.parent)
+    params = job.parameters(st.typed, db=st.db, figures_dir=st.figures, tables_dir=st.tables, raw_dir=st.raw.parent)
     rc, log = papermill(job.notebook, out, params)
     return Execution(job.notebook, job.name, st.name, out, rc, log)
 
@@ -198,7 +204,7 @@ def _build() -> dict[str, Study]:
         )
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         list(pool.map(lambda st: ingest(st.raw, st.db), out.values()))
-        jobs = [(st, job) for st in out.values() for job in notebooks_for(st.cfg)]
+        jobs = [(st, job) for st in out.values() for job in notebooks_for(st)]
         for ex in pool.map(lambda j: _execute(*j), jobs):
             out[ex.study].executions[ex.name] = ex
         papers = [pool.submit(_paper, st) for st in out.values()]

@@ -27,7 +27,7 @@ def test_shipped_configs_validate():
         if path.name == "schema.yaml":
             continue
         cfg = config.load(path)
-        assert config.plan(cfg), path
+        assert config.Study.from_dict(cfg).runs, path
 
 
 def test_defaults_are_filled():
@@ -73,7 +73,7 @@ def test_yaml_error_names_line(tmp_path):
 
 def test_plan_is_interleaved_and_counts_repeats():
     cfg = config.validate(base())
-    runs = config.plan(cfg)
+    runs = config.Study.from_dict(cfg).runs
     counts = Counter((r.workload, r.clients, r.target) for r in runs)
     assert counts[("w", 1, "a")] == 2 and counts[("w", 4, "c")] == 5
     assert len({r.run_id for r in runs}) == len(runs)
@@ -91,7 +91,7 @@ def test_default_study_meets_its_brief():
     fss = {t["fs"] for t in cfg["targets"].values()}
     assert fss == {"ext4", "xfs", "btrfs"}
     assert any("compress=zstd" in t.get("mount_options", []) for t in cfg["targets"].values())
-    runs = config.plan(cfg)
+    runs = config.Study.from_dict(cfg).runs
     assert max(Counter((r.target, r.workload, r.clients) for r in runs).values()) >= 5
     assert 20 <= cfg["run"]["duration_s"] <= 30
     # budget: the fixed rounds' run time must stay under 15 minutes on the 2-core machine, and the optional

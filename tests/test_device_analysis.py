@@ -12,6 +12,7 @@ import yaml
 from conftest import DATA
 
 from pgfslab.analysis import device
+from pgfslab.config.study import Study
 from pgfslab.ingest.study import ingest_study
 
 RECORDED = DATA / "device_baseline"
@@ -19,7 +20,11 @@ RECORDED = DATA / "device_baseline"
 
 def _raw(tmp_path: Path) -> Path:
     raw = tmp_path / "raw" / "dev"
-    cfg = {"study": "dev", "targets": {fs: {"fs": fs.split("-")[0]} for fs in ("ext4", "xfs", "btrfs", "zfs-fuse")}}
+    cfg = {
+        "study": "dev",
+        "targets": {fs: {"fs": fs.split("-")[0]} for fs in ("ext4", "xfs", "btrfs", "zfs-fuse")},
+        "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like"}},
+    }
     raw.mkdir(parents=True)
     (raw / "study.yaml").write_text(yaml.safe_dump(cfg))
     for fs in cfg["targets"]:
@@ -50,15 +55,16 @@ def test_device_table_from_recorded_outputs(tmp_path):
 
 def test_unsafe_settings():
     cfg = {
+        "study": "s",
         "postgres": {"settings": {"full_page_writes": "off"}},
         "targets": {
             "e": {"fs": "ext4"},
             "z": {"fs": "zfs"},
             "b": {"fs": "btrfs", "postgres_settings": {"fsync": "off"}},
         },
-        "workloads": {"w": {"postgres_settings": {"synchronous_commit": "off"}}},
+        "workloads": {"w": {"tool": "pgbench", "postgres_settings": {"synchronous_commit": "off"}}},
     }
-    text = " | ".join(device.unsafe_settings(cfg))
+    text = " | ".join(device.unsafe_settings(Study.from_dict(cfg)))
     assert "e: full_page_writes=off on ext4 is unsafe" in text
     assert "z: full_page_writes" not in text and "b: full_page_writes" not in text
     assert "b: fsync=off is unsafe" in text
@@ -88,4 +94,11 @@ def test_a_target_with_wal_on_another_takes_that_targets_ceiling() -> None:
     assert (rows["zfs"]["ceiling_commits_s"], rows["zfs"]["ceiling_of"]) == (4000.0, "zfs")
     # the WAL target was not measured: no ceiling rather than the wrong one
     assert (rows["btrfs-walx"]["ceiling_commits_s"], rows["btrfs-walx"]["ceiling_of"]) == (None, None)
-    assert device.wal_targets({"targets": {"a": {"fs": "ext4"}, "b": {"fs": "zfs", "wal_on": "a"}}}) == {"b": "a"}
+    study = Study.from_dict(
+        {
+            "study": "s",
+            "targets": {"a": {"fs": "ext4"}, "b": {"fs": "zfs", "wal_on": "a"}},
+            "workloads": {"w": {"tool": "pgbench"}},
+        }
+    )
+    assert device.wal_targets(study) == {"b": "a"}

@@ -220,10 +220,10 @@ def test_server_listens_on_a_unix_socket_only(lab: Lab, monkeypatch: pytest.Monk
     from pgfslab.host import postgres, targets
 
     monkeypatch.chdir(lab.work)
-    cfg = config.load(lab.work / "study.yaml")
-    wd = config.workdir(cfg)
+    study = config.load_study(lab.work / "study.yaml")
+    wd = study.work_dir
     with (
-        targets.mounted(wd, "ext4", cfg["targets"]["ext4"], "postgres", study=STUDY) as mnt,
+        targets.mounted(wd, "ext4", study.targets["ext4"].to_dict(), "postgres", study=STUDY) as mnt,
         postgres.running(mnt.path / "pgdata", PORT, postgres.bindir(), "postgres") as cl,
     ):
         assert cl.query("SHOW listen_addresses") == [("",)]

@@ -610,7 +610,14 @@ def test_ingest_external_and_study(tmp_path: Path) -> None:
     raw = tmp_path / "raw" / "mini"
     run = raw / "mini-ext4-tpcb-c2-r0"
     run.mkdir(parents=True)
-    (raw / "study.yaml").write_text(yaml.safe_dump({"study": "mini", "title": "Mini", "authors": ["x"]}))
+    cfg = {
+        "study": "mini",
+        "title": "Mini",
+        "authors": ["x"],
+        "targets": {"ext4": {"fs": "ext4"}},
+        "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like"}},
+    }
+    (raw / "study.yaml").write_text(yaml.safe_dump(cfg))
     (run / "run.json").write_text(
         json.dumps(
             {

@@ -33,7 +33,7 @@ def _file_by_file(raw: Path, db: Path) -> None:
             con, "study", pl.DataFrame([{**row, "config_yaml": (raw / "study.yaml").read_text()}], schema=STUDY)
         )
         ingest_external(con, EXTERNAL_DIR)
-        ingest_folder(con, raw, cfg, StudySummary(), progress=False)
+        ingest_folder(con, raw, cfg["study"], StudySummary(), progress=False)
         con.execute("CHECKPOINT")
     finally:
         con.close()

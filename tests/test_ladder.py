@@ -24,7 +24,7 @@ def cfg(**ladder) -> dict:
 
 
 def test_every_pgbench_cell_runs_at_every_rung_interleaved():
-    plan = config.plan(cfg())
+    plan = config.Study.from_dict(cfg()).runs
     ids = [r.run_id for r in plan]
     assert "ext4.rw.d1.c1.r1" in ids and "btrfs.rw.d3.c8.r2" in ids
     assert "ext4.micro.c1.r1" in ids  # fsmicro has no data set: no rung
@@ -47,10 +47,10 @@ def test_a_rungs_data_set_and_database():
 def test_rung_fingerprints_differ_and_memory_limit_becomes_the_cgroup_limit():
     c = cfg(memory_limit_mb=1024)
     assert c["resources"]["memory_limit_mb"] == 1024
-    plan = config.plan(c)
-    a = next(r for r in plan if r.run_id == "ext4.rw.d1.c1.r1")
-    b = next(r for r in plan if r.run_id == "ext4.rw.d2.c1.r1")
-    assert config.run_fingerprint(c, a) != config.run_fingerprint(c, b)
+    study = config.Study.from_dict(c)
+    a = study.find_run("ext4.rw.d1.c1.r1")
+    b = study.find_run("ext4.rw.d2.c1.r1")
+    assert study.run_fingerprint(a) != study.run_fingerprint(b)
 
 
 def test_sysbench_rungs_are_table_sizes():

@@ -145,15 +145,16 @@ def test_one_machine_study_has_no_host(tmp_path: Path) -> None:
 
 
 def test_host_key_in_plan_and_paths() -> None:
-    cfg = labcfg.load(REPO / "config" / "default.yaml")
-    assert labcfg.raw_dir_of(cfg) == Path("data/raw/default")
-    ids = [r.run_id for r in labcfg.plan(cfg)]
-    hosted = labcfg.validate({**yaml.safe_load((REPO / "config" / "default.yaml").read_text()), "host": "n1"})
-    assert [r.run_id for r in labcfg.plan(hosted)] == [f"{i}@n1" for i in ids]
-    assert labcfg.raw_dir_of(hosted) == Path("data/raw/default/n1")
-    assert labcfg.workdir(hosted) == labcfg.workdir(cfg) / "n1"
+    study = labcfg.load_study(REPO / "config" / "default.yaml")
+    assert study.raw_dir == Path("data/raw/default")
+    ids = [r.run_id for r in study.runs]
+    hosted_cfg = labcfg.validate({**yaml.safe_load((REPO / "config" / "default.yaml").read_text()), "host": "n1"})
+    hosted = labcfg.Study.from_dict(hosted_cfg)
+    assert [r.run_id for r in hosted.runs] == [f"{i}@n1" for i in ids]
+    assert hosted.raw_dir == Path("data/raw/default/n1")
+    assert hosted.work_dir == study.work_dir / "n1"
     with pytest.raises(LabError, match="host"):
-        labcfg.validate({**hosted, "host": "Bad Key"})
+        labcfg.validate({**hosted_cfg, "host": "Bad Key"})
 
 
 def test_hardware_that_differs_is_named() -> None:

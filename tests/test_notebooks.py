@@ -643,7 +643,7 @@ def test_runs_as_jupyterlab_runs_it_with_repository_relative_paths(
     shutil.copytree(s.raw, root / "raw" / s.study)
     nb = nbformat.read(recorded.NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    workload = next(iter(registry.series_workloads(s.cfg)))
+    workload = next(iter(registry.series_workloads(s.typed)))
     params.source += (
         f"\ndb = {str(rel / 'study.duckdb')!r}\nstudy = {s.study!r}\nworkload = {workload!r}\n"
         f"figures_dir = {str(rel / 'figures')!r}\ntables_dir = {str(rel / 'tables')!r}\n"

@@ -22,7 +22,7 @@ from pgfslab.run import execute
 REPORT = (Path(__file__).parent / "data" / "docs" / "pg14_typical.stdout").read_text()  # a real pgbench 14 report
 
 
-def cfg(**prec) -> dict:
+def cfg(**prec) -> config.Study:
     raw = {
         "study": "prec",
         "targets": {"a": {"fs": "ext4"}, "b": {"fs": "xfs"}},
@@ -32,14 +32,14 @@ def cfg(**prec) -> dict:
         },
         "precision": {"half_width": 0.05, "min_repeats": 6, "max_repeats": 9, "cells": ["w"], **prec},
     }
-    return config.validate(raw)
+    return config.Study.from_dict(config.validate(raw))
 
 
 # ------------------------------------------------------------------ the plan
 
 
 def test_precision_cells_get_optional_rounds_up_to_max():
-    plan = config.plan(cfg())
+    plan = cfg().runs
     w4 = [r for r in plan if r.workload == "w" and r.clients == 4 and r.target == "a"]
     assert [r.repeat for r in w4] == list(range(1, 10))
     assert [r.optional for r in w4] == [False] * 6 + [True] * 3
@@ -49,10 +49,10 @@ def test_precision_cells_get_optional_rounds_up_to_max():
 
 def test_fixed_rounds_do_not_depend_on_the_precision_target():
     a, b = cfg(), cfg(half_width=0.02)
-    fixed = [r for r in config.plan(a) if not r.optional]
-    optional = [r for r in config.plan(a) if r.optional]
-    assert all(config.run_fingerprint(a, r) == config.run_fingerprint(b, r) for r in fixed)
-    assert all(config.run_fingerprint(a, r) != config.run_fingerprint(b, r) for r in optional)
+    fixed = [r for r in a.runs if not r.optional]
+    optional = [r for r in a.runs if r.optional]
+    assert all(a.run_fingerprint(r) == b.run_fingerprint(r) for r in fixed)
+    assert all(a.run_fingerprint(r) != b.run_fingerprint(r) for r in optional)
 
 
 @pytest.mark.parametrize(
@@ -80,8 +80,8 @@ def write_run(raw: Path, run_id: str, tps: float | None, status: str = "ok") -> 
         (rdir / "pgbench.stdout").write_text(REPORT.replace("896.967014", f"{tps:.6f}"))
 
 
-def spec(c: dict, run_id: str) -> config.RunSpec:
-    return config.find_run(c, run_id)[0]
+def spec(c: config.Study, run_id: str) -> config.RunSpec:
+    return c.find_run(run_id)
 
 
 def test_round_runs_while_a_target_is_imprecise_and_is_skipped_once_all_are(tmp_path, monkeypatch):
@@ -92,22 +92,22 @@ def test_round_runs_while_a_target_is_imprecise_and_is_skipped_once_all_are(tmp_
     for i, (ta, tb) in enumerate(zip([1000, 1004, 996, 1002, 998, 1001], [900, 1000, 1001, 999, 1002, 1400]), 1):
         write_run(raw, f"a.w.c4.r{i}", ta)
         write_run(raw, f"b.w.c4.r{i}", tb)
-    d = precision.decide(config.as_study(c), spec(c, "a.w.c4.r7"))
+    d = precision.decide(c, spec(c, "a.w.c4.r7"))
     assert d.run and "b" in d.reason and "a" not in d.reason.split(":")[-1]
     assert d.targets["a"].n == 6 and d.targets["a"].half_width == pytest.approx((1004 - 996) / 2 / 1000.5)
     # the decision is kept: the round's other target follows it even after a's run 7 exists
     write_run(raw, "a.w.c4.r7", 1000)
-    assert precision.decide(config.as_study(c), spec(c, "b.w.c4.r7")).run
+    assert precision.decide(c, spec(c, "b.w.c4.r7")).run
     assert (raw / "_precision" / "w.c4.r7.json").exists()
 
     # cell w/c=1: both targets tight from the start -> round 7 not measured
     for i in range(1, 7):
         write_run(raw, f"a.w.c1.r{i}", 500 + i)
         write_run(raw, f"b.w.c1.r{i}", 400 + i)
-    d1 = precision.decide(config.as_study(c), spec(c, "a.w.c1.r7"))
+    d1 = precision.decide(c, spec(c, "a.w.c1.r7"))
     assert not d1.run and d1.reason.startswith("precision reached")
     # the progress line: this cell's targets, and how many of the study's precise cells are done (w/c=1 only)
-    line = precision.progress_line(config.as_study(c), d1)
+    line = precision.progress_line(c, d1)
     assert "precision w/c=1 round 7: a ±" in line and "skipping" in line and "1 of 2 cells precise" in line
 
 
@@ -138,7 +138,7 @@ def test_failed_runs_do_not_count_and_budget_stops_rounds(tmp_path, monkeypatch)
         write_run(raw, f"a.w.c4.r{i}", 1000 + i, status="failed" if i == 3 else "ok")
         write_run(raw, f"b.w.c4.r{i}", 1000 + 50 * i)
     later = dt.datetime(2026, 11, 24, 1, 45, tzinfo=dt.UTC)  # 45 min after the first run started
-    d = precision.decide(config.as_study(c), spec(c, "a.w.c4.r7"), now=later)
+    d = precision.decide(c, spec(c, "a.w.c4.r7"), now=later)
     assert d.targets["a"].n == 5
     assert not d.run and d.reason.startswith("time budget spent (45.0 of 30 min)")
 

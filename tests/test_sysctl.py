@@ -14,6 +14,7 @@ import pytest
 from conftest import machine_is_quiet, needs_root
 
 from pgfslab.config import vm_settings
+from pgfslab.config.model import OsSettings
 from pgfslab.errors import LabError
 from pgfslab.host import sysctl
 
@@ -45,11 +46,13 @@ def test_parse_bytes():
 
 def test_settings_from_config():
     got = vm_settings.settings_from_config(
-        {
-            "vm_dirty_background_bytes": "32MiB",
-            "vm_dirty_bytes": 2**30,
-            "vm": {"dirty_expire_centisecs": 500, "vm.swappiness": 10},
-        }
+        OsSettings.from_dict(
+            {
+                "vm_dirty_background_bytes": "32MiB",
+                "vm_dirty_bytes": 2**30,
+                "vm": {"dirty_expire_centisecs": 500, "vm.swappiness": 10},
+            }
+        )
     )
     assert got == {
         "dirty_background_bytes": 32 * 2**20,
@@ -58,12 +61,12 @@ def test_settings_from_config():
         "swappiness": 10,
     }
     with pytest.raises(LabError, match="cannot both be set"):
-        vm_settings.settings_from_config({"vm_dirty_bytes": "1GB", "vm": {"dirty_ratio": 20}})
+        vm_settings.settings_from_config(OsSettings.from_dict({"vm_dirty_bytes": "1GB", "vm": {"dirty_ratio": 20}}))
     with pytest.raises(LabError, match="given twice"):
-        vm_settings.settings_from_config({"vm_dirty_bytes": "1GB", "vm": {"dirty_bytes": 5}})
+        vm_settings.settings_from_config(OsSettings.from_dict({"vm_dirty_bytes": "1GB", "vm": {"dirty_bytes": 5}}))
     for bad in ("drop_caches", "kernel.panic", "../../kernel/panic", "nr_hugepages"):
         with pytest.raises(LabError, match="not a setting the lab changes"):
-            vm_settings.settings_from_config({"vm": {bad: 1}})
+            vm_settings.settings_from_config(OsSettings.from_dict({"vm": {bad: 1}}))
 
 
 def test_nothing_requested_touches_nothing():

@@ -35,7 +35,7 @@ def base(**targets) -> dict:
 def test_zfs_target_validates_with_properties():
     cfg = cfgmod.validate(base(z={"fs": "zfs", "zfs": {"recordsize": "8k", "compression": "gzip", "atime": False}}))
     assert cfg["targets"]["z"]["zfs"]["recordsize"] == "8k"
-    assert cfgmod.plan(cfg)[0].target == "z"
+    assert cfgmod.Study.from_dict(cfg).runs[0].target == "z"
 
 
 @pytest.mark.parametrize(
@@ -108,11 +108,11 @@ def test_wal_on_refusals(wal_on, words):
 
 
 def test_wal_target_in_fingerprint_and_inputs():
-    cfg = cfgmod.validate(base(z={"fs": "zfs", "wal_on": "e"}, e={"fs": "ext4"}))
-    assert "wal_on" in cfgmod.target_fingerprint(cfg, "z")
-    assert "wal_on" not in cfgmod.target_fingerprint(cfg, "e")
-    assert cfgmod.wal_target_inputs(cfg, "zt", "z") == ["data/raw/zt/_setup/e/target.json"]
-    assert cfgmod.wal_target_inputs(cfg, "zt", "e") == []
+    study = cfgmod.Study.from_dict(cfgmod.validate(base(z={"fs": "zfs", "wal_on": "e"}, e={"fs": "ext4"})))
+    assert "wal_on" in study.target_fingerprint("z")
+    assert "wal_on" not in study.target_fingerprint("e")
+    assert study.wal_target_inputs("z") == ["data/raw/zt/_setup/e/target.json"]
+    assert study.wal_target_inputs("e") == []
 
 
 def test_durability_power_cut_on_zfs_says_why_not():
@@ -186,7 +186,7 @@ def study(monkeypatch) -> Iterator[tuple[dict, Path]]:
         from pgfslab.run.interrupt import release_after_interrupt
 
         for t in cfg["targets"]:
-            release_after_interrupt(cfgmod.as_study(cfg).target_view(t))
+            release_after_interrupt(cfgmod.Study.from_dict(cfg).target_view(t))
         subprocess.run(["rm", "-rf", "--one-file-system", str(work)], check=False)
 
 
@@ -204,8 +204,9 @@ def test_tiny_study_on_zfs_and_wal_on_ext4(study):
     from pgfslab.run.prepare import prepare_target
 
     cfg, work = study
+    typed = cfgmod.Study.from_dict(cfg)
     for t in ("ext4", "zfs", "zfs-walext4"):
-        prepare_target(cfg, t)
+        prepare_target(typed, t)
         assert_released(work)
     setup = json.loads((work / "data/raw/zfstest/_setup/zfs/target.json").read_text())
     assert setup["created"]["implementation"] in ("zfs-fuse", "openzfs")
@@ -213,9 +214,9 @@ def test_tiny_study_on_zfs_and_wal_on_ext4(study):
     assert setup["created"]["properties"]["compression"] == "gzip"
     assert setup["zfs_footprint"]["compressratio"] > 1.5  # pgbench's blank filler compresses well
     runs = {}
-    for r in cfgmod.plan(cfg):
+    for r in typed.runs:
         if r.target != "ext4":
-            runs[r.target] = json.loads(run_one(cfg, r.run_id).read_text())
+            runs[r.target] = json.loads(run_one(typed, r.run_id).read_text())
             assert_released(work)
     z = runs["zfs"]
     assert z["status"] == "ok", z.get("error")
@@ -244,22 +245,23 @@ def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
     from pgfslab.run.prepare import prepare_target
 
     cfg, work = study
-    prepare_target(cfg, "zfs")
+    typed = cfgmod.Study.from_dict(cfg)
+    prepare_target(typed, "zfs")
 
     def boom(*a, **k):
         raise LabError("injected failure")
 
     monkeypatch.setattr(pg_run.pgbench, "execute", boom)
-    run_id = next(r.run_id for r in cfgmod.plan(cfg) if r.target == "zfs")
+    run_id = next(r.run_id for r in typed.runs if r.target == "zfs")
     with pytest.raises(LabError, match="injected failure"):
-        run_one(cfg, run_id)
+        run_one(typed, run_id)
     assert_released(work)
     rec = json.loads((work / "data/raw/zfstest" / run_id / "run.incomplete.json").read_text())
     assert rec["status"] == "error"
 
     monkeypatch.setattr(prepare, "_prepare_cluster", boom)
     with pytest.raises(LabError, match="injected failure"):
-        prepare_target(cfg, "zfs")
+        prepare_target(typed, "zfs")
     assert_released(work)
 
 
@@ -271,7 +273,7 @@ def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loo
     from pgfslab.host import targets, zfs
 
     cfg, work = study
-    wd = cfgmod.workdir(cfg)
+    wd = cfgmod.Study.from_dict(cfg).work_dir
     with zfs_daemon.service(work / "zfs-fuse.log"):
         for i, name in enumerate(("foreign-tank", "pgfslab-zfstest-zfs")):
             dev = loops.attach(loops.image(f"foreign{i}", 256))
@@ -315,13 +317,14 @@ def test_device_baseline_on_zfs_and_ext4_into_the_database(study):
     cfg["device_baseline"] = {"duration_s": 1, "size": "64M", "wal_size": "16M", "pg_test_fsync_s": 1}
     raw = work / "data/raw/zfstest"
     (raw / "study.yaml").write_text(yaml.safe_dump(cfg))
+    typed = cfgmod.Study.from_dict(cfgmod.validate(cfg))
     for t in ("ext4", "zfs"):
-        prepare_target(cfg, t)
-        rec = json.loads(baseline_target(cfg, t).read_text())
+        prepare_target(typed, t)
+        rec = json.loads(baseline_target(typed, t).read_text())
         assert_released(work)
         assert {"wal_qd1_fdatasync", "randread_qd32", "seqwrite_1m"} <= {j["name"] for j in rec["baseline"]["jobs"]}
         assert (raw / "_setup" / t / "device" / "pg_test_fsync.txt").stat().st_size > 0
-        run_one(cfg, f"{t}.tpcb.c1.r1")
+        run_one(typed, f"{t}.tpcb.c1.r1")
     assert "zfs-fuse" in " ".join(
         json.loads((raw / "_setup/zfs/device/baseline.json").read_text())["baseline"]["notes"]
     )
@@ -351,9 +354,9 @@ def test_durability_power_cut_on_zfs_kills_the_daemon(study):
         "crash": {"tool": "durability", "clients": [2], "repeats": 1, "crash_after_s": 3, "crash": "power-loss"}
     }
     cfg["snapshots"] = None
-    cfg = cfgmod.validate({k: v for k, v in cfg.items() if v is not None})
-    prepare_target(cfg, "zfs")
-    rec = json.loads(run_one(cfg, "zfs.crash.c2.r1").read_text())
+    typed = cfgmod.Study.from_dict(cfgmod.validate({k: v for k, v in cfg.items() if v is not None}))
+    prepare_target(typed, "zfs")
+    rec = json.loads(run_one(typed, "zfs.crash.c2.r1").read_text())
     assert_released(work)
     assert rec["status"] == "ok", rec.get("error")
     d = json.loads((work / "data/raw/zfstest/zfs.crash.c2.r1/durability.json").read_text())
@@ -370,8 +373,9 @@ def test_a_daemon_left_by_a_hard_killed_lab_process_is_stopped_not_reused(study)
     the next service() (which then runs its own), never left running for good; a daemon the lab did not
     record is reused and left alone (the other tests skip when one runs)."""
     cfg, work = study
-    pid_file = cfgmod.workdir(cfg) / "zfs-fuse.pid"
-    log = cfgmod.workdir(cfg) / "zfs-fuse.log"
+    wd = cfgmod.Study.from_dict(cfg).work_dir
+    pid_file = wd / "zfs-fuse.pid"
+    log = wd / "zfs-fuse.log"
     code = (
         "import sys, time; from pathlib import Path; from pgfslab.host import zfs_daemon\n"
         "cm = zfs_daemon.service(Path(sys.argv[1]), pid_file=Path(sys.argv[2])); cm.__enter__()\n"

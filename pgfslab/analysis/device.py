@@ -18,6 +18,7 @@ import polars as pl
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis.charts import alt
+from pgfslab.config.model import StudyConfig
 
 # workloads that commit writes (a select-only run has no fdatasync per transaction)
 READ_ONLY_BUILTINS = {"select-only"}
@@ -71,7 +72,7 @@ def device_table(db: str, study: str) -> pl.DataFrame:
     ).with_columns((1e6 / pl.col("fdatasync_p50_us")).alias("ceiling_commits_s"))
 
 
-def _writes(rec: dict[str, Any]) -> bool:
+def writes(rec: dict[str, Any]) -> bool:
     wl = rec.get("workload_spec") or {}
     if rec.get("tool") == "pgbench":
         return wl.get("builtin") not in READ_ONLY_BUILTINS or bool(wl.get("scripts"))
@@ -95,7 +96,7 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
         workloads = set()
         for r in head.filter((pl.col("target") == t) & (pl.col("clients") == 1)).iter_rows(named=True):
             rec = recs.get(r["run_id"]) or {}
-            if r["value"] is not None and _writes(rec):
+            if r["value"] is not None and writes(rec):
                 vals.append(float(r["value"]))
                 workloads.add(str(r["workload"]))
         rows.append(
@@ -110,15 +111,15 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
         rows, schema={"target": pl.Utf8, "workloads": pl.Utf8, "runs": pl.Int64, "tps_1_client": pl.Float64}
     )
     return (
-        with_wal_ceiling(dev, wal_targets(data.study_config(db)))
+        with_wal_ceiling(dev, wal_targets(data.study_of(db)))
         .join(tps, on="target", how="left")
         .with_columns((pl.col("tps_1_client") / pl.col("ceiling_commits_s")).alias("share_of_ceiling"))
     )
 
 
-def wal_targets(cfg: dict[str, Any]) -> dict[str, str]:
+def wal_targets(study: StudyConfig) -> dict[str, str]:
     """target -> the target its WAL lives on (`wal_on`), for the targets that have one."""
-    return {t: str(s["wal_on"]) for t, s in (cfg.get("targets") or {}).items() if (s or {}).get("wal_on")}
+    return {t: s.wal_on for t, s in study.targets.items() if s.wal_on}
 
 
 def with_wal_ceiling(dev: pl.DataFrame, wal_on: dict[str, str]) -> pl.DataFrame:
@@ -214,15 +215,14 @@ def ceiling_chart(df: pl.DataFrame) -> Any:
     )
 
 
-def unsafe_settings(cfg: dict[str, Any]) -> list[str]:
+def unsafe_settings(study: StudyConfig) -> list[str]:
     """PostgreSQL settings of a study that are unsafe on the file system a target runs on, one sentence
     each (the study's settings, overridden by the target's and the workloads')."""
     out = []
-    base = dict((cfg.get("postgres") or {}).get("settings") or {})
-    for name, spec in (cfg.get("targets") or {}).items():
-        s = {**base, **(spec.get("postgres_settings") or {})}
-        fs = spec.get("fs")
-        per_wl = [(w, {**s, **(ws.get("postgres_settings") or {})}) for w, ws in (cfg.get("workloads") or {}).items()]
+    for name, spec in study.targets.items():
+        s = study.pg_settings_for(name)
+        fs = spec.fs
+        per_wl = [(w, study.pg_settings_for(name, w)) for w in study.workloads]
         for where, settings in [(None, s), *per_wl]:
             if where is not None and settings == s:
                 continue

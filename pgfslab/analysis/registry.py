@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab import paths
+from pgfslab.config.study import Study
 
 FIGURE_FORMATS = (".svg", ".png", ".pdf")
 PER_WORKLOAD = ("throughput_stability", "latency_percentiles", "sysbench_qps")
@@ -74,96 +75,93 @@ class Job:
         }
 
     def parameters(
-        self, cfg: dict[str, Any], *, db: Path, figures_dir: Path, tables_dir: Path, raw_dir: Path
+        self, study: Study, *, db: Path, figures_dir: Path, tables_dir: Path, raw_dir: Path
     ) -> dict[str, Any]:
         """The papermill parameters (paths absolute, so the kernel's working directory never matters)."""
-        a = cfg["analysis"]
+        a = study.analysis
         out: dict[str, Any] = {
             "db": str(Path(db).absolute()),
-            "study": cfg["study"],
+            "study": study.study,
             "figures_dir": str(Path(figures_dir).absolute()),
             "tables_dir": str(Path(tables_dir).absolute()),
-            "alpha": a["alpha"],
-            "trim_s": a["trim_s"],
+            "alpha": a.alpha,
+            "trim_s": a.trim_s,
         }
         if self.workload is not None:
             out["workload"] = self.workload
         if self.notebook == "throughput_stability":
-            out["moving_average_s"] = a["moving_average_s"]
+            out["moving_average_s"] = a.moving_average_s
         if self.notebook == "dirty_memory_checkpoints":
             out["raw_dir"] = str(Path(raw_dir).absolute())
         return out | self.extra
 
 
-def _with_rungs(cfg: dict[str, Any], names: list[str]) -> list[str]:
+def _with_rungs(study: Study, names: list[str]) -> list[str]:
     """A ladder study's workloads per rung, as the database names them (`tpcb.d1`, `tpcb.d2`, ...)."""
-    lad = cfg.get("ladder") or {}
-    k = len(lad.get("scales") or lad.get("table_sizes") or [])
-    return [f"{w}.d{i}" for w in names for i in range(1, k + 1)] if k else names
+    rungs = study.ladder_rungs()
+    return [f"{w}.d{i}" for w in names for i in rungs] if rungs else names
 
 
-def series_workloads(cfg: dict[str, Any]) -> list[str]:
+def series_workloads(study: Study) -> list[str]:
     """Workloads with per-second throughput (pgbench -P, sysbench --report-interval); fsmicro has none."""
-    return _with_rungs(cfg, [w for w, wl in cfg["workloads"].items() if wl["tool"] in ("pgbench", "sysbench")])
+    return _with_rungs(study, [w for w, wl in study.workloads.items() if wl.tool in ("pgbench", "sysbench")])
 
 
-def sysbench_workloads(cfg: dict[str, Any]) -> list[str]:
+def sysbench_workloads(study: Study) -> list[str]:
     """Workloads with sysbench's per-second queries by kind (read, write, other)."""
-    return _with_rungs(cfg, [w for w, wl in cfg["workloads"].items() if wl["tool"] == "sysbench"])
+    return _with_rungs(study, [w for w, wl in study.workloads.items() if wl.tool == "sysbench"])
 
 
-def latency_workloads(cfg: dict[str, Any]) -> list[str]:
+def latency_workloads(study: Study) -> list[str]:
     return _with_rungs(
-        cfg,
+        study,
         [
             w
-            for w, wl in cfg["workloads"].items()
-            if (wl["tool"] == "pgbench" and wl.get("log", "aggregate") != "none")
-            or (wl["tool"] == "sysbench" and int(wl.get("percentile", 95)) > 0)
+            for w, wl in study.workloads.items()
+            if (wl.tool == "pgbench" and wl.log != "none") or (wl.tool == "sysbench" and int(wl.percentile) > 0)
         ],
     )
 
 
-def comparable(cfg: dict[str, Any]) -> bool:
+def comparable(study: Study) -> bool:
     """Does the study measure something the published results (data/external/) also report?"""
-    for wl in cfg["workloads"].values():
-        if wl["tool"] == "pgbench" and wl.get("builtin") in ("tpcb-like", "select-only"):
+    for wl in study.workloads.values():
+        if wl.tool == "pgbench" and wl.builtin in ("tpcb-like", "select-only"):
             return True  # seed 001
-        if wl["tool"] == "sysbench" and wl.get("test") in ("oltp_read_write", "oltp_write_only"):
+        if wl.tool == "sysbench" and wl.test in ("oltp_read_write", "oltp_write_only"):
             return True  # seed 002
-        if wl["tool"] == "fsmicro":
+        if wl.tool == "fsmicro":
             return True  # seed 003 ran the same operations
     return any(
-        t["fs"] == "btrfs" and any(o.startswith("compress") for o in t.get("mount_options", []))
-        for t in cfg["targets"].values()
+        t.fs == "btrfs" and any(o.startswith("compress") for o in t.mount_options) for t in study.targets.values()
     )  # seeds 002, 004: compression
 
 
-def jobs(cfg: dict[str, Any]) -> list[Job]:
+def jobs(study: Study) -> list[Job]:
     """Every notebook the study runs, in the paper's order."""
-    series = series_workloads(cfg)
+    series = series_workloads(study)
     out = [Job(f"throughput_stability-{w}", "throughput_stability", w) for w in series]
-    out += [Job(f"latency_percentiles-{w}", "latency_percentiles", w) for w in latency_workloads(cfg)]
-    out += [Job(f"sysbench_qps-{w}", "sysbench_qps", w) for w in sysbench_workloads(cfg)]
+    out += [Job(f"latency_percentiles-{w}", "latency_percentiles", w) for w in latency_workloads(study)]
+    out += [Job(f"sysbench_qps-{w}", "sysbench_qps", w) for w in sysbench_workloads(study)]
     out.append(Job("compression_footprint", "compression_footprint"))
     if series:
         out += [Job(n, n) for n in ("variance_significance", "precision", "dirty_memory_checkpoints", "scaling")]
         out.append(Job("exchangeability", "exchangeability"))
-    if any(wl["tool"] == "fsmicro" for wl in cfg["workloads"].values()):
+    if "fsmicro" in study.tools():
         out.append(Job("fs_micro", "fs_micro"))
-    if comparable(cfg):
+    if comparable(study):
         out.append(Job("local_vs_published", "local_vs_published"))
-    if cfg.get("seeds"):
+    if study.seeds:
         out.append(Job("seed_verdicts", "seed_verdicts"))
     return out
 
 
-def job(cfg: dict[str, Any], name: str) -> Job:
-    for j in jobs(cfg):
+def job(study: Study, name: str) -> Job:
+    for j in jobs(study):
         if j.name == name:
             return j
     raise KeyError(
-        f"study {cfg['study']!r} runs no notebook {name!r} (it runs: {', '.join(j.name for j in jobs(cfg))})"
+        f"study {study.study!r} runs no notebook {name!r} (it runs: {', '.join(j.name for j in jobs(study))})"
     )
 
 

@@ -12,6 +12,7 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pgfslab.analysis import charts
+from pgfslab.config.model import StudyConfig, Workload
 
 
 def fmt(value: Any, digits: int = 1) -> str:
@@ -242,30 +243,30 @@ def read_publication(tables_dir: str | Path, name: str) -> dict[str, Any] | None
     return json.loads(p.read_text()) if p.exists() else None
 
 
-def workload_label(name: str, spec: dict[str, Any] | None) -> str:
+def workload_label(name: str, spec: Workload | None) -> str:
     """How a workload is named in text: `tpcb (pgbench tpcb-like)`, `read-write (sysbench
     oltp_read_write)`, `create (fsmicro create_fsync)`."""
-    spec = spec or {}
-    tool = spec.get("tool") or "?"
-    what = spec.get("builtin") or spec.get("test") or spec.get("op")
-    if not what and spec.get("scripts"):
-        what = ", ".join(Path(s["file"]).name for s in spec["scripts"])
-    return f"{name} ({tool} {what})" if what else f"{name} ({tool})"
+    if spec is None:
+        return f"{name} (?)"
+    what = spec.builtin or spec.test or spec.op
+    if not what and spec.scripts:
+        what = ", ".join(Path(s.file).name for s in spec.scripts)
+    return f"{name} ({spec.tool} {what})" if what else f"{name} ({spec.tool})"
 
 
-def cell_workload_label(cfg: dict[str, Any], name: str) -> str:
+def cell_workload_label(study: StudyConfig, name: str) -> str:
     """`workload_label` of a workload as the database names it: `tpcb.d2` is rung 2 of a data-set ladder,
     `tpcb.d2 (pgbench tpcb-like, data set 2: scale 60)`."""
     base, _, rung = name.rpartition(".d") if ".d" in name else (name, "", "")
-    if not rung.isdigit() or base not in (cfg.get("workloads") or {}):
-        return workload_label(name, (cfg.get("workloads") or {}).get(name))
-    label = workload_label(name, cfg["workloads"][base])
-    lad = cfg.get("ladder") or {}
+    if not rung.isdigit() or base not in study.workloads:
+        return workload_label(name, study.workloads.get(name))
+    label = workload_label(name, study.workloads[base])
+    lad = study.ladder
     size = []
-    if lad.get("scales"):
-        size.append(f"scale {lad['scales'][int(rung) - 1]}")
-    if lad.get("table_sizes"):
-        size.append(f"{lad['table_sizes'][int(rung) - 1]:,} rows per table")
+    if lad is not None and lad.scales:
+        size.append(f"scale {lad.scales[int(rung) - 1]}")
+    if lad is not None and lad.table_sizes:
+        size.append(f"{lad.table_sizes[int(rung) - 1]:,} rows per table")
     return label[:-1] + f", data set {rung}: {', '.join(size)})"
 
 

@@ -16,7 +16,7 @@ Definitions (per run, over its pgstat samples; `wal_flush_counter` says which co
 * commits: the increase of pg_stat_database.xact_commit of the benchmark's database, less the sampler's
   own two read-only transactions per sample interval (its query and pg_stat_clear_snapshot(), both in
   autocommit on a connection to that database). Read-only transactions commit without a flush, so only
-  workloads that write are analysed (`device._writes`).
+  workloads that write are analysed (`device.writes`).
 * commits_per_flush = commits / flushes over the run (a ratio of sums, first to last sample);
   wal_bytes_per_commit = wal_bytes increase / commits; fpi_share = wal_fpi / wal_records (full-page
   images after each checkpoint); sync_ms_per_flush = wal_sync_time / wal_sync, only when the server ran

@@ -36,10 +36,11 @@ def cmd_freeze(args: argparse.Namespace) -> int:
         + yaml.safe_dump(cfg, sort_keys=False)
     )
     tmp.replace(args.out)
-    if cfg.get("host"):  # a host's own raw folder says what machine it is
+    host = config.Study.from_dict(cfg).host
+    if host:  # a host's own raw folder says what machine it is
         from pgfslab.run import common, hosts
 
-        common.write_json(args.out.parent / "host.json", hosts.describe(cfg["host"]))
+        common.write_json(args.out.parent / "host.json", hosts.describe(host))
     return 0
 
 
@@ -47,14 +48,14 @@ def cmd_notebook(args: argparse.Namespace) -> int:
     from pgfslab.analysis import execute, registry
     from pgfslab.config import study as config
 
-    cfg = config.load(args.config)
-    job = registry.job(cfg, args.name)
-    study = cfg["study"]
+    study = config.load_study(args.config)
+    job = registry.job(study, args.name)
+    name = study.study
     params = job.parameters(
-        cfg,
-        db=args.db or Path(f"data/{study}.duckdb"),
-        figures_dir=args.figures or Path(f"figures/{study}"),
-        tables_dir=args.tables or Path(f"build/{study}/tables"),
+        study,
+        db=args.db or Path(f"data/{name}.duckdb"),
+        figures_dir=args.figures or Path(f"figures/{name}"),
+        tables_dir=args.tables or Path(f"build/{name}/tables"),
         raw_dir=args.raw or Path("data/raw"),
     )
     execute.run(job, params, args.out)

@@ -14,11 +14,14 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgfslab.cli import data as cli_data
 from pgfslab.cli import stats as cli_stats
 from pgfslab.errors import LabError
+
+if TYPE_CHECKING:  # for annotations only: the config stage (jsonschema, YAML) is imported by its commands
+    from pgfslab.config.study import RunSpec, Study
 
 _interrupted: list[int] = []
 
@@ -39,19 +42,18 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
 
-    cfg = config.load(args.config)
-    runs = config.plan(cfg)
-    for r in runs:
+    study = config.load_study(args.config)
+    for r in study.runs:
         print(r.run_id)
-    print(f"# {len(runs)} runs, {len(cfg['targets'])} targets", file=sys.stderr)
+    print(f"# {len(study.runs)} runs, {len(study.targets)} targets", file=sys.stderr)
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
 
-    cfg = config.load(args.config)
-    print(f"{args.config}: valid study {cfg['study']!r} ({len(config.plan(cfg))} runs)")
+    study = config.load_study(args.config)
+    print(f"{args.config}: valid study {study.study!r} ({len(study.runs)} runs)")
     return 0
 
 
@@ -59,7 +61,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
     from pgfslab.run import prepare
 
-    prepare.prepare_target(config.load(args.config), args.target)
+    prepare.prepare_target(config.load_study(args.config), args.target)
     return 0
 
 
@@ -67,11 +69,11 @@ def cmd_run_one(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
     from pgfslab.run import execute
 
-    execute.run_one(config.load(args.config), args.run_id, precision_gate=_precision_gate)
+    execute.run_one(config.load_study(args.config), args.run_id, precision_gate=_precision_gate)
     return 0
 
 
-def _precision_gate(study: Any, spec: Any) -> tuple[Any, str]:
+def _precision_gate(study: Study, spec: RunSpec) -> tuple[Any, str]:
     """An optional round's decision (pgfslab.analysis.precision_gate), for run_one."""
     # imported here: its parsers and statistics (polars, scipy) cost a second or more at a run's start, and
     # only an optional round of a `precision` study needs them
@@ -84,7 +86,7 @@ def cmd_device_baseline(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
     from pgfslab.run import device_baseline
 
-    device_baseline.baseline_target(config.load(args.config), args.target)
+    device_baseline.baseline_target(config.load_study(args.config), args.target)
     return 0
 
 
@@ -111,13 +113,13 @@ def cmd_release(args: argparse.Namespace) -> int:
     from pgfslab.config import study as config
     from pgfslab.host import targets, zfs_daemon
 
-    cfg = config.load(args.config)
-    hosts = [cfg.get("host")]
-    if not cfg.get("host"):  # and every host share of the study run on this machine
-        hosts += [f.name for f in host_folders.host_folders(config.raw_dir(cfg["study"]))]
+    study = config.load_study(args.config)
+    hosts = [study.host]
+    if not study.host:  # and every host share of the study run on this machine
+        hosts += [f.name for f in host_folders.host_folders(study.raw_dir)]
     for host in hosts:
-        wd = config.workdir({**cfg, "host": host})
-        for name in cfg["targets"]:
+        wd = study.with_host(host).work_dir
+        for name in study.targets:
             for line in targets.release(wd, name):
                 print(line)
         if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
@@ -133,20 +135,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     from pgfslab.config import host_folders
     from pgfslab.config import study as config
 
-    cfg = config.load(args.config)
-    if not cfg.get("host"):  # a study run on several hosts: each host's share (data/raw/<study>/<host>/)
-        hosts = [f.name for f in host_folders.host_folders(config.raw_dir(cfg["study"]))]
+    study = config.load_study(args.config)
+    if not study.host:  # a study run on several hosts: each host's share (data/raw/<study>/<host>/)
+        hosts = [f.name for f in host_folders.host_folders(study.raw_dir)]
         if hosts:
-            return max(_status({**cfg, "host": h}) for h in hosts)
-    return _status(cfg)
+            return max(_status(study.with_host(h)) for h in hosts)
+    return _status(study)
 
 
-def _status(cfg: dict[str, Any]) -> int:
-    from pgfslab.config import study as config
+def _status(study: Study) -> int:
     from pgfslab.host import mounts, targets
 
-    raw = config.raw_dir_of(cfg)
-    runs = config.plan(cfg)
+    raw = study.raw_dir
+    runs = study.runs
     status: dict[str, list[str]] = {}
     reasons: dict[str, str] = {}
     for r in runs:
@@ -174,7 +175,7 @@ def _status(cfg: dict[str, Any]) -> int:
         else:
             key = "not run"
         status.setdefault(key, []).append(r.run_id)
-    print(f"study {cfg['study']}{' host ' + cfg['host'] if cfg.get('host') else ''}: {len(runs)} runs planned")
+    print(f"study {study.study}{' host ' + study.host if study.host else ''}: {len(runs)} runs planned")
     for key, ids in status.items():
         if key in ("ok", "not run", "skipped") or not any(i in reasons for i in ids):
             shown = ", ".join(ids[:6]) + (" ..." if len(ids) > 6 else "")
@@ -194,13 +195,13 @@ def _status(cfg: dict[str, Any]) -> int:
             f"moved to {raw / '_attempts'}/"
         )
     _print_durability(raw)
-    for p in (f"data/{cfg['study']}.duckdb", f"paper/{cfg['study']}.pdf"):
+    for p in (f"data/{study.study}.duckdb", f"paper/{study.study}.pdf"):
         print(f"  {p}: {'present' if Path(p).exists() else 'missing'}")
-    wd = config.workdir(cfg)
-    left = [str(targets.mountpoint(wd, t)) for t in cfg["targets"] if mounts.is_mounted(targets.mountpoint(wd, t))]
+    wd = study.work_dir
+    left = [str(targets.mountpoint(wd, t)) for t in study.targets if mounts.is_mounted(targets.mountpoint(wd, t))]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
-    if _stale_snakemake_lock(cfg["study"]):
+    if _stale_snakemake_lock(study.study):
         print(
             "  a Snakemake lock left by a run that was killed holds this study's files (no Snakemake "
             "runs in this folder): `make unlock CONFIG=...`, then run again"

@@ -25,7 +25,7 @@ METRICS: dict[str, bool] = {
 def _pick_study(db: Path, study: str | None) -> str:
     from pgfslab.analysis import queries as data
 
-    runs = data._frame(db, "SELECT DISTINCT study FROM runs WHERE study IS NOT NULL ORDER BY study")
+    runs = data.frame(db, "SELECT DISTINCT study FROM runs WHERE study IS NOT NULL ORDER BY study")
     studies = runs["study"].to_list() if runs.height else []
     if study:
         if study not in studies:

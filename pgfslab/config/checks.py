@@ -139,7 +139,7 @@ def check(study: StudyConfig, source: str) -> None:
     _check_targets(study, source)
     for name in [None, *study.workloads]:
         try:
-            vm_settings.settings_from_config((study.os if name is None else study.os_for(name)).to_dict())
+            vm_settings.settings_from_config(study.os if name is None else study.os_for(name))
         except LabError as exc:
             where = "os" if name is None else f"workloads.{name}.os"
             raise LabError(f"{source}: {where}: {str(exc).removeprefix('os: ')}") from None

@@ -5,8 +5,8 @@ The plan interleaves repeats (A B C A B C ..., never A A A B B B) so that slow d
 machine cannot masquerade as a difference between targets.
 
 `load`, `resolve` and `validate` give the validated mapping; `Study.from_dict` builds the typed study from
-it once (`load_study` does both). The functions at the end take either and are the dict-taking interface
-the Snakefile, the command line and the analysis still use.
+it once (`load_study` does both), at each stage's boundary (the Snakefile, a command, the study database),
+which passes on the part a function needs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -366,59 +365,3 @@ def resolve(raw: Any, source: str, base: Path) -> dict[str, Any]:
             if not Path(item["file"]).is_absolute():
                 item["file"] = str((base / item["file"]).resolve())
     return cfg
-
-
-# --- the same for a validated mapping: what the Snakefile, the command line and the analysis call. They
-# build the Study at each call (a few ms); a caller that holds a Study calls its methods.
-
-StudyLike = Study | Mapping[str, Any]
-
-
-def as_study(cfg: StudyLike) -> Study:
-    """The typed study of a validated config mapping (a Study is returned as it is). Built once per content:
-    the Snakefile asks for every job's fingerprint with the same mapping."""
-    return cfg if isinstance(cfg, Study) else _study_of(json.dumps(cfg))
-
-
-@functools.lru_cache(maxsize=8)
-def _study_of(text: str) -> Study:
-    return Study.from_dict(json.loads(text))
-
-
-def plan(cfg: StudyLike) -> list[RunSpec]:
-    return list(as_study(cfg).runs)
-
-
-def find_run(cfg: StudyLike, run_id: str) -> tuple[RunSpec, int]:
-    study = as_study(cfg)
-    return study.find_run(run_id), len(study.runs)
-
-
-def workdir(cfg: StudyLike) -> Path:
-    return as_study(cfg).work_dir
-
-
-def raw_dir_of(cfg: StudyLike) -> Path:
-    return as_study(cfg).raw_dir
-
-
-def run_fingerprint(cfg: StudyLike, r: RunSpec) -> str:
-    return as_study(cfg).run_fingerprint(r)
-
-
-def target_fingerprint(cfg: StudyLike, target: str) -> str:
-    return as_study(cfg).target_fingerprint(target)
-
-
-def wal_target_inputs(cfg: StudyLike, study: str, target: str) -> list[str]:
-    wal = as_study(cfg).targets[target].wal_on
-    return [str(raw_dir(study, as_study(cfg).host) / "_setup" / wal / "target.json")] if wal else []
-
-
-def baseline_fingerprint(cfg: StudyLike, target: str) -> str:
-    return as_study(cfg).baseline_fingerprint(target)
-
-
-def baseline_inputs(cfg: StudyLike, study: str, target: str) -> list[str]:
-    setup = raw_dir(study, as_study(cfg).host) / "_setup" / target
-    return [str(setup / "device" / "baseline.json")] if as_study(cfg).baseline_enabled() else []

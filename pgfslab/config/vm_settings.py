@@ -7,9 +7,8 @@ Config validation uses this module alone: it touches nothing on the machine.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
+from pgfslab.config.model import OsSettings
 from pgfslab.errors import LabError
 
 ALLOWED = frozenset(
@@ -75,13 +74,17 @@ def parse_bytes(value: int | str) -> int:
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def settings_from_config(os_cfg: Mapping[str, Any]) -> dict[str, int]:
-    """The `os` config section -> {vm key: value}; refuses a bytes/ratio pair set together."""
+def settings_from_config(settings: OsSettings) -> dict[str, int]:
+    """The `os` config section (of a study, or of a workload's runs) -> {vm key: value}; refuses a bytes/ratio
+    pair set together."""
     out: dict[str, int] = {}
-    for name in ("dirty_background_bytes", "dirty_bytes"):
-        if os_cfg.get(f"vm_{name}") is not None:
-            out[name] = parse_bytes(os_cfg[f"vm_{name}"])
-    for name, value in (os_cfg.get("vm") or {}).items():
+    for name, given in (
+        ("dirty_background_bytes", settings.vm_dirty_background_bytes),
+        ("dirty_bytes", settings.vm_dirty_bytes),
+    ):
+        if given is not None:
+            out[name] = parse_bytes(given)
+    for name, value in (settings.vm or {}).items():
         k = key(name)
         if k in out:
             raise LabError(f"os: vm.{k} is given twice (as vm_{k} and in vm)")

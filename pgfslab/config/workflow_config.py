@@ -98,7 +98,7 @@ def run_config(cfg: dict[str, Any], build: Path = Path("build")) -> Path:
     Snakefile is parsed, and only when its content changed: `build/<study>/run-config[-<host>].json`.
 
     Not the frozen `data/raw/<study>/study.yaml`, and not an input of those rules. A job re-runs when its
-    own parameters change (`params: spec`, pgfslab.config.study.run_fingerprint); but Snakemake (9.x) does
+    own parameters change (`params: spec`, pgfslab.config.study.Study.run_fingerprint); but Snakemake (9.x) does
     not compare a job's parameters while a job it takes input from must run first, and the freeze re-runs
     whenever the config changes. With the frozen file as their input, a changed workload was frozen and
     analysed in one `make run` and measured only in the next: a paper whose frozen config did not match its

@@ -21,7 +21,9 @@ import duckdb
 import polars as pl
 import yaml
 
+from pgfslab.config.checks import validate
 from pgfslab.config.host_folders import HostFolder, check_one_study
+from pgfslab.config.study import Study
 from pgfslab.errors import LabError
 from pgfslab.ingest.load import insert, store_held
 from pgfslab.ingest.published import EXTERNAL_DIR
@@ -50,7 +52,7 @@ HOSTS_DOC = (
 )
 
 
-def host_row(hf: HostFolder, runs: int) -> dict[str, Any]:
+def host_row(hf: HostFolder, study: str, runs: int) -> dict[str, Any]:
     """The `hosts` row of a folder: its host.json (written where it ran), else what its runs recorded."""
     rec: dict[str, Any] = {}
     hj = hf.folder / "host.json"
@@ -64,7 +66,7 @@ def host_row(hf: HostFolder, runs: int) -> dict[str, Any]:
                 break
     slurm = rec.get("slurm") or {}
     return {
-        "study": hf.cfg["study"],
+        "study": study,
         "host": hf.host,
         "hostname": machine.get("hostname"),
         "cpu_model": machine.get("cpu_model"),
@@ -107,11 +109,13 @@ def merge_study(
 ) -> StudySummary:
     """(Re)build one study database from several hosts' raw folders, atomically (see the module's doc)."""
     common = check_one_study(folders)
-    study = common["study"]
+    # the config every folder shares, validated as the Snakefile validates it (workflow_config.resolve)
+    merged = Study.from_dict(validate(common, f"{folders[0].folder.parent}/<host>/study.yaml"))
+    study = merged.study
     summary = StudySummary()
     config_yaml = "# merged from the raw folders of hosts " + ", ".join(f.host for f in folders) + "\n"
     config_yaml += yaml.safe_dump(common, sort_keys=False)
-    with new_study_database(db_path, common, config_yaml, external, summary) as con:
+    with new_study_database(db_path, merged, config_yaml, external, summary) as con:
         con.execute(f"CREATE TABLE hosts ({', '.join(f'{c} {duck_type(t)}' for c, t in HOSTS.items())})")
         files: dict[str, int] = {}
         for hf in folders:
@@ -119,9 +123,9 @@ def merge_study(
             # source_file <study>/<host>/<run-id>/<file>: the file's path under data/raw/ once every host's
             # folder sits at data/raw/<study>/<host>/ (where notebooks look for the server logs)
             ingest_folder(
-                con, hf.folder, hf.cfg, summary, progress=progress, host=hf.host, source_prefix=f"{study}/{hf.host}"
+                con, hf.folder, study, summary, progress=progress, host=hf.host, source_prefix=f"{study}/{hf.host}"
             )
-            insert(con, "hosts", pl.DataFrame([host_row(hf, summary.runs - before)], schema=HOSTS))
+            insert(con, "hosts", pl.DataFrame([host_row(hf, study, summary.runs - before)], schema=HOSTS))
             files[hf.host] = summary.files - files_before
         store_held(con)  # the check reads the files stored so far
         _check_no_file_twice(con, study, files)

@@ -16,12 +16,11 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import polars as pl
 
-from pgfslab import yaml_text
+from pgfslab.config.study import Study, load_study
 from pgfslab.errors import LabError
 from pgfslab.ingest import parsers
 from pgfslab.ingest.load import batched, ingest_file, insert
@@ -128,22 +127,22 @@ def ingest_study(
     study_file = raw / "study.yaml"
     if not study_file.exists():
         raise LabError(f"{study_file}: missing (every study folder carries its resolved config)")
-    cfg = yaml_text.safe_load(study_file.read_text())
+    study = load_study(study_file)  # the frozen config, validated: a study folder says what it measured
     summary = StudySummary()
     # every file parsed ahead, in the order stored: the published ones, the device baselines, the runs' logs
     files = [*(external_files(external) if external is not None else []), *folder_files(raw)]
     with (
         Prefetch(files) as ahead,
-        new_study_database(db_path, cfg, study_file.read_text(), external, summary, ahead=ahead) as con,
+        new_study_database(db_path, study, study_file.read_text(), external, summary, ahead=ahead) as con,
     ):
-        ingest_folder(con, raw, cfg, summary, progress=progress, ahead=ahead)
+        ingest_folder(con, raw, study.study, summary, progress=progress, ahead=ahead)
     return summary
 
 
 @contextlib.contextmanager
 def new_study_database(
     db_path: Path,
-    cfg: dict[str, Any],
+    study: Study,
     config_yaml: str,
     external: Path | None,
     summary: StudySummary,
@@ -160,9 +159,9 @@ def new_study_database(
     try:
         create_schema(con)
         row = {
-            "study": cfg["study"],
-            "title": cfg.get("title"),
-            "authors": json.dumps(cfg.get("authors", [])),
+            "study": study.study,
+            "title": study.title,
+            "authors": json.dumps(list(study.authors)),
             "config_yaml": config_yaml,
         }
         with batched(con):  # a new database, all or nothing anyway: rows stored together (batch.py)
@@ -184,7 +183,7 @@ def new_study_database(
 def ingest_folder(
     con: duckdb.DuckDBPyConnection,
     raw: Path,
-    cfg: dict[str, Any],
+    study: str,
     summary: StudySummary,
     *,
     progress: bool = True,
@@ -192,13 +191,15 @@ def ingest_folder(
     source_prefix: str | None = None,
     ahead: Prefetch | None = None,
 ) -> None:
-    """Targets, runs and logs of one raw folder into an open database. `host` (a merge of several
+    """Targets, runs and logs of one raw folder (of study `study`) into an open database. `host` (a merge of several
     machines' folders, pgfslab.ingest.merge) labels its runs and targets and ends its run ids in
     `@<host>`; `source_file` names are `<source_prefix>/<run-id>/<file>` (default prefix: the folder's name).
     `ahead`: a Prefetch holding `folder_files(raw)` (else the folder gets its own)."""
     if ahead is None:
         with Prefetch(folder_files(raw)) as own:
-            ingest_folder(con, raw, cfg, summary, progress=progress, host=host, source_prefix=source_prefix, ahead=own)
+            ingest_folder(
+                con, raw, study, summary, progress=progress, host=host, source_prefix=source_prefix, ahead=own
+            )
         return
     prefix = Path(raw.name if source_prefix is None else source_prefix)
     for tj in sorted(raw.glob("_setup/*/target.json")):
@@ -207,8 +208,8 @@ def ingest_folder(
             trec["host_key"] = host
         insert(con, "targets", pl.DataFrame([target_row(trec)], schema=TARGETS))
     for bj in _baselines(raw):
-        summary.files += _ingest_baseline(con, bj, raw, cfg["study"], summary.warnings, ahead)
-    _ingest_runs(con, raw, _run_dirs(raw), cfg, summary, ahead, progress=progress, host=host, prefix=prefix)
+        summary.files += _ingest_baseline(con, bj, raw, study, summary.warnings, ahead)
+    _ingest_runs(con, raw, _run_dirs(raw), study, summary, ahead, progress=progress, host=host, prefix=prefix)
 
 
 def _baselines(raw: Path) -> list[Path]:
@@ -230,7 +231,7 @@ def _ingest_runs(
     con: duckdb.DuckDBPyConnection,
     raw: Path,
     run_dirs: list[Path],
-    cfg: dict[str, Any],
+    study: str,
     summary: StudySummary,
     ahead: Prefetch,
     *,
@@ -272,7 +273,7 @@ def _ingest_runs(
                     f,
                     fmt=got[0] if got else None,
                     run_id=rec["run_id"],
-                    study=cfg["study"],
+                    study=study,
                     source_name=str(prefix / f.relative_to(raw)),
                     parsed=got[1] if got else None,
                 )
@@ -287,8 +288,7 @@ def _ingest_runs(
             summary.warnings += res.warnings
         if progress and (i % 10 == 0 or i == len(run_dirs)):
             print(
-                f"[ingest {cfg['study']}{'@' + host if host else ''}] {i}/{len(run_dirs)} run folders, "
-                f"{summary.rows} rows",
+                f"[ingest {study}{'@' + host if host else ''}] {i}/{len(run_dirs)} run folders, {summary.rows} rows",
                 file=sys.stderr,
                 flush=True,
             )

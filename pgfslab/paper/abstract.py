@@ -34,9 +34,9 @@ def abstract_text(ctx: Context) -> str:
     tool = cell["tool"][0]
     unit = ctx.unit(tool)
     base = cell["base_workload"][0] if "base_workload" in cell.columns and cell["base_workload"][0] else wl
-    spec = (ctx.cfg.get("workloads") or {}).get(base) or {}
+    spec = ctx.cfg.workloads.get(base)
     rung = f", data set {wl.rpartition('.d')[2]} of the ladder" if base != wl else ""
-    what = f"{workload_what(spec)}{rung}" + (
+    what = f"{workload_what(spec) if spec else base}{rung}" + (
         f", {clients} client{'s' if clients != 1 else ''}" if tool in PG_TOOLS else ""
     )
     med = (
@@ -55,7 +55,7 @@ def abstract_text(ctx: Context) -> str:
             "cell",
             "target_label",
             baseline,
-            alpha=ctx.cfg["analysis"]["alpha"],
+            alpha=ctx.cfg.analysis.alpha,
             adjust="holm",
         )
         tests = grid.filter(pl.col("benchmark") != "geomean")
@@ -66,7 +66,7 @@ def abstract_text(ctx: Context) -> str:
             f"In the headline cell ({what}, {reps} repeats per target) "
             f"{best['target_label']} reached a median of {report.num(best['m'])} {unit} and {worst['target_label']} "
             f"{report.num(worst['m'])} {unit} ({gap:.0f} % apart); {sig.height} of {tests.height} differences from "
-            f"{baseline} are significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg['analysis']['alpha']}). "
+            f"{baseline} are significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg.analysis.alpha}). "
         )
     else:  # one target: compare the workloads of the study instead
         per_wl = (
@@ -82,21 +82,21 @@ def abstract_text(ctx: Context) -> str:
             )
             + ". "
         )
-        first = next((w for w in (ctx.cfg.get("workloads") or {}) if w in per_wl["workload"].to_list()), None)
+        first = next((w for w in ctx.cfg.workloads if w in per_wl["workload"].to_list()), None)
         grid = stats.benchstat_grid(
             ok.with_columns(pl.col("clients").cast(pl.Utf8).alias("cell")),
             "value",
             "cell",
             "workload",
             first,
-            alpha=ctx.cfg["analysis"]["alpha"],
+            alpha=ctx.cfg.analysis.alpha,
             adjust="holm",
         )
         tests = grid.filter(pl.col("benchmark") != "geomean")
         if tests.height:
             text += (
                 f"{tests.filter(pl.col('significant')).height} of {tests.height} differences from {first} are "
-                f"significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg['analysis']['alpha']}). "
+                f"significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg.analysis.alpha}). "
             )
     wl_count = ok.select("workload", "clients").unique().height
     if wl_count > 1 and med.height >= 2:  # the other axis of the study: its workloads on the baseline target
@@ -133,9 +133,9 @@ def abstract_text(ctx: Context) -> str:
 
 def _run_lengths(ctx: Context) -> str:
     """`20 s`, `10–60 s`, or with transaction-limited pgbench workloads `30 s or 1,500–5,000 transactions per client`."""
-    wls = ctx.cfg.get("workloads") or {}
-    timed = [w for w in wls if not wls[w].get("transactions")]
-    counted = sorted({int(wls[w]["transactions"]) for w in wls if wls[w].get("transactions")})
+    wls = ctx.cfg.workloads
+    timed = [w for w, spec in wls.items() if not spec.transactions]
+    counted = sorted({int(spec.transactions) for spec in wls.values() if spec.transactions})
     durations = sorted({int(d) for d in ctx.runs.filter(pl.col("workload").is_in(timed))["duration_s"].drop_nulls()})
     parts = []
     if durations:

@@ -31,12 +31,12 @@ def appendix(ctx: Context) -> None:
         for cmd in ctx.records[r["run_id"]].get("commands") or []:
             lines.append(f"# {r['workload']}, {r['clients']} client(s), target {r['target']}\n{_command(cmd)}")
     nbs = []
-    a = ctx.cfg.get("analysis") or {}
+    a = ctx.cfg.analysis
     for name in [*RESULT_ORDER, PUBLISHED]:
         for doc in publications(ctx, name):
             wl = str(doc["name"]).removeprefix(name).lstrip("-")
             extra = {
-                "throughput_stability": f" -p moving_average_s {a.get('moving_average_s', 15)}",
+                "throughput_stability": f" -p moving_average_s {a.moving_average_s}",
                 "dirty_memory_checkpoints": " -p raw_dir data/raw",
             }.get(name, "")
             nbs.append(
@@ -44,7 +44,7 @@ def appendix(ctx: Context) -> None:
                 f"-p db data/{ctx.study}.duckdb -p study {ctx.study}"
                 + (f" -p workload {wl}" if wl else "")
                 + f" -p figures_dir figures/{ctx.study} -p tables_dir build/{ctx.study}/tables"
-                + f" -p alpha {a.get('alpha', 0.05)} -p trim_s {a.get('trim_s', 2)}{extra}"
+                + f" -p alpha {a.alpha} -p trim_s {a.trim_s}{extra}"
             )
     show(
         f"""## Appendix: the exact commands

@@ -19,6 +19,8 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pgfslab.analysis import queries as data
+from pgfslab.config.model import Workload
+from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
 
 PG_TOOLS = ("pgbench", "sysbench")
@@ -45,7 +47,7 @@ class Context:
     db: str
     study: str
     info: dict[str, Any]
-    cfg: dict[str, Any]
+    cfg: Study
     runs: pl.DataFrame
     targets: pl.DataFrame
     headline: pl.DataFrame
@@ -70,7 +72,7 @@ class Context:
             db,
             study,
             info,
-            data.study_config(db),
+            data.study_of(db),
             runs,
             data.targets(db, study),
             data.headline(db, study, only_ok=False),
@@ -113,7 +115,7 @@ class Context:
 
     def headline_cell(self) -> tuple[str, int | None]:
         """The cell with the most repeats per target (ties: more clients, then config order)."""
-        order = {w: i for i, w in enumerate(self.cfg.get("workloads") or {})}
+        order = {w: i for i, w in enumerate(self.cfg.workloads)}
         counts = (
             self.ok.group_by(["workload", "clients"])
             .agg((pl.len() / pl.col("target").n_unique()).alias("n"), pl.col("target").n_unique().alias("t"))
@@ -142,14 +144,13 @@ def names(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def workload_what(spec: dict[str, Any]) -> str:
-    tool = spec.get("tool")
-    if tool == "pgbench":
-        what = spec.get("builtin") or ", ".join(Path(s["file"]).name for s in spec.get("scripts") or []) or "custom"
+def workload_what(spec: Workload) -> str:
+    if spec.tool == "pgbench":
+        what = spec.builtin or ", ".join(Path(s.file).name for s in spec.scripts or ()) or "custom"
         return f"pgbench {what}"
-    if tool == "sysbench":
-        return f"sysbench {spec.get('test')}"
-    return f"fsmicro {spec.get('op')}"
+    if spec.tool == "sysbench":
+        return f"sysbench {spec.test}"
+    return f"fsmicro {spec.op}"
 
 
 def publications(ctx: Context, prefix: str) -> list[dict[str, Any]]:
@@ -158,5 +159,5 @@ def publications(ctx: Context, prefix: str) -> list[dict[str, Any]]:
         doc = json.loads(p.read_text())
         if doc.get("name") == prefix or str(doc.get("name", "")).startswith(prefix + "-"):
             found.append(doc)
-    order = {w: i for i, w in enumerate(ctx.cfg.get("workloads") or {})}
+    order = {w: i for i, w in enumerate(ctx.cfg.workloads)}
     return sorted(found, key=lambda d: order.get(str(d["name"]).removeprefix(prefix + "-"), 99))

@@ -13,7 +13,7 @@ from pgfslab.paper.context import Context, show
 def durability_frame(ctx: Context) -> pl.DataFrame:
     """The durability checks of the study (empty when it ran none, or its database predates them)."""
     try:
-        return data._frame(
+        return data.frame(
             ctx.db,
             """
             SELECT r.target, r.target_label, r.workload, r.status, d.* EXCLUDE (target, workload, run_id)

@@ -24,8 +24,8 @@ def host_keys(ctx: Context) -> list[str]:
 
 def _hosts_table(ctx: Context) -> pl.DataFrame:
     """One row per host: from the database's `hosts` table (merge), else from its runs' records."""
-    if queries._has(ctx.db, "hosts"):
-        return queries._frame(ctx.db, "SELECT * FROM hosts WHERE study = ? ORDER BY host", [ctx.study])
+    if queries.has_table(ctx.db, "hosts"):
+        return queries.frame(ctx.db, "SELECT * FROM hosts WHERE study = ? ORDER BY host", [ctx.study])
     rows = []
     for h in host_keys(ctx):
         ids = ctx.runs.filter(pl.col("host") == h)["run_id"].to_list()

@@ -3,44 +3,43 @@ cells and repeats, the starting state of a run, and the statistics used and why.
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
 from pgfslab.analysis import report
+from pgfslab.config.model import Precision
 from pgfslab.paper.context import Context, show, workload_what
 
 
 def _workload_rows(ctx: Context) -> pl.DataFrame:
     rows = []
-    for wl, spec in (ctx.cfg.get("workloads") or {}).items():
+    for wl, spec in ctx.cfg.workloads.items():
         runs = ctx.runs.filter((pl.col("workload") == wl) & (pl.col("status") != "skipped"))
         if runs.height == 0:
             continue
         reps = runs.group_by("target", "clients").len()["len"]
-        tool = spec.get("tool")
+        tool = spec.tool
         how = []
-        if spec.get("transactions"):
-            how.append(f"{spec['transactions']} transactions per client")
+        if spec.transactions:
+            how.append(f"{spec.transactions} transactions per client")
         else:
             how.append(f"{int(runs['duration_s'].median())} s")
         if tool == "pgbench":
-            how += [f"-M {spec['query_mode']}"] if spec.get("query_mode") else []
-            how += [f"--rate {spec['rate_tps']}"] if spec.get("rate_tps") else []
+            how += [f"-M {spec.query_mode}"] if spec.query_mode else []
+            how += [f"--rate {spec.rate_tps}"] if spec.rate_tps else []
             how.append(
                 {"aggregate": "aggregate log per second", "transactions": "per-transaction log", "none": "no log"}.get(
-                    spec.get("log", "aggregate"), ""
+                    spec.log, ""
                 )
             )
         elif tool == "sysbench":
-            how.append(f"p{spec.get('percentile', 95)} per second" + (", histogram" if spec.get("histogram") else ""))
+            how.append(f"p{spec.percentile} per second" + (", histogram" if spec.histogram else ""))
         else:
-            how += [f"{k} {spec[k]}" for k in ("size_bytes", "bg_files", "count", "files") if spec.get(k)]
-        os_ = spec.get("os") or {}
+            how += [f"{k} {getattr(spec, k)}" for k in ("size_bytes", "bg_files", "count", "files") if getattr(spec, k)]
+        os_ = spec.os.to_dict() if spec.os else {}
         if os_:
             how.append(", ".join(f"{k.removeprefix('vm_')}={v}" for k, v in os_.items()))
-        if spec.get("postgres_settings"):
-            how.append(", ".join(f"{k}={v}" for k, v in spec["postgres_settings"].items()))
+        if spec.postgres_settings:
+            how.append(", ".join(f"{k}={v}" for k, v in spec.postgres_settings.items()))
         rows.append(
             {
                 "workload": wl,
@@ -65,8 +64,8 @@ def _headline_kinds(ctx: Context) -> str:
 
 def methodology(ctx: Context) -> None:
     c = ctx.cfg
-    a = c.get("analysis") or {}
-    samplers = c.get("sampler") or {}
+    a = c.analysis
+    samplers = c.sampler.to_dict()
     sampled = ", ".join(
         f"{k.removesuffix('_hz')} at {v:g} Hz"
         for k, v in samplers.items()
@@ -77,7 +76,7 @@ def methodology(ctx: Context) -> None:
 **Targets and runs.** Each target is formatted and mounted by the lab (a sparse image on a loop device with
 direct I/O, so the host's page cache does not absorb the target's I/O), and, for the PostgreSQL workloads, a
 cluster is initialised on it and loaded once. Every run then mounts the target, drops the kernel's page
-cache{"" if (c.get("run") or {}).get("drop_caches", True) else " (disabled in this study)"}, starts the server, runs
+cache{"" if c.run.drop_caches else " (disabled in this study)"}, starts the server, runs
 one workload, stops the server and unmounts, while samplers record {sampled}. Runs are interleaved (repeat 1 of
 every target and cell, then repeat 2, ...), so that drift of the machine over time does not masquerade as a
 difference between targets.
@@ -95,7 +94,7 @@ difference between targets.
 verification), described with its results in the durability section. Its counts are exact, not estimates: every
 transaction the client saw commit is looked up after the restart.""")
         return
-    show(f"""**Warm-up.** Per-second series drop the first {a.get("trim_s", 2):g} s of every run; the throughput
+    show(f"""**Warm-up.** Per-second series drop the first {a.trim_s:g} s of every run; the throughput
 stability analysis then finds the end of each run's warm-up with MSER-5 (White 1997: the truncation point that
 minimises the standard error of the remaining batch means) and records the trim per run, flagging runs whose
 truncation hits its limit (never settled).
@@ -105,7 +104,7 @@ autocorrelated. A cell's value is the median of its runs' headline numbers ({_he
 distribution-free confidence interval from order statistics (its
 exact coverage is reported; with few repeats the widest interval falls short of 95 %). Targets are compared
 benchstat-style: two-sided Mann-Whitney U test per cell (exact for small samples), p-values Holm-adjusted over all
-comparisons of a table (the family a reader scans), `~` when not significant at α = {a.get("alpha", 0.05)} or when the
+comparisons of a table (the family a reader scans), `~` when not significant at α = {a.alpha} or when the
 sample sizes cannot reach it at all. Within a run, a mean gets an interval from the effective sample size of its
 autocorrelated samples (Geyer's initial positive sequence), not the naive iid one. Variances are compared with the
 Brown-Forsythe test (robust to non-normal data) and variance ratios with F and circular block-bootstrap intervals
@@ -119,17 +118,17 @@ def _start_sentence(ctx: Context) -> str:
     """Which state a run starts from (the issue every seed comparison needs said), how many checkpoints the
     runs spanned, and how repeats were decided."""
     c = ctx.cfg
-    rungs = "; each rung of the data-set ladder has a database of its own" if c.get("ladder") else ""
+    rungs = "; each rung of the data-set ladder has a database of its own" if c.ladder else ""
     warm = (
         ", its relations loaded into shared_buffers with pg_prewarm before the measured interval (warm start)"
-        if (c.get("run") or {}).get("prewarm")
+        if c.run.prewarm
         else " and cold buffers (cold start)"
     )
     return (
         f"**Starting state.** A run starts from the data as the target's previous run left it (the data set is "
         f"loaded once, not restored before each run{rungs}), with a freshly started server{warm}. "
         + _checkpoint_sentence(ctx)
-        + _precision_sentence(c)
+        + _precision_sentence(c.precision)
     )
 
 
@@ -147,19 +146,14 @@ def _checkpoint_sentence(ctx: Context) -> str:
     )
 
 
-def _precision_sentence(c: dict[str, Any]) -> str:
-    prec = c.get("precision")
-    if not prec:
+def _precision_sentence(prec: Precision | None) -> str:
+    if prec is None:
         return ""
     return (
-        f" **Repeats until precise.** The cells {', '.join(prec.get('cells') or ['(every cell)'])} ran "
-        f"{prec['min_repeats']} rounds, then further rounds (up to {prec['max_repeats']}) only while some target's median "
-        f"was not yet known to ±{100 * prec['half_width']:g} % ({100 * prec['confidence']:g} % distribution-free "
+        f" **Repeats until precise.** The cells {', '.join(prec.cells or ['(every cell)'])} ran "
+        f"{prec.min_repeats} rounds, then further rounds (up to {prec.max_repeats}) only while some target's median "
+        f"was not yet known to ±{100 * prec.half_width:g} % ({100 * prec.confidence:g} % distribution-free "
         "interval)"
-        + (
-            f" and less than {prec['budget_min']:g} minutes had passed since the first run"
-            if prec.get("budget_min")
-            else ""
-        )
+        + (f" and less than {prec.budget_min:g} minutes had passed since the first run" if prec.budget_min else "")
         + "; the decision never looked at a p-value. The precision reached per cell is in the precision section."
     )

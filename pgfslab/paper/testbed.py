@@ -94,7 +94,7 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
         rrec = next((ctx.records[r] for r in runs["run_id"].to_list() if r in ctx.records), {})
         mount = rrec.get("mount") or trec.get("mount") or {}
         created = trec.get("created") or {}
-        spec = (ctx.cfg.get("targets") or {}).get(t) or {}
+        spec = ctx.cfg.targets.get(t)
         fallback = bool(mount.get("fallback") or created.get("fallback"))
         kind = (
             mount.get("kind")
@@ -116,24 +116,24 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
         ds = data.dataset_label({**rrec, "dataset": rrec.get("dataset") or trec.get("dataset") or {}}) if rrec else "–"
         extras = []
         build = rrec.get("postgres_build") or trec.get("postgres_build")
-        if build and (spec.get("postgres_version") or spec.get("postgres_bindir")):
+        if build and spec and (spec.postgres_version or spec.postgres_bindir):
             extras.append(f"PostgreSQL {build.get('version')} ({build.get('source')})")
-        if spec.get("postgres_settings"):
-            extras.append(", ".join(f"{k}={v}" for k, v in spec["postgres_settings"].items()))
+        if spec and spec.postgres_settings:
+            extras.append(", ".join(f"{k}={v}" for k, v in spec.postgres_settings.items()))
         wal = rrec.get("wal") or trec.get("wal")
         if wal:
             extras.append(
                 f"WAL on target {wal.get('target')} ({wal.get('fs_label') or wal.get('fs')}, {wal.get('device')})"
             )
-        if t in (ctx.cfg.get("snapshots") or {}).get("targets", []):
-            sn = ctx.cfg["snapshots"]
-            extras.append(f"snapshots every {sn.get('interval_s')} s, kept {sn.get('keep_s')} s")
+        sn = ctx.cfg.snapshots
+        if sn and t in sn.targets:
+            extras.append(f"snapshots every {sn.interval_s} s, kept {sn.keep_s} s")
         rows.append(
             {
                 "target": t,
                 "fs": rrec.get("fs_label")
                 or created.get("fs_label")
-                or spec.get("fs")
+                or (spec.fs if spec else None)
                 or (trec.get("spec") or {}).get("fs"),
                 "device": device,
                 "mount options (in force)": mount.get("mount_options") or "–",
@@ -210,7 +210,7 @@ def _when(ctx: Context) -> str:
 
 def setup(ctx: Context) -> None:
     show(
-        f"## Setup\n\nStudy `{ctx.study}`: {ctx.runs.height} runs of {len(ctx.cfg.get('workloads') or {})} "
+        f"## Setup\n\nStudy `{ctx.study}`: {ctx.runs.height} runs of {len(ctx.cfg.workloads)} "
         f"workload(s) on {len(ctx.target_names)} target(s), from {_when(ctx)}. Every fact below is read from the "
         "provenance records the lab writes with each run (`run.json`) and each target (`target.json`)."
     )
@@ -240,11 +240,7 @@ def setup(ctx: Context) -> None:
                 "force during the first run (pg_settings).",
             )
         )
-        per_wl = [
-            (w, s.get("postgres_settings"))
-            for w, s in (ctx.cfg.get("workloads") or {}).items()
-            if s.get("postgres_settings")
-        ]
+        per_wl = [(w, s.postgres_settings) for w, s in ctx.cfg.workloads.items() if s.postgres_settings]
         if per_wl:
             show(
                 report.markdown_table(

@@ -53,8 +53,8 @@ def threats(ctx: Context) -> None:
         limits = []
         if stats.median_ci_ranks(n)[2] < 0.95:
             limits.append(f"no cell's median interval reaches 95 % coverage with {n} repeats (6 are needed)")
-        if stats.min_possible_p(n, n) >= ctx.cfg["analysis"]["alpha"]:
-            limits.append(f"the U test cannot reach α = {ctx.cfg['analysis']['alpha']} with {n}+{n} repeats")
+        if stats.min_possible_p(n, n) >= ctx.cfg.analysis.alpha:
+            limits.append(f"the U test cannot reach α = {ctx.cfg.analysis.alpha} with {n}+{n} repeats")
         if limits:
             items.append(
                 f"**Few repeats.** As few as {n} repeats per cell: "

@@ -46,7 +46,7 @@ def _labels(ctx: Context) -> dict[str, str]:
 def writing_runs(ctx: Context) -> pl.DataFrame:
     """The successful runs whose workload writes (a read-only commit needs no flush)."""
     ok = ctx.runs.filter(pl.col("status") == "ok")
-    keep = [r for r in ok["run_id"].to_list() if device._writes(ctx.records.get(r) or {})]
+    keep = [r for r in ok["run_id"].to_list() if device.writes(ctx.records.get(r) or {})]
     return ok.filter(pl.col("run_id").is_in(keep)).select(
         "run_id", "target", pl.col("cell_workload").alias("workload"), "clients", "repeat", "plan_index"
     )
@@ -193,7 +193,7 @@ def wal_results(ctx: Context) -> None:
     if per_run.height == 0 and not apart:
         return
     show("### WAL flushes and the WAL device")
-    alpha = float((ctx.cfg.get("analysis") or {}).get("alpha", 0.05))
+    alpha = float(ctx.cfg.analysis.alpha)
     if per_run.height:
         ctx.tables_dir.mkdir(parents=True, exist_ok=True)
         per_run.write_parquet(ctx.tables_dir / "wal_flushes.parquet")

@@ -256,10 +256,10 @@ def _write_and_crash(
             try:
                 p.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                process._stop(p)
+                process.stop(p)
                 info["client_stuck"] = True
         except BaseException:
-            process._stop(p)
+            process.stop(p)
             raise
     info["client_returncode"] = p.returncode
     info["client_errors"] = [ln for ln in (out / "client.stderr").read_text(errors="replace").splitlines() if ln][:10]

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.config.model import DeviceBaseline
-from pgfslab.config.study import StudyLike, as_study
+from pgfslab.config.study import Study
 from pgfslab.errors import LabError
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -413,7 +413,7 @@ def settings(conf: DeviceBaseline | None) -> dict[str, Any] | None:
     return {**DEFAULTS, **{k: v for k, v in conf.to_dict().items() if k != "enabled"}}
 
 
-def baseline_target(cfg: StudyLike, target: str) -> Path:
+def baseline_target(study: Study, target: str) -> Path:
     """Mount a prepared target and measure it without PostgreSQL (PostgreSQL's cluster there is not
     started): the fio jobs and pg_test_fsync in a directory of the lab's on it, raw outputs and
     baseline.json (the record: target, file system as labelled, implementation, timings) under
@@ -422,7 +422,6 @@ def baseline_target(cfg: StudyLike, target: str) -> Path:
     from pgfslab.run import provenance
     from pgfslab.run.common import SCHEMA_VERSION, now, say, write_json
 
-    study = as_study(cfg)
     conf = settings(study.device_baseline) or dict(DEFAULTS)
     tv = study.target_view(target)
     spec = tv.spec.to_dict()

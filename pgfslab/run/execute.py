@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import psycopg
 
 from pgfslab.config import vm_settings
-from pgfslab.config.study import RunSpec, RunView, Study, StudyLike, as_study
+from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
 from pgfslab.host import sysctl, targets
 from pgfslab.run import record as run_record
@@ -43,7 +43,7 @@ class PrecisionDecision(Protocol):
 PrecisionGate = Callable[[Study, RunSpec], tuple[PrecisionDecision, str]]
 
 
-def run_one(cfg: StudyLike, run_id: str, precision_gate: PrecisionGate | None = None) -> Path:
+def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = None) -> Path:
     """Execute one run of the plan. Returns its run.json.
 
     A workload that fails or times out is data: run.json records status `failed` with the error and
@@ -52,7 +52,6 @@ def run_one(cfg: StudyLike, run_id: str, precision_gate: PrecisionGate | None = 
     """
     started = process_age_s()  # the command's start: Python, imports, the config read
     ph = Phases()
-    study = as_study(cfg)
     view = study.run_view(study.find_run(run_id))
     rdir = fresh_run_dir(view.raw_dir, run_id)
     if view.spec.optional:
@@ -131,7 +130,7 @@ def set_up(
     user = view.postgres.user
     # each callback is pushed before the context it times, so it runs right after that one's exit
     stack.callback(ph.lap, "sysctl_restore")
-    vm_rec = stack.enter_context(sysctl.applied(vm_settings.settings_from_config(view.os.to_dict())))
+    vm_rec = stack.enter_context(sysctl.applied(vm_settings.settings_from_config(view.os)))
     vm_held.append(vm_rec)
     ph.lap("sysctl")
     stack.callback(ph.lap, "zfs_stop")

@@ -29,7 +29,7 @@ from typing import Any
 
 from pgfslab import paths
 from pgfslab.config.checks import validate
-from pgfslab.config.study import StudyLike, as_study, load_study
+from pgfslab.config.study import Study, load_study
 from pgfslab.errors import LabError
 from pgfslab.run import provenance
 from pgfslab.run.common import now, write_json
@@ -83,10 +83,9 @@ def describe(host: str) -> dict[str, Any]:
     }
 
 
-def runtime_minutes(cfg: StudyLike) -> int:
+def runtime_minutes(study: Study) -> int:
     """A generous wall-time limit for one host's share (Slurm's `--time`): measured seconds plus overhead
     per run, a preparation per target, doubled, in minutes."""
-    study = as_study(cfg)
     seconds = 0.0
     for r in study.runs:
         seconds += float(study.workloads[r.workload].duration_s or study.run.duration_s) + RUN_OVERHEAD_S

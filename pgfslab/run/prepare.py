@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from pgfslab.config.model import Dataset
-from pgfslab.config.study import PostgresSettings, StudyLike, TargetView, as_study, database_for
+from pgfslab.config.study import PostgresSettings, Study, TargetView, database_for
 from pgfslab.errors import LabError
 from pgfslab.host import pg_install, postgres, safety, targets, zfs
 from pgfslab.run import provenance
@@ -36,10 +36,9 @@ from pgfslab.runners import pgbench, sysbench
 Load = tuple[int | None, Dataset]
 
 
-def prepare_target(cfg: StudyLike, target: str) -> Path:
+def prepare_target(study: Study, target: str) -> Path:
     """Create the target's file system and, when a workload needs PostgreSQL, initdb a cluster on it
     and bulk-load the data (pgbench -i and/or sysbench prepare, each timed: the bulk-load result)."""
-    study = as_study(cfg)
     tv = study.target_view(target)
     spec = tv.spec
     out = tv.setup_dir

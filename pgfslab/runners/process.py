@@ -89,9 +89,9 @@ def execute(
             p.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _stop(p)
+            stop(p)
         except BaseException:
-            _stop(p)  # Ctrl-C / SIGTERM: stop the client before the caller stops the server
+            stop(p)  # Ctrl-C / SIGTERM: stop the client before the caller stops the server
             raise
         finally:
             th.join(timeout=5)
@@ -111,7 +111,7 @@ def execute(
     return Outcome(cmd, rc, round(time.monotonic() - t0, 3), timed_out, error)
 
 
-def _stop(p: subprocess.Popen[str]) -> None:
+def stop(p: subprocess.Popen[str]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(p.pid, signal.SIGTERM)
     try:

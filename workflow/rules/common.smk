@@ -1,7 +1,7 @@
 # Functions the rules call (Snakemake's layout keeps them apart from the rules): which files a stage reads
 # and which notebooks a study runs with which parameters (decided in pgfslab.analysis.registry).
 
-JOBS = {j.name: j for j in registry.jobs(STUDY_CFG)}
+JOBS = {j.name: j for j in registry.jobs(STUDY_OBJ)}
 
 
 from snakemake.exceptions import WorkflowError
@@ -33,8 +33,8 @@ def _ingest_inputs(wildcards):
         return [FROZEN, *(str(raw / h / "share.json") for h in HOSTS)]
     rawh = Path(RAW)
     return [FROZEN,
-            *(str(rawh / "_setup" / t / "target.json") for t in STUDY_CFG["targets"]),
-            *(f for t in STUDY_CFG["targets"] for f in labcfg.baseline_inputs(STUDY_CFG, wildcards.study, t)),
+            *(str(rawh / "_setup" / t / "target.json") for t in STUDY_OBJ.targets),
+            *(f for t in STUDY_OBJ.targets for f in STUDY_OBJ.baseline_inputs(t)),
             *(str(rawh / r.run_id / "run.json") for r in PLAN)]
 
 
@@ -44,7 +44,7 @@ def analysis_outputs(study):
 
 
 def _params(w):
-    return json.dumps(JOBS[getattr(w, "name", "fs_micro")].parameters(STUDY_CFG, db=Path(f"data/{w.study}.duckdb"),
+    return json.dumps(JOBS[getattr(w, "name", "fs_micro")].parameters(STUDY_OBJ, db=Path(f"data/{w.study}.duckdb"),
                                               figures_dir=Path(f"figures/{w.study}"),
                                               tables_dir=Path(f"build/{w.study}/tables"),
                                               raw_dir=Path("data/raw")), sort_keys=True)

@@ -6,7 +6,7 @@ from pgfslab.config import host_folders as labfolders
 # A study whose data/raw/<study>/ holds host folders (<host>/study.yaml: several machines, or one with a
 # host key) is merged into one database with a `host` column (pgfslab.ingest.merge); re-analysing one
 # without a study.yaml of its own reads their common config, frozen here.
-MERGED = bool(HOSTS or STUDY_CFG.get("host") or labfolders.host_folders(labcfg.raw_dir(STUDY)))
+MERGED = bool(HOSTS or STUDY_OBJ.host or labfolders.host_folders(labcfg.raw_dir(STUDY)))
 if RAW_ONLY and MERGED and not Path(FROZEN).exists():
     FROZEN = f"build/{STUDY}/study.yaml"
 

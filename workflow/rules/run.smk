@@ -2,7 +2,7 @@
 # (threads: MACHINE_CORES, common.smk), so nothing runs beside a measurement even when `make run` gives
 # Snakemake all cores (which lets the study's notebooks run side by side once the runs are done).
 # Runs are ordered by the plan (interleaved repeats) through their priority. A run re-runs when its own
-# parameters change (Snakemake's params trigger, pgfslab.config.study.run_fingerprint /
+# parameters change (Snakemake's params trigger, pgfslab.config.study.Study.run_fingerprint /
 # target_fingerprint), or when its target was prepared again, in the same pass that freezes the changed
 # config: the rules read RUN_CONFIG, written at parse time (workflow_config.run_config says why), and
 # depend on their target's target.json by its time. Other inputs on earlier stages (the device
@@ -29,11 +29,11 @@ if not RAW_ONLY:
         """mkfs on a loop-mounted image, initdb, bulk load (pgbench -i, timed)."""
         input:
             # a target whose WAL lives on another target is prepared after it (and again when it is)
-            wal=lambda w: labcfg.wal_target_inputs(STUDY_CFG, STUDY, w.target),
+            wal=lambda w: STUDY_OBJ.wal_target_inputs(w.target),
         output:
             f"{RAW}/_setup/{{target}}/target.json",
         params:
-            spec=lambda w: labcfg.target_fingerprint(STUDY_CFG, w.target),
+            spec=lambda w: STUDY_OBJ.target_fingerprint(w.target),
         priority: 1000
         threads: MACHINE_CORES  # alone on the machine
         shell:
@@ -47,7 +47,7 @@ if not RAW_ONLY:
         output:
             f"{RAW}/_setup/{{target}}/device/baseline.json",
         params:
-            spec=lambda w: labcfg.baseline_fingerprint(STUDY_CFG, w.target),
+            spec=lambda w: STUDY_OBJ.baseline_fingerprint(w.target),
         priority: 999
         threads: MACHINE_CORES  # alone on the machine
         shell:
@@ -61,11 +61,11 @@ if not RAW_ONLY:
             # job it takes input from must run, so the params trigger alone would wait for the next pass
             target=lambda w: f"{RAW}/_setup/{RUNS[w.run_id].target}/target.json",
             # measured before the target's runs, when the study has a device baseline
-            baseline=lambda w: [ancient(f) for f in labcfg.baseline_inputs(STUDY_CFG, STUDY, RUNS[w.run_id].target)],
+            baseline=lambda w: [ancient(f) for f in STUDY_OBJ.baseline_inputs(RUNS[w.run_id].target)],
         output:
             f"{RAW}/{{run_id}}/run.json",
         params:
-            spec=lambda w: labcfg.run_fingerprint(STUDY_CFG, RUNS[w.run_id]),
+            spec=lambda w: STUDY_OBJ.run_fingerprint(RUNS[w.run_id]),
         priority: lambda w: len(PLAN) - RUNS[w.run_id].plan_index
         threads: MACHINE_CORES  # alone on the machine
         shell:
@@ -86,7 +86,7 @@ if not RAW_ONLY:
             params:
                 spec=json.dumps(STUDY_CFG, sort_keys=True),
             resources:
-                runtime=labhosts.runtime_minutes(STUDY_CFG),
+                runtime=labhosts.runtime_minutes(STUDY_OBJ),
                 # no --mem: the node's memory goes with the exclusive job (a memory limit would cap the
                 # page cache the study measures); a site that needs one: set-resources in the profile
                 mem_mb=0,

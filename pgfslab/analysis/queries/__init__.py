@@ -73,6 +73,7 @@ from pgfslab.analysis.queries.study_runs import (
     runs,
     study_config,
     study_info,
+    study_of,
     target_names,
     target_records,
     targets,
@@ -88,11 +89,6 @@ from pgfslab.analysis.queries.throughputs import (
     sysbench_qps,
     throughput,
 )
-
-# the names used before the split, still called by the paper, the stats command and the verdicts
-_frame = frame
-_has = has_table
-_fillfactor = fillfactor
 
 __all__ = [
     "METRICS",
@@ -136,6 +132,7 @@ __all__ = [
     "storage",
     "study_config",
     "study_info",
+    "study_of",
     "summaries",
     "sysbench_histogram",
     "sysbench_latency",

@@ -12,6 +12,8 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis.queries.connection import MissingData, frame, require, target_condition
+from pgfslab.config.checks import validate
+from pgfslab.config.study import Study
 from pgfslab.yaml_text import safe_load
 
 
@@ -26,8 +28,19 @@ def _parsed_config(text: str) -> dict[str, Any]:
 
 
 def study_config(db: str | Path) -> dict[str, Any]:
-    """The study's resolved config (study.yaml as ingested); the caller's own copy."""
+    """The study's resolved config (study.yaml as ingested) as plain data, the caller's own copy (what a
+    notebook is given)."""
     return copy.deepcopy(_parsed_config(str(study_info(db)["config_yaml"])))
+
+
+@functools.lru_cache(maxsize=4)
+def _study_of(text: str, where: str) -> Study:
+    return Study.from_dict(validate(safe_load(text), where))
+
+
+def study_of(db: str | Path) -> Study:
+    """The study's resolved config (study.yaml as ingested, validated when ingested) as the typed Study."""
+    return _study_of(str(study_info(db)["config_yaml"]), f"{db}: study.config_yaml")
 
 
 def runs(db: str | Path, study: str, *, only_ok: bool = False, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -45,8 +58,7 @@ def targets(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
 
 def target_names(db: str | Path, study: str, targets: Sequence[str] | None = None) -> list[str]:
     """Every target of the study (the colour scale's domain), in the config's order."""
-    cfg = study_config(db)
-    names = list(cfg.get("targets") or {})
+    names = list(study_of(db).targets)
     if not names:
         names = runs(db, study)["target"].unique(maintain_order=True).to_list()
     return [t for t in names if not targets or t in targets]
@@ -92,5 +104,4 @@ def target_records(db: str | Path, study: str) -> dict[str, dict[str, Any]]:
 
 
 def workloads_with_tool(db: str | Path, study: str, tools: Sequence[str]) -> list[str]:
-    cfg = study_config(db)
-    return [w for w, wl in (cfg.get("workloads") or {}).items() if wl.get("tool") in tools]
+    return [w for w, wl in study_of(db).workloads.items() if wl.tool in tools]

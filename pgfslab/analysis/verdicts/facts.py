@@ -155,7 +155,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "clients": r["clients"],
             "rung": rec.get("rung"),
             "regime": regime(size, queries.setting_bytes(in_force, "shared_buffers"), memory),
-            "fillfactor": queries._fillfactor(rec),
+            "fillfactor": queries.fillfactor(rec),
             "recordsize": recordsize(rec),
             "data_mode": ext4_data_mode(rec),
             # the A/A control: a target with the baseline's exact spec, naming it (`aa_twin_of: ext4`)
@@ -273,9 +273,9 @@ def compression_saving(db: str | Path, study: str) -> pl.DataFrame:
 def durability_runs(db: str | Path, study: str) -> pl.DataFrame:
     """The durability check's rows (table `durability`: one per crash) of the study's successful runs; empty
     where the study ran no durability check."""
-    if not queries._has(db, "durability"):
+    if not queries.has_table(db, "durability"):
         return pl.DataFrame()
-    return queries._frame(
+    return queries.frame(
         db,
         """
         SELECT r.run_id, r.target, d.crash, d.synchronous_commit, d.lost_ids, d.lost_within_window, d.violations

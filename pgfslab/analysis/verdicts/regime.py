@@ -157,9 +157,9 @@ def checkpoint_read_wait(samples: pl.DataFrame, pgstat: pl.DataFrame) -> pl.Data
 
 def _diskstats(db: str, study: str, recs: dict[str, dict[str, Any]]) -> pl.DataFrame:
     roles = device_roles(recs).filter(pl.col("role") != "WAL")  # the tables' device (with WAL or without)
-    if roles.height == 0 or not data._has(db, "diskstats"):
+    if roles.height == 0 or not data.has_table(db, "diskstats"):
         return pl.DataFrame()
-    samples = data._frame(
+    samples = data.frame(
         db,
         """
         SELECT d.run_id, epoch(d.ts) AS epoch_s, d.device, d.reads_completed, d.read_ms, d.io_ms, d.sectors_written
