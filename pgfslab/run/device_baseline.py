@@ -470,8 +470,9 @@ def baseline_target(cfg: StudyLike, target: str) -> Path:
         targets.zfs_service(wd, [spec]),
         targets.mounted(wd, target, spec, study.postgres.user, study=study.study) as mnt,
         cgroups.limited(
-            cgroups.cgroup_name(study.study, target) + "-baseline",
-            cgroups.limits_from_config(study.resources_for(target).to_dict(), mnt.device, profile)
+            cgroups.cgroup_name(study.study, target),  # the runs' own: they wait for the baseline
+            # the device's throttles only: the memory limit is the runs' "RAM", not the device's
+            cgroups.limits_from_config({"blkio": device_profiles.blkio(profile).to_dict()}, mnt.device, profile)
             if profile is not None
             else cgroups.Limits(),
         ) as cg,
