@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import needs_root
 
+from pgfslab.analysis.verdicts import regime
 from pgfslab.config import device_profiles
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
@@ -162,3 +163,21 @@ def test_the_baseline_fio_is_held_to_the_profile(loops, tmp_path):
     # what the cgroup was charged: at least the reads fio reported (3 s per job at 150/s)
     assert io["read_ios"] >= 0.8 * want * 3 * len(jobs), io
     assert not any(p.name.startswith(device_baseline.DATA_PREFIX) for p in mnt.iterdir())
+
+
+def test_a_throttled_run_is_io_bound_by_what_its_cgroup_was_charged():
+    """diskstats see a throttled device mostly idle (the throttle holds I/O back above it): the regime check
+    counts the share of the throttle's capacity the run used. 1,650 reads in 11 s against 150/s is 100 %."""
+    phases = {"cgroup": 0.04, "server_start": 1.0, "facts_before": 0.5, "measured": 9.0, "facts_after": 0.5,
+              "server_stop": 7.7}  # fmt: skip
+    limits = {"read_iops": 150, "write_iops": 150, "read_bps": 100_000_000, "write_bps": 100_000_000}
+    rec = {
+        "phases_s": phases,
+        "cgroup": {"limits": limits, "usage": {"io": {"read_ios": 1650, "write_ios": 33, "read_bytes": 8e6}}},
+    }
+    assert regime.throttle_busy(rec) == pytest.approx(1650 / (150 * 11.0))
+    rec["cgroup"]["usage"]["io"]["read_ios"] = 330
+    assert regime.throttle_busy(rec) == pytest.approx(330 / (150 * 11.0))  # 20 %: not I/O-bound
+    rec["cgroup"]["usage"]["io"]["write_bytes"] = 1.1e9  # bandwidth-bound writes
+    assert regime.throttle_busy(rec) == 1.0
+    assert regime.throttle_busy({"phases_s": phases, "cgroup": {"limits": {"memory_limit_bytes": 1}}}) is None
