@@ -10,10 +10,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import needs_root
 
-from pgfslab.analysis.verdicts import regime
+from pgfslab.analysis.verdicts import claims, evaluate, facts, regime
 from pgfslab.config import device_profiles
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
@@ -181,3 +182,32 @@ def test_a_throttled_run_is_io_bound_by_what_its_cgroup_was_charged():
     rec["cgroup"]["usage"]["io"]["write_bytes"] = 1.1e9  # bandwidth-bound writes
     assert regime.throttle_busy(rec) == 1.0
     assert regime.throttle_busy({"phases_s": phases, "cgroup": {"limits": {"memory_limit_bytes": 1}}}) is None
+
+
+def test_an_emulated_device_is_compared_with_emulated_devices_only():
+    """ext4 on the real device (the WAL's target, its own runs as context) is never a side against btrfs on
+    the throttled one: only the two throttled targets make a pair."""
+    claim = next(c for c in claims.claims() if c.id == "s004-btrfs-2x-ext4-magnetic")
+    base = {"tool": "pgbench", "kind": "tpcb-like", "op": None, "workload": "tpcb", "clients": 8, "rung": 2,
+            "regime": "exceeds_ram", "compression": "none", "fillfactor": 100, "snapshots": False,
+            "aa_twin_of": None, **dict.fromkeys(facts.PG_KEYS), **dict.fromkeys(facts.FS_KEYS),
+            "dirty_background_bytes": None}  # fmt: skip
+    rows = [
+        {
+            **base,
+            "target": t,
+            "target_label": t,
+            "fs": fs,
+            "device_profile": profile,
+            "value": v + i,
+            "run_id": f"{t}.{i}",
+        }  # fmt: skip
+        for t, fs, profile, v in (
+            ("ext4-ssd", "ext4", None, 300.0),
+            ("ext4", "ext4", "hdd", 60.0),
+            ("btrfs", "btrfs", "hdd", 70.0),
+        )  # fmt: skip
+        for i in range(5)
+    ]
+    out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim)
+    assert out.select("a", "b").rows() == [("ext4", "btrfs")]
