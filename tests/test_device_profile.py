@@ -19,6 +19,7 @@ from pgfslab.config import device_profiles
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups
+from pgfslab.paper import device_baseline as paper_device
 from pgfslab.run import device_baseline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -211,3 +212,14 @@ def test_an_emulated_device_is_compared_with_emulated_devices_only():
     ]
     out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim)
     assert out.select("a", "b").rows() == [("ext4", "btrfs")]
+
+
+def test_the_paper_says_which_device_is_emulated_and_what_it_leaves_out():
+    cfg = config.load(REPO / "config" / "btrfs-hdd.yaml")
+    assert paper_device.profiles(cfg) == {"ext4": "hdd", "btrfs": "hdd", "btrfs-zlib": "hdd"}
+    text = paper_device.emulated_text(cfg)
+    assert text is not None
+    for said in ("ext4, btrfs, btrfs-zlib: `hdd`", "150 read and 150 write operations", "no seek model",
+                 "page cache", "not throttled", "docs/slow-device.md"):  # fmt: skip
+        assert said in text, said
+    assert paper_device.emulated_text(config.load(REPO / "config" / "wal-separate.yaml")) is None

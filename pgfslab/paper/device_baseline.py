@@ -4,6 +4,8 @@ threats of zfs-fuse targets and unsafe settings. Each says nothing for a study t
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from pgfslab.analysis import charts, device, report
@@ -11,18 +13,16 @@ from pgfslab.config import device_profiles
 from pgfslab.paper.context import Context, figure, show
 
 
-def profiles(ctx: Context) -> dict[str, str]:
-    """target -> its device profile (`device_profile`), for the targets that have one."""
+def profiles(cfg: dict[str, Any]) -> dict[str, str]:
+    """target -> its device profile (`device_profile`), for the study's targets that have one."""
     return {
-        t: str(s["device_profile"])
-        for t, s in (ctx.cfg.get("targets") or {}).items()
-        if (s or {}).get("device_profile")
+        t: str(s["device_profile"]) for t, s in (cfg.get("targets") or {}).items() if (s or {}).get("device_profile")
     }
 
 
-def emulated_text(ctx: Context) -> str | None:
+def emulated_text(cfg: dict[str, Any]) -> str | None:
     """What the throttled targets' device is, where its numbers come from, and what it does not emulate."""
-    named = profiles(ctx)
+    named = profiles(cfg)
     if not named:
         return None
     parts = []
@@ -51,7 +51,7 @@ def device_setup(ctx: Context) -> None:
     if not device.has_baseline(ctx.db, ctx.study):
         return
     table, _ = device.section_tables(ctx.db, ctx.study)
-    named = profiles(ctx)
+    named = profiles(ctx.cfg)
     if named:  # which rows are a throttled (emulated) device and which the real one
         raw = device.device_table(ctx.db, ctx.study)["target"].to_list()
         kind = [f"emulated: {named[t]}" if t in named else "real" for t in raw]
@@ -69,7 +69,7 @@ def device_setup(ctx: Context) -> None:
     notes = sorted({n for n in device.device_table(ctx.db, ctx.study)["notes"].drop_nulls().to_list() if n})
     if notes:
         show("Device-baseline notes: " + " ".join(notes))
-    text = emulated_text(ctx)
+    text = emulated_text(ctx.cfg)
     if text:
         show(text)
 
@@ -119,7 +119,7 @@ def device_threats(ctx: Context) -> list[str]:
             "submission (QD32 equals QD1). Its numbers show ZFS's copy-on-write, record and ZIL behaviour "
             "with a large per-call overhead on top: they are not OpenZFS performance, in either direction."
         )
-    if profiles(ctx):
+    if profiles(ctx.cfg):
         items.append(
             "**An emulated slow disk.** The throttled targets' device is a cgroup throttle on a fast disk, not "
             "a magnetic one: no seeks, the page cache in front, background write-back unthrottled (cgroup v1). "
