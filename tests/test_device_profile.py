@@ -212,6 +212,15 @@ def test_an_emulated_device_is_compared_with_emulated_devices_only():
     ]
     out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim)
     assert out.select("a", "b").rows() == [("ext4", "btrfs")]
+    # read await behind a throttle is the real device's: a claim about service times gets no verdict there
+    claim = next(c for c in claims.claims() if c.id == "s004-ext4-io-service-time-variance")
+    rows = [r | {"read_await_var": 1.0 + i / 10 if r["fs"] == "ext4" else 0.1 + i / 100} for i, r in enumerate(rows)]
+    out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim)
+    assert out.select("a", "b").rows() == [("ext4", "btrfs")]
+    assert out["verdict_text"][0].startswith("not tested in the seed's regime: the data device is emulated (hdd")
+    plain = [r | {"device_profile": None} for r in rows if r["target"] != "ext4-ssd"]
+    out = evaluate.evaluate(pl.DataFrame(plain, infer_schema_length=None), claim)
+    assert "emulated" not in out["verdict_text"][0]
 
 
 def test_the_paper_says_which_device_is_emulated_and_what_it_leaves_out():

@@ -255,6 +255,7 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
             ci = R.ratio_ci(a, b, alpha)
         test = "one measurement per load" if per_load and min(len(a), len(b)) < 3 else TEST.get(claim.quantity, "")
     miss, unchecked = regime.check(claim.preconditions, pa, pb)
+    miss += regime.throttled_await(claim.quantity, pa, pb)
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":

@@ -263,6 +263,22 @@ def _median(runs: pl.DataFrame, col: str) -> float | None:
     return float(v.median()) if v.len() else None  # type: ignore[arg-type]
 
 
+# quantities read from the data device's read await (diskstats), which a blkio throttle hides (module docstring)
+AWAIT_QUANTITIES = ("read_await_variance", "checkpoint_read_wait")
+
+
+def throttled_await(quantity: str, a: pl.DataFrame, b: pl.DataFrame) -> list[str]:
+    """A read-await quantity on a throttled (emulated) data device is the real device's below the throttle:
+    the cell is not in the seed's regime (empty when the quantity or the targets are not concerned)."""
+    if quantity not in AWAIT_QUANTITIES:
+        return []
+    profiles = sorted({p for s in (a, b) if "device_profile" in s.columns for p in s["device_profile"].drop_nulls()})
+    if not profiles:
+        return []
+    return [f"the data device is emulated ({', '.join(profiles)}: a blkio throttle), and diskstats' read await "
+            "does not see the throttle's waits: it is the real device's below it"]  # fmt: skip
+
+
 def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
     """The cell's runs of side A and side B against the claim's preconditions: (what the cell misses, with
     the measured reason; what could not be checked, with why). A miss means "not tested in the seed's regime"."""
