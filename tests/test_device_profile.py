@@ -35,6 +35,7 @@ def study_dict() -> dict:
         },
         "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1]}},
         "resources": {"memory_limit_mb": 512},
+        "device_baseline": {"duration_s": 1},
     }
 
 
@@ -90,6 +91,8 @@ def test_a_target_without_profile_keeps_its_fingerprints():
         (lambda c: c["targets"].update(ram={"fs": "tmpfs", "device_profile": "hdd"}), "ram.device_profile: tmpfs"),
         (lambda c: c["targets"].update(z={"fs": "zfs", "device_profile": "hdd"}), "a zfs pool's I/O"),
         (lambda c: c["resources"].update(blkio={"read_iops": 100}), "also sets resources.blkio"),
+        (lambda c: c.pop("device_baseline"), "needs the study's device_baseline"),
+        (lambda c: c["device_baseline"].update(enabled=False), "needs the study's device_baseline"),
         (
             lambda c: c["workloads"].update(micro={"tool": "fsmicro", "op": "create_fsync"}),
             "fsmicro workloads \\(micro\\) do not run in the target's cgroup",

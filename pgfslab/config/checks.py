@@ -203,6 +203,12 @@ def _check_device_profiles(study: StudyConfig, source: str) -> None:
             )
         if study.resources.blkio:
             raise LabError(f"{where}: the study also sets resources.blkio; give one of them")
+        if study.device_baseline is None or study.device_baseline.enabled is False:
+            raise LabError(
+                f"{where}: an emulated device needs the study's device_baseline (e.g. `device_baseline: "
+                "{duration_s: 2}`): it measures the device under the throttle, the paper shows it beside the "
+                "real one, and the verdicts read the device class from it"
+            )
         fsmicro = sorted(w for w, wl in study.workloads.items() if wl.tool == "fsmicro")
         if fsmicro:
             raise LabError(
