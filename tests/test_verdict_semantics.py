@@ -168,13 +168,19 @@ def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
     assert miss == [
         "not I/O-bound: the data device busy 12% of the run (median; the lab calls >= 50% I/O-bound)",
         "not steady: 2 of 3 runs of side A found no steady state (MSER-5)",
-        "not a magnetic-class device: the data device does 11,000 random 8 kB reads/s at QD1 (device baseline; a "
+        "not a magnetic-class device: the data device does 12,000 random 8 kB reads/s at QD1 (device baseline; a "
         "magnetic disk does 100-200)",
         "at most 2 snapshots alive at once (the talk kept 3 alive)",
         "the runs span no checkpoint (median 0 completed per run)",
     ]
     slow = cell(device_busy=[0.9], randread_qd1_iops=[150.0], file_bytes=[16384])
     assert regime.check(["io_bound", "magnetic_device"], slow, slow) == ([], [])
+    # one side on a throttled (magnetic-class) device, the other on the real one: not the seed's set-up
+    fast = cell(device_busy=[0.9], randread_qd1_iops=[12000.0])
+    assert regime.check(["magnetic_device"], slow, fast)[0] == [
+        "not a magnetic-class device: the data device does 12,000 random 8 kB reads/s at QD1 (device baseline; a "
+        "magnetic disk does 100-200)"
+    ]
     assert regime.check(["files_2mb"], slow, slow)[0] == ["files of 16 KiB were deleted, the seed's were 2 MB"]
     none = cell(value=[1.0])
     assert regime.check(["io_bound"], none, none) == ([], ["io-bound: the data device's diskstats were not sampled"])

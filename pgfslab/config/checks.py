@@ -147,6 +147,7 @@ def check(study: StudyConfig, source: str) -> None:
         for name, spec in study.targets.items():
             if targets.kind(spec) in ("tmpfs", "dir"):
                 raise LabError(f"{source}: resources.blkio: target {name} ({spec.fs}) has no block device to throttle")
+    _check_device_profiles(study, source)
     _check_snapshots(study, source)
     _check_pg_settings(study, source)
     _check_precision(study, source)
@@ -187,6 +188,36 @@ def _check_targets(study: StudyConfig, source: str) -> None:
             raise LabError(f"{where}: target {wal} keeps its own WAL on another target; WAL targets do not chain")
         if targets.kind(spec) == "existing" or targets.kind(study.targets[wal]) == "existing":
             raise LabError(f"{where}: WAL on another target needs targets the lab prepares (not fs: existing)")
+
+
+def _check_device_profiles(study: StudyConfig, source: str) -> None:
+    """A slow-device profile throttles the data device of a file system the kernel runs for PostgreSQL's own
+    processes: an image or device target of ext4, xfs or btrfs; never beside resources.blkio (which would
+    be two throttles for one device); and only in a study whose every run is in the target's cgroup."""
+    for name, spec in study.targets.items():
+        if spec.device_profile is None:
+            continue
+        where = f"{source}: targets.{name}.device_profile"
+        if spec.fs not in ("ext4", "xfs", "btrfs") or targets.kind(spec) not in ("image", "device"):
+            raise LabError(
+                f"{where}: {spec.fs} ({targets.kind(spec)}) cannot be throttled as a device: the profile needs an "
+                "ext4, xfs or btrfs image or device target (a zfs pool's I/O is issued by its own threads or "
+                "daemon, outside the run's cgroup)"
+            )
+        if study.resources.blkio:
+            raise LabError(f"{where}: the study also sets resources.blkio; give one of them")
+        if study.device_baseline is None or study.device_baseline.enabled is False:
+            raise LabError(
+                f"{where}: an emulated device needs the study's device_baseline (e.g. `device_baseline: "
+                "{duration_s: 2}`): it measures the device under the throttle, the paper shows it beside the "
+                "real one, and the verdicts read the device class from it"
+            )
+        fsmicro = sorted(w for w, wl in study.workloads.items() if wl.tool == "fsmicro")
+        if fsmicro:
+            raise LabError(
+                f"{where}: fsmicro workloads ({', '.join(fsmicro)}) do not run in the target's cgroup, so the "
+                "profile would not apply to them; run them in a study without the profile"
+            )
 
 
 def _check_snapshots(study: StudyConfig, source: str) -> None:

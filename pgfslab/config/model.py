@@ -162,6 +162,7 @@ class TargetSpec(Node):
     zfs: dict[str, str | int | bool] | None = None
     wal_on: str | None = None
     path: str | None = None
+    device_profile: str | None = None  # a slow-device preset (pgfslab/config/device_profiles.py)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from pgfslab import paths, yaml_text
+from pgfslab.config import device_profiles
 from pgfslab.config.checks import validate
 from pgfslab.config.model import (
     Dataset,
@@ -228,6 +229,14 @@ class Study(StudyConfig):
             bool(self.postgres.data_checksums),
         )
 
+    def resources_for(self, target: str) -> Resources:
+        """The limits of a target's runs: the study's `resources`, with the blkio throttles of the target's
+        device profile (a check refuses a profile beside resources.blkio)."""
+        profile = self.targets[target].device_profile
+        if profile is None:
+            return self.resources
+        return dataclasses.replace(self.resources, blkio=device_profiles.blkio(profile))
+
     def run_view(self, spec: RunSpec) -> RunView:
         return RunView(
             spec=spec,
@@ -240,7 +249,7 @@ class Study(StudyConfig):
             postgres_config=self.postgres,
             run=self.run,
             sampler=self.sampler,
-            resources=self.resources,
+            resources=self.resources_for(spec.target),
             snapshots=self.snapshots if spec.target in self.snapshot_targets() else None,
         )
 
@@ -270,6 +279,7 @@ class Study(StudyConfig):
                 "os": m["os"],
                 "resources": m["resources"],
                 "snapshots": m.get("snapshots"),
+                **self._profile_fingerprint(r.target),
                 # only an optional round depends on the precision target (whether it runs at all); the key is
                 # absent otherwise, so adding `precision` to a study never re-measures its fixed rounds
                 **({"precision": m["precision"]} if r.optional else {}),
@@ -305,7 +315,20 @@ class Study(StudyConfig):
     def baseline_fingerprint(self, target: str) -> str:
         """Everything a target's device baseline depends on: its spec and the baseline settings."""
         m = self.mapping
-        return json.dumps({"target": m["targets"][target], "device_baseline": m.get("device_baseline")}, sort_keys=True)
+        return json.dumps(
+            {
+                "target": m["targets"][target],
+                "device_baseline": m.get("device_baseline"),
+                **self._profile_fingerprint(target),
+            },
+            sort_keys=True,
+        )
+
+    def _profile_fingerprint(self, target: str) -> dict[str, Any]:
+        """The throttles a target's device profile stands for (nothing for a target without one, so that no
+        existing run's fingerprint changes): a changed preset re-measures the runs and the baseline."""
+        profile = self.targets[target].device_profile
+        return {} if profile is None else {"device_profile": {profile: device_profiles.blkio(profile).to_dict()}}
 
     def baseline_inputs(self, target: str) -> list[str]:
         """The device baseline a target's runs wait for (none when the study has no baseline)."""

@@ -51,6 +51,8 @@ class Limits:
     write_bps: int | None = None
     read_iops: int | None = None
     write_iops: int | None = None
+    # a target's device profile (pgfslab/config/device_profiles.py): its throttles must apply, or nothing runs
+    profile: str | None = None
 
     @property
     def io_limited(self) -> bool:
@@ -60,8 +62,10 @@ class Limits:
         return (["memory"] if self.memory_bytes is not None else []) + (["io"] if self.io_limited else [])
 
 
-def limits_from_config(resources: Mapping[str, Any], device: str | None) -> Limits:
-    """The `resources` config section and the target's block device -> Limits."""
+def limits_from_config(resources: Mapping[str, Any], device: str | None, profile: str | None = None) -> Limits:
+    """The `resources` config section (a target's, with its device profile's blkio: Study.resources_for) and
+    the target's block device -> Limits. With `profile` the throttles are required: a run that cannot have
+    them fails instead of measuring the real device under the profile's name."""
     blkio = resources.get("blkio") or {}
     mem = resources.get("memory_limit_mb")
 
@@ -75,7 +79,10 @@ def limits_from_config(resources: Mapping[str, Any], device: str | None) -> Limi
         write_bps=b("write_bps"),
         read_iops=blkio.get("read_iops"),
         write_iops=blkio.get("write_iops"),
+        profile=profile,
     )
+    if profile is not None and not lim.io_limited:
+        raise LabError(f"device profile {profile}: no blkio throttles in the resources given")
     if lim.io_limited and device is None:
         raise LabError(
             "resources.blkio needs a block device: this target has none (tmpfs, dir, or an existing "
@@ -410,6 +417,11 @@ def limited(name: str, limits: Limits) -> Iterator[Cgroup]:
             cg.dirs[ctl] = d
             cg.hierarchies[ctl] = h
             cg.record.setdefault("limits", {}).update(_configure(h, d, limits))
+        if limits.profile is not None and "io" in missing:
+            raise LabError(
+                f"cgroup {LAB}/{name}: device profile {limits.profile}: the block-I/O throttles cannot be applied "
+                f"({why}); the target's runs would measure the real device under the profile's name"
+            )
         if missing:
             msg = f"cgroup {LAB}/{name}: {', '.join(missing)} limits NOT applied ({why}); running unconstrained"
             print(f"WARNING: {msg}", file=sys.stderr, flush=True)

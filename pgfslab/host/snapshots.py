@@ -5,7 +5,10 @@ Native btrfs snapshots (the target's data must live in a subvolume: targets.crea
 data_subvolume=True) makes PGDATA's parent one) and ZFS snapshots of a zfs target's data dataset
 (`zfs snapshot`/`zfs destroy`, ZfsScheduler). Other file systems are reported as not supported,
 with the reason: ext4 and xfs have no snapshots of their own, and LVM thin snapshots need
-device-mapper (checked: lvm2 tools and the kernel's device-mapper).
+device-mapper (checked: lvm2 tools and the kernel's device-mapper). A reflink copy of a target's image on
+a schedule (`cp --reflink=always`: the host file system then copies each shared extent on its first write,
+as a thin snapshot does) would stand in for LVM, but only where the images' own file system clones files
+(btrfs, xfs): on the lab machines they live on ext4, which cannot (docs/slow-device.md).
 
 Every create/delete is logged with its epoch time and duration in `snapshots.csv` in the run
 directory. All snapshots the scheduler made are deleted when it stops, on every exit path.
@@ -69,7 +72,8 @@ def support(path: Path) -> tuple[bool, str]:
         _, dm = device_mapper()
         return False, (
             f"snapshots are not supported on {fstype}: the lab takes native btrfs snapshots only "
-            f"({dm}; LVM snapshots are not implemented)"
+            f"({dm}; LVM snapshots are not implemented, and a reflink copy of the image in their stead needs "
+            "a host file system that clones files: docs/slow-device.md)"
         )
     if proc.which("btrfs") is None:
         return False, "btrfs-progs (the btrfs command) is not installed"

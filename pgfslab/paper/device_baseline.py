@@ -4,8 +4,46 @@ threats of zfs-fuse targets and unsafe settings. Each says nothing for a study t
 
 from __future__ import annotations
 
+from typing import Any
+
+import polars as pl
+
 from pgfslab.analysis import charts, device, report
+from pgfslab.config import device_profiles
 from pgfslab.paper.context import Context, figure, show
+
+
+def profiles(cfg: dict[str, Any]) -> dict[str, str]:
+    """target -> its device profile (`device_profile`), for the study's targets that have one."""
+    return {
+        t: str(s["device_profile"]) for t, s in (cfg.get("targets") or {}).items() if (s or {}).get("device_profile")
+    }
+
+
+def emulated_text(cfg: dict[str, Any]) -> str | None:
+    """What the throttled targets' device is, where its numbers come from, and what it does not emulate."""
+    named = profiles(cfg)
+    if not named:
+        return None
+    parts = []
+    for name in sorted(set(named.values())):
+        b = device_profiles.blkio(name)
+        targets = ", ".join(t for t, p in named.items() if p == name)
+        parts.append(
+            f"{targets}: `{name}`, {b.read_iops} read and {b.write_iops} write operations per second and "
+            f"{b.read_bps}/s each way ({device_profiles.source(name)})"
+        )
+    return (
+        "**Emulated device (an approximation).** The data devices of " + "; ".join(parts) + " are throttled "
+        "with the cgroup blkio controller for the PostgreSQL server, its clients and the device baseline: "
+        "the rows marked *emulated* in the device table are measured under the throttle, those marked *real* "
+        "on the same machine's disk without it. A throttle is not a disk: it has no seek model (a sequential "
+        "I/O costs one operation like a random one; a merged readahead request counts once), the page cache "
+        "stays in front of the device, and under cgroup v1 the write-back that kernel threads do in the "
+        "background is not throttled at all — only what the cgroup's processes issue themselves (reads, "
+        "O_DIRECT, fsync, fdatasync and sync_file_range of their dirty pages). A flush counts as a write "
+        "operation: 8 kB writes with fdatasync after each run at half the write rate. See docs/slow-device.md."
+    )
 
 
 def device_setup(ctx: Context) -> None:
@@ -13,10 +51,15 @@ def device_setup(ctx: Context) -> None:
     if not device.has_baseline(ctx.db, ctx.study):
         return
     table, _ = device.section_tables(ctx.db, ctx.study)
+    named = profiles(ctx.cfg)
+    if named:  # which rows are a throttled (emulated) device and which the real one
+        raw = device.device_table(ctx.db, ctx.study)["target"].to_list()
+        kind = [f"emulated: {named[t]}" if t in named else "real" for t in raw]
+        table = table.insert_column(1, pl.Series("device", kind))
     show(
         report.markdown_table(
             table,
-            digits={c: 0 for c in table.columns if c != "target"},
+            digits={c: 0 for c in table.columns if c not in ("target", "device")},
             caption="Each target measured without PostgreSQL before its runs (fio on the mounted file system; "
             "8 kB writes with fdatasync after each at QD1, the WAL commit floor; 8 kB random I/O with O_DIRECT "
             "at queue depth 1 and 32, in IOPS; 1 MB sequential writes; pg_test_fsync's fdatasync rate for one "
@@ -26,6 +69,9 @@ def device_setup(ctx: Context) -> None:
     notes = sorted({n for n in device.device_table(ctx.db, ctx.study)["notes"].drop_nulls().to_list() if n})
     if notes:
         show("Device-baseline notes: " + " ".join(notes))
+    text = emulated_text(ctx.cfg)
+    if text:
+        show(text)
 
 
 def device_results(ctx: Context) -> None:
@@ -72,6 +118,13 @@ def device_threats(ctx: Context) -> list[str]:
             "`sync` property, no lz4/zstd and no recordsize above 128k; asynchronous I/O completes at "
             "submission (QD32 equals QD1). Its numbers show ZFS's copy-on-write, record and ZIL behaviour "
             "with a large per-call overhead on top: they are not OpenZFS performance, in either direction."
+        )
+    if profiles(ctx.cfg):
+        items.append(
+            "**An emulated slow disk.** The throttled targets' device is a cgroup throttle on a fast disk, not "
+            "a magnetic one: no seeks, the page cache in front, background write-back unthrottled (cgroup v1). "
+            "Where write-back by kernel threads carries a workload's writes, the throttled targets write faster "
+            "than a disk of that rate could."
         )
     unsafe = device.unsafe_settings(ctx.cfg)
     if unsafe:

@@ -32,7 +32,7 @@ def durability_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict
     record["server"] = server
     record["postgres_settings"] = view.postgres.settings
     logs = _Logs(rdir)
-    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device)
+    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device, view.target.spec.device_profile)
     with cgroups.limited(cgroups.cgroup_name(view.target.study, view.spec.target), limits) as cg:
         try:
             before, effective = _write_and_crash_server(view, cg, mnt, rdir, out, rec, record, logs)

@@ -45,10 +45,12 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config import device_profiles
 from pgfslab.config.model import DeviceBaseline
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
@@ -58,6 +60,12 @@ DATA_PREFIX = "pgfslab-fio-"
 PGTF_FILE = "pgfslab-pg_test_fsync.out"
 ENGINES = ("libaio", "io_uring")
 ZFS_FUSE_PGTF_BYTES_PER_S = 1 << 30  # transient allocation of pg_test_fsync on zfs-fuse, with margin (see above)
+# a command -> the command that runs it inside a cgroup (host.cgroups.Cgroup.command: a device profile's throttles)
+Wrap = Callable[[list[str]], list[str]]
+
+
+def _wrapped(cmd: list[str], wrap: Wrap | None) -> list[str]:
+    return wrap(cmd) if wrap is not None else cmd
 
 
 @dataclass
@@ -134,7 +142,7 @@ def probe_direct(directory: str | Path) -> tuple[bool, str]:
     return True, "O_DIRECT open and aligned write work"
 
 
-def probe_ioengine(directory: str | Path, direct: bool) -> tuple[str, list[str]]:
+def probe_ioengine(directory: str | Path, direct: bool, wrap: Wrap | None = None) -> tuple[str, list[str]]:
     """The first of libaio, io_uring that runs a tiny fio job here; else psync (with notes why)."""
     notes = []
     fname = str(Path(directory) / f"{DATA_PREFIX}probe-engine")
@@ -153,7 +161,7 @@ def probe_ioengine(directory: str | Path, direct: bool) -> tuple[str, list[str]]
                 "--io_size=256k",
                 "--output-format=json",
             ]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            r = subprocess.run(_wrapped(cmd, wrap), capture_output=True, text=True, timeout=60)
             err = None
             if r.returncode != 0:
                 err = (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"exit code {r.returncode}"]
@@ -260,14 +268,19 @@ def plan(
     return jobs
 
 
-def run_fio_job(job: FioJob, out_dir: str | Path, *, timeout: float | None = None) -> dict[str, Any]:
-    """Run one job; stdout to <out_dir>/<name>.json as fio printed it, stderr to <name>.stderr if any."""
+def run_fio_job(
+    job: FioJob, out_dir: str | Path, *, timeout: float | None = None, wrap: Wrap | None = None
+) -> dict[str, Any]:
+    """Run one job (inside a cgroup when `wrap` is given); stdout to <out_dir>/<name>.json as fio printed
+    it, stderr to <name>.stderr if any."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cmd = [_tool("fio"), *job.args]
     t0 = time.monotonic()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout or (job.expect_s * 3 + 600))
+        r = subprocess.run(
+            _wrapped(cmd, wrap), capture_output=True, text=True, timeout=timeout or (job.expect_s * 3 + 600)
+        )
     except subprocess.TimeoutExpired:
         raise LabError(f"device baseline: fio job {job.name} timed out: {' '.join(cmd)}") from None
     seconds = round(time.monotonic() - t0, 2)
@@ -293,7 +306,9 @@ def run_fio_job(job: FioJob, out_dir: str | Path, *, timeout: float | None = Non
     return rec
 
 
-def run_pg_test_fsync(directory: str | Path, out_path: str | Path, *, secs: int = 2, binary: str) -> dict[str, Any]:
+def run_pg_test_fsync(
+    directory: str | Path, out_path: str | Path, *, secs: int = 2, binary: str, wrap: Wrap | None = None
+) -> dict[str, Any]:
     """`pg_test_fsync -s <secs> -f <directory>/pgfslab-pg_test_fsync.out`; stdout saved to out_path."""
     if not Path(binary).exists():
         raise LabError(f"device baseline: {binary} not found (PostgreSQL 15 server package)")
@@ -301,7 +316,7 @@ def run_pg_test_fsync(directory: str | Path, out_path: str | Path, *, secs: int 
     cmd = [binary, "-s", str(int(secs)), "-f", str(target)]
     t0 = time.monotonic()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=secs * 20 + 300)
+        r = subprocess.run(_wrapped(cmd, wrap), capture_output=True, text=True, timeout=secs * 20 + 300)
     except subprocess.TimeoutExpired:
         raise LabError(f"device baseline: pg_test_fsync timed out: {' '.join(cmd)}") from None
     finally:
@@ -342,9 +357,11 @@ def run_baseline(
     ioengine: str | None = None,
     jobs: list[str] | None = None,
     pg_test_fsync: str | None = None,
+    wrap: Wrap | None = None,
 ) -> Baseline:
     """Probe O_DIRECT and the engine, run the fio jobs (all, or those named in `jobs`) and pg_test_fsync
-    (None: skip) against `directory` (a mounted target), write the outputs and manifest.json to `out_dir`."""
+    (None: skip) against `directory` (a mounted target), write the outputs and manifest.json to `out_dir`.
+    With `wrap` the engine probe, fio and pg_test_fsync run inside a cgroup (a device profile's throttles)."""
     d = Path(directory)
     if not d.is_dir():
         raise LabError(f"device baseline: {d} is not a directory")
@@ -371,7 +388,7 @@ def run_baseline(
     notes = [] if direct else [f"O_DIRECT does not work on {d} ({why}): direct=0, jobs labelled buffered-fallback"]
     try:
         if ioengine is None:
-            ioengine, eng_notes = probe_ioengine(d, direct)
+            ioengine, eng_notes = probe_ioengine(d, direct, wrap)
             notes += eng_notes
         bl = Baseline(
             str(d), str(out), fio_version(), _mount_of(d), ioengine, direct, why, duration_s, size, notes=notes
@@ -385,12 +402,12 @@ def run_baseline(
             d, duration_s=duration_s, size=size, wal_size=wal_size, ioengine=ioengine, direct=direct, description=desc
         ):
             if jobs is None or job.name in jobs:
-                bl.jobs.append(run_fio_job(job, out))
+                bl.jobs.append(run_fio_job(job, out, wrap=wrap))
         if pg_test_fsync_secs:
             if pg_test_fsync is None:
                 raise LabError("device baseline: no pg_test_fsync binary given")
             bl.pg_test_fsync = run_pg_test_fsync(
-                d, out / "pg_test_fsync.txt", secs=pg_test_fsync_secs, binary=pg_test_fsync
+                d, out / "pg_test_fsync.txt", secs=pg_test_fsync_secs, binary=pg_test_fsync, wrap=wrap
             )
     finally:
         cleanup(d)
@@ -417,8 +434,12 @@ def baseline_target(study: Study, target: str) -> Path:
     """Mount a prepared target and measure it without PostgreSQL (PostgreSQL's cluster there is not
     started): the fio jobs and pg_test_fsync in a directory of the lab's on it, raw outputs and
     baseline.json (the record: target, file system as labelled, implementation, timings) under
-    data/raw/<study>/_setup/<target>/device/. Returns baseline.json."""
-    from pgfslab.host import postgres, targets
+    data/raw/<study>/_setup/<target>/device/. Returns baseline.json.
+
+    A target with a device profile is measured under it, as its runs are: fio and pg_test_fsync in the
+    profile's cgroup with its throttles on the target's device (what the cgroup was charged is recorded);
+    the record and the notes say the device is emulated."""
+    from pgfslab.host import cgroups, postgres, targets
     from pgfslab.run import provenance
     from pgfslab.run.common import SCHEMA_VERSION, now, say, write_json
 
@@ -440,10 +461,20 @@ def baseline_target(study: Study, target: str) -> Path:
         "settings": conf,
         "started_at": now(),
     }
+    profile = tv.spec.device_profile
+    if profile is not None:
+        record["device_profile"] = device_profiles.describe(profile)
     t0 = time.monotonic()
     with (
         targets.zfs_service(wd, [spec]),
         targets.mounted(wd, target, spec, study.postgres.user, study=study.study) as mnt,
+        cgroups.limited(
+            cgroups.cgroup_name(study.study, target),  # the runs' own: they wait for the baseline
+            # the device's throttles only: the memory limit is the runs' "RAM", not the device's
+            cgroups.limits_from_config({"blkio": device_profiles.blkio(profile).to_dict()}, mnt.device, profile)
+            if profile is not None
+            else cgroups.Limits(),
+        ) as cg,
     ):
         record["mount"] = mnt.describe()
         record["fs_label"] = mnt.fs_label
@@ -463,9 +494,14 @@ def baseline_target(study: Study, target: str) -> Path:
                 wal_size=conf["wal_size"],
                 pg_test_fsync_secs=conf["pg_test_fsync_s"] or None,
                 pg_test_fsync=str(bindir / "pg_test_fsync"),
+                wrap=cg.command if cg.active else None,
             )
+            if profile is not None:
+                bl.notes.append(emulated_note(profile, mnt.device))
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            if cg.active:
+                record["cgroup"] = {**cg.record, "usage": cg.usage()}
     record["baseline"] = asdict(bl)
     record["wall_s"] = round(time.monotonic() - t0, 2)
     record["ended_at"] = now()
@@ -474,3 +510,13 @@ def baseline_target(study: Study, target: str) -> Path:
     write_json(out / "baseline.json", record)
     say(label, f"done in {record['wall_s']:.0f} s")
     return out / "baseline.json"
+
+
+def emulated_note(profile: str, device: str | None) -> str:
+    """The baseline's note on a throttled target: which profile, on which device, and what it leaves out."""
+    b = device_profiles.blkio(profile)
+    return (
+        f"{device or 'the device'} emulates `{profile}` (blkio throttle: {b.read_iops} read and {b.write_iops} "
+        f"write operations/s, {b.read_bps} read and {b.write_bps} write per second; {device_profiles.source(profile)}); "
+        "not emulated: seeks, the page cache in front, background write-back (cgroup v1)"
+    )

@@ -30,7 +30,7 @@ def pg_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, An
     orphans and stale postmaster.pid are cleaned up, and the server log is kept on every exit path."""
     pg = view.postgres
     bindir = pg_install.build_for(pg.version, pg.bindir).bindir
-    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device)
+    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device, view.target.spec.device_profile)
     server: dict[str, Any] = {}
     record["server"] = server
     log_at: list[Any] = []

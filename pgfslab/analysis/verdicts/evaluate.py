@@ -200,9 +200,12 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     # name the same target (ext4 in a small and a large directory) compares settings on one target
     across = any(k in TARGET_KEYS and claim.a.get(k) != claim.b.get(k) for k in named)
     # targets are compared where they agree in what the claim does not name (a file system's own keys, zfs's
-    # recordsize or ext4's data mode, never split a comparison across file systems)
+    # recordsize or ext4's data mode, never split a comparison across file systems); a throttled (emulated)
+    # data device is compared with another throttled one only, never with the real device
     by_target = (
-        [k for k in ("compression", "fillfactor", "snapshots") if k not in named] if across else ["target_label"]
+        [k for k in ("compression", "fillfactor", "snapshots", "device_profile") if k not in named]
+        if across
+        else ["target_label"]
     )
     drop = {*named, *(["rung"] if inter and inter["key"] == "regime" else [])}
     dims = [d for d in CELL_DIMS if d not in drop] + run_dims(f, named, across) + by_target
@@ -252,6 +255,7 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
             ci = R.ratio_ci(a, b, alpha)
         test = "one measurement per load" if per_load and min(len(a), len(b)) < 3 else TEST.get(claim.quantity, "")
     miss, unchecked = regime.check(claim.preconditions, pa, pb)
+    miss += regime.throttled_await(claim.quantity, pa, pb)
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":

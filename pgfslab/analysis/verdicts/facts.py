@@ -119,7 +119,7 @@ def _bytes(value: Any) -> int | None:
 def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     """One row per successful run: run_id, target, target_label, fs, compression, recordsize, data_mode,
     aa_twin_of, kind (pgbench builtin, sysbench test, or the fsmicro workload's name), tool, op, clients,
-    rung, regime, fillfactor, snapshots, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
+    rung, regime, fillfactor, snapshots, device_profile, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
     headline), `within_run` (`cv`, `variance`, `latency_p95`), `saving` (btrfs compression's, where compsize
     measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
     benchmark database's size at the end of the run), the regime measures of `regime.run_measures` and
@@ -161,6 +161,8 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             # the A/A control: a target with the baseline's exact spec, naming it (`aa_twin_of: ext4`)
             "aa_twin_of": (rec.get("target_spec") or {}).get("aa_twin_of"),
             "snapshots": bool(rec.get("snapshots")),
+            # a slow-device profile (docs/slow-device.md): throttled targets are compared with each other only
+            "device_profile": (rec.get("target_spec") or {}).get("device_profile"),
             "dirty_background_bytes": _bytes((rec.get("os") or {}).get("vm_dirty_background_bytes")),
             **{k: fsm[k] for k in FS_KEYS},
             "file_bytes": fsm["file_bytes"],
@@ -190,6 +192,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         "data_mode": pl.Utf8,
         "aa_twin_of": pl.Utf8,
         "snapshots": pl.Boolean,
+        "device_profile": pl.Utf8,
         "dirty_background_bytes": pl.Int64,
         **dict.fromkeys(FS_KEYS, pl.Int64),
         "file_bytes": pl.Int64,
