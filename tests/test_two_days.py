@@ -132,3 +132,31 @@ def test_burn_in_runs_are_ingested_shown_and_never_compared(tmp_path: Path) -> N
     # the per-second series the comparisons read leave them out too
     series = queries.throughput(db, "two-hosts")
     assert not set(series["run_id"]) & set(marked)
+
+
+@pytest.mark.slow  # executes a notebook
+def test_exchangeability_notebook_says_whether_two_days_agree(two_days_db: Path, tmp_path: Path) -> None:
+    import papermill as pm
+
+    pm.execute_notebook(
+        str(REPO / "notebooks" / "exchangeability.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        parameters={
+            "db": str(two_days_db),
+            "study": "two-hosts",
+            "figures_dir": str(tmp_path / "figs"),
+            "tables_dir": str(tmp_path / "tables"),
+        },
+        kernel_name="python3",
+        progress_bar=False,
+        cwd=str(REPO / "notebooks"),
+    )
+    blocks = json.loads((tmp_path / "tables" / "exchangeability.json").read_text())["blocks"]
+    text = " ".join(b.get("markdown", "") + b.get("caption", "") for b in blocks)
+    ratios = {}
+    for raw in (H1, H2):
+        tps = {t: [raw_tps(d) for d in run_dirs(raw) if d.name.startswith(f"{t}.")] for t in ("ext4", "xfs")}
+        ratios[raw.name] = statistics.median(sorted(b / a for a in tps["ext4"] for b in tps["xfs"]))
+    assert "whether the two days agree" in text or "the days agree when their intervals overlap" in text
+    assert f"{ratios['h1']:.3f}" in text and f"{ratios['h2']:.3f}" in text
+    assert re.search(r"On two days \(1 comparisons against ext4\), [01] agree and [01] differ", text)
