@@ -80,7 +80,7 @@ cluster is initialised on it and loaded once. Every run then mounts the target, 
 cache{"" if (c.get("run") or {}).get("drop_caches", True) else " (disabled in this study)"}, starts the server, runs
 one workload, stops the server and unmounts, while samplers record {sampled}. Runs are interleaved (repeat 1 of
 every target and cell, then repeat 2, ...), so that drift of the machine over time does not masquerade as a
-difference between targets{_order_sentence(c)}
+difference between targets{_order_sentence(ctx)}
 
 {_start_sentence(ctx)}""")
     show(
@@ -115,14 +115,17 @@ Latency percentiles are exact from per-transaction logs, bounded from pgbench's 
 min and max per second survive), and known to the bucket from sysbench's histogram; every table says which.""")
 
 
-def _order_sentence(c: dict[str, Any]) -> str:
-    """The order within a round (rotated unless run.order is fixed), the burn-in, the A/A control."""
+def _order_sentence(ctx: Context) -> str:
+    """The order within a round (rotated unless run.order is fixed; runs recorded before the rotation carry no
+    `position` and ran in the config's order), the burn-in, the A/A control."""
+    c = ctx.cfg
     run = c.get("run") or {}
+    rotated = run.get("order") != "fixed" and any("position" in r for r in ctx.records.values())
     out = (
-        " (the targets in the config's order in every round)."
-        if run.get("order") == "fixed"
-        else "; within a round the target order rotates (round r starts at the r-th target), so that every target "
+        "; within a round the target order rotates (round r starts at the r-th target), so that every target "
         "runs first, second, ... equally often and a position effect cannot pass for a file-system effect."
+        if rotated
+        else " (the targets in the config's order in every round)."
     )
     if run.get("burn_in_rounds"):
         out += (
