@@ -78,6 +78,26 @@ pub.table(
 )
 
 # %%
+states = ex.start_states(every_run, data.run_records(db, study, targets=targets))
+if states.height:
+    pub.table(
+        states.select(
+            "cell",
+            pl.col("target_label").alias("target"),
+            "cache",
+            "runs",
+            pl.col("autovacuum_quiet").alias("autovacuum quiet"),
+            pl.col("hit_ratio").alias("hit ratio (warm)"),
+            pl.format("{} of {}", "steady", "warm").alias("steady (warm)"),
+        ),
+        caption="The starting state each run reached and recorded (run.json `start_state`): the cache mode, the "
+        "runs that started with no autovacuum worker running, and for warm starts the buffer hit ratio of the "
+        "last probe (median) and how many warm starts reached a steady ratio within the passes allowed. A cell "
+        "whose warm starts did not settle has no defined starting state: read its comparisons with that in mind.",
+        digits={"hit ratio (warm)": 3},
+    )
+
+# %%
 flagged = ex.flagged_runs(runs, evidence, alpha)
 if flagged.height:
     pub.table(

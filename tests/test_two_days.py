@@ -160,3 +160,28 @@ def test_exchangeability_notebook_says_whether_two_days_agree(two_days_db: Path,
     assert "whether the two days agree" in text or "the days agree when their intervals overlap" in text
     assert f"{ratios['h1']:.3f}" in text and f"{ratios['h2']:.3f}" in text
     assert re.search(r"On two days \(1 comparisons against ext4\), [01] agree and [01] differ", text)
+
+
+def test_start_states_per_cell_from_the_runs_records() -> None:
+    runs = pl.DataFrame(
+        {
+            "run_id": ["a1", "a2", "a3", "b1", "old"],
+            "target_label": ["a", "a", "a", "b", "b"],
+            "workload": ["tpcb"] * 5,
+            "clients": [4] * 5,
+        }
+    )
+    warm = {"cache": "warm", "autovacuum_quiet": True, "steady": True}
+    records = {
+        "a1": {"start_state": {**warm, "hit_ratio": 0.40}},
+        "a2": {"start_state": {**warm, "hit_ratio": 0.50, "autovacuum_quiet": False}},
+        "a3": {"start_state": {**warm, "hit_ratio": 0.90, "steady": False}},
+        "b1": {"start_state": {"cache": "cold", "autovacuum_quiet": True, "hit_ratio": None}},
+        "old": {},  # recorded before the defined starting state: left out
+    }
+    got = {r["target_label"]: r for r in ex.start_states(runs, records).iter_rows(named=True)}
+    assert got["a"]["runs"] == 3 and got["a"]["autovacuum_quiet"] == 2
+    assert got["a"]["hit_ratio"] == pytest.approx(0.50) and (got["a"]["steady"], got["a"]["warm"]) == (2, 3)
+    assert got["b"]["cache"] == "cold" and got["b"]["runs"] == 1 and got["b"]["hit_ratio"] is None
+    assert got["b"]["warm"] == 0
+    assert ex.start_states(runs, {}).height == 0

@@ -49,6 +49,42 @@ def burn_in_table(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def start_states(runs: pl.DataFrame, records: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
+    """Per target and cell, the starting state its runs recorded (run.json `start_state`): the cache mode, how
+    many runs started with autovacuum quiet, the warm starts' median buffer hit ratio and how many of them
+    reached a steady ratio. Empty for runs recorded before the defined starting state."""
+    rows = []
+    for r in runs.iter_rows(named=True):
+        st = (records.get(r["run_id"]) or {}).get("start_state")
+        if not isinstance(st, Mapping):
+            continue
+        rows.append(
+            {
+                "target_label": r["target_label"],
+                "workload": r["workload"],
+                "clients": r["clients"],
+                "cache": st.get("cache"),
+                "quiet": bool(st.get("autovacuum_quiet")),
+                "hit_ratio": st.get("hit_ratio"),
+                "steady": st.get("steady"),
+            }
+        )
+    if not rows:
+        return pl.DataFrame()
+    df = pl.DataFrame(rows, schema_overrides={"hit_ratio": pl.Float64, "steady": pl.Boolean})
+    return (
+        df.group_by("target_label", *CELL, "cache", maintain_order=True)
+        .agg(
+            pl.len().alias("runs"),
+            pl.col("quiet").sum().alias("autovacuum_quiet"),
+            pl.col("hit_ratio").median().alias("hit_ratio"),
+            pl.col("steady").sum().alias("steady"),
+            pl.col("steady").is_not_null().sum().alias("warm"),
+        )
+        .with_columns(cell_expr())
+    )
+
+
 def baseline_of(cfg: Mapping[str, Any], twins: Mapping[str, str]) -> str | None:
     """The target comparisons are read against: the A/A twin's baseline, else the config's first target."""
     if twins:
