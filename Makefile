@@ -1,7 +1,7 @@
 # pgfs-lab. The two commands a newcomer needs:
 #   make run    set up what is missing, run the default study end to end, build paper/<study>.pdf
 #   make test   the test suite (CI's .ci/run calls exactly this)
-# More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> | make test-fast | make lint | make docs
+# More: make run CONFIG=config/<study>.yaml | make analyse STUDY=<name> [DAY2=<raw folder>] | make test-fast | make lint | make docs
 #       | make bench | make release | make unlock | make lock | make setup-slurm
 # Many machines (README): make run CONFIG=... EXECUTOR=slurm HOSTS=node1,node2 [PIN_HOSTS=1]
 #       | make run CONFIG=... HOST=<key> (this machine's share) | make analyse STUDY=<name> (merges hosts)
@@ -13,6 +13,7 @@ STUDY ?=
 EXECUTOR ?= local
 HOSTS ?=
 HOST ?=
+DAY2 ?=
 PIN_HOSTS ?= 0
 # more Snakemake options for `make run`, e.g. SNAKE_ARGS="--slurm-status-command squeue" (a cluster without
 # slurmdbd) or SNAKE_ARGS="--slurm-partition-config ..." (README, Many machines)
@@ -58,10 +59,12 @@ run: setup
 	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st
 
-# Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs).
+# Re-run every analysis and rebuild the paper from data/raw/$(STUDY)/ alone (no workload runs). DAY2=<an
+# earlier raw folder of the same study>: both days in one database, the paper says whether they agree
+# (docs/two-days.md).
 analyse: setup
 	@test -n "$(STUDY)" || { echo "usage: make analyse STUDY=<name of a folder in data/raw/>"; exit 2; }
-	@$(SNAKE) --config study=$(STUDY) raw_only=1
+	@$(SNAKE) --config study=$(STUDY) raw_only=1 $(if $(DAY2),day2=$(DAY2))
 
 # Test files side by side (pytest-xdist, each file on one worker: its study set up once); a real study in a
 # test spends much of its time waiting (its runs' fixed durations, Slurm, the disks), so more workers than

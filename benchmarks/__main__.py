@@ -10,7 +10,10 @@ The figures (docs/benchmarks.md, generated):
 * `analyse` (benchmarks.analyse): `make analyse` of the default study's raw folder (a recorded study's before
   `make run`), goal ≤ 60 s, and a no-op `make analyse` against Snakemake's own dry run;
 * `noop` (benchmarks.noop): a no-op `make run` of the default study against Snakemake's own dry run, goal
-  within about 1 s (after `make run`).
+  within about 1 s (after `make run`);
+* `precision` (benchmarks.precision): precision per machine-minute of the default study's headline cell from
+  its raw folder (interval half-width reached within the budget, the A/A half-width, run-to-run CV per target),
+  beside issue 30's goals; "no raw folder" before `make run`.
 
 More, printed only (`--only`): `ingest` (benchmarks.ingest: a 10-million-line pgbench log through the lab's
 ingest, DuckDB's bare read_csv and a Python split loop), `ingest-command` (benchmarks.ingest_command: `python -m
@@ -24,6 +27,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from benchmarks import analyse as bench_analyse
 from benchmarks import ingest as bench_ingest
@@ -31,6 +35,7 @@ from benchmarks import ingest_command as bench_ingest_command
 from benchmarks import measuring as bench_measuring
 from benchmarks import noop as bench_noop
 from benchmarks import page
+from benchmarks import precision as bench_precision
 from benchmarks import sampler as bench_sampler
 
 # the default study's raw folder, once `make run` has made it: the issue's figures are the default study's
@@ -60,6 +65,10 @@ def _noop(args: argparse.Namespace) -> list[page.Figure]:
     return [got] if got else []
 
 
+def _precision(args: argparse.Namespace) -> list[page.Figure]:
+    return bench_precision.run(args.raw)
+
+
 def _printed(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], list[page.Figure]]:
     def figures(args: argparse.Namespace) -> list[page.Figure]:
         run(args)
@@ -72,11 +81,12 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace], list[page.Figure]]] = {
     "measuring": _measuring,
     "analyse": _analyse,
     "noop": _noop,
+    "precision": _precision,
     "ingest": _printed(lambda a: bench_ingest.main(["--lines", str(a.lines)])),
     "ingest-command": _printed(lambda a: bench_ingest_command.main(["--lines", str(a.command_lines)])),
     "sampler": _printed(lambda a: bench_sampler.main(["--pg"] if a.pg else [])),
 }
-DEFAULT = ("measuring", "analyse", "noop")
+DEFAULT = ("measuring", "analyse", "noop", "precision")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lock", default="/tmp/pgfslab-real.lock", help="the machine lock real runs take ('' for none)")
     p.add_argument("--lines", type=int, default=10_000_000, help="ingest: lines of the generated log [10,000,000]")
     p.add_argument("--command-lines", type=int, default=5_000_000, help="ingest-command: lines [5,000,000]")
+    p.add_argument("--raw", type=Path, default=DEFAULT_RAW, help="precision: a study's raw folder [data/raw/default]")
     p.add_argument("--pg", action="store_true", help="sampler: also pgbench's tps with and without samplers")
     args = p.parse_args(argv)
     started, where = page.now(), page.machine()

@@ -6,9 +6,10 @@
 # (rounds): a trend over rounds (Kendall's tau, Theil-Sen slope in % per round), the first round against
 # the rest, two groups of runs (the gap ratio), and run-level outliers (median ± k·MAD on the log scale,
 # k calibrated per run count) with what the samplers saw during that run (checkpoints, autovacuum, device
-# reads per second). Where the study carries an A/A control (a twin of the baseline, `aa_of: <baseline>` in
+# reads per second). Where the study carries an A/A control (a twin of the baseline, `aa_twin_of: <baseline>` in
 # the twin's target spec), the A/A ratio per cell and its band beside every comparison with the baseline:
-# an effect inside the band is not a finding.
+# an effect inside the band is not a finding. Burn-in rounds (`run.burn_in_rounds`) are shown, never compared;
+# a study analysed with a second day (`make analyse DAY2=...`) gets, per comparison, whether the two days agree.
 
 # %% tags=["parameters"]
 # Paths are relative to the repository (or absolute), wherever the kernel runs. The defaults read the
@@ -20,7 +21,7 @@ alpha = 0.05
 trim_s = 2.0
 figures_dir = "figures/default"
 tables_dir = "build/default/tables"
-aa_twins = None  # {twin: baseline}; None: the targets that name their baseline under `aa_of` in the config
+aa_twins = None  # {twin: baseline}; None: the targets that name their baseline under `aa_twin_of` in the config
 
 # %%
 import polars as pl
@@ -34,10 +35,11 @@ from pgfslab.analysis.stats import aa
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-runs = data.require(
-    data.headline(db, study, targets).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
+every_run = data.require(
+    data.headline(db, study, targets, burn_in=True).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
     "run summaries (pgbench or sysbench)",
 )
+runs = ex.counted(every_run)  # burn-in rounds are shown, never compared
 evidence = run_evidence.run_evidence(db, study)
 pub = report.Publication(
     "exchangeability",
@@ -76,6 +78,26 @@ pub.table(
 )
 
 # %%
+states = ex.start_states(every_run, data.run_records(db, study, targets=targets))
+if states.height:
+    pub.table(
+        states.select(
+            "cell",
+            pl.col("target_label").alias("target"),
+            "cache",
+            "runs",
+            pl.col("autovacuum_quiet").alias("autovacuum quiet"),
+            pl.col("hit_ratio").alias("hit ratio (warm)"),
+            pl.format("{} of {}", "steady", "warm").alias("steady (warm)"),
+        ),
+        caption="The starting state each run reached and recorded (run.json `start_state`): the cache mode, the "
+        "runs that started with no autovacuum worker running, and for warm starts the buffer hit ratio of the "
+        "last probe (median) and how many warm starts reached a steady ratio within the passes allowed. A cell "
+        "whose warm starts did not settle has no defined starting state: read its comparisons with that in mind.",
+        digits={"hit ratio (warm)": 3},
+    )
+
+# %%
 flagged = ex.flagged_runs(runs, evidence, alpha)
 if flagged.height:
     pub.table(
@@ -85,10 +107,28 @@ if flagged.height:
 
 # %%
 pub.figure(
-    ex.rounds_chart(runs, flagged, colors),
+    ex.rounds_chart(every_run, flagged, colors),
     "exchangeability",
-    "Each run's throughput by round (log scale), one line per target, one panel per cell; outlier runs ringed in red.",
+    "Each run's throughput by round (log scale), one line per target, one panel per cell; outlier runs ringed in "
+    "red; rounds 0 and below are the burn-in, never compared.",
 )
+
+# %%
+burn = ex.burn_in_table(every_run)
+if burn.height:
+    pub.table(
+        burn.select(
+            "cell",
+            pl.col("target_label").alias("target"),
+            pl.col("run_id").alias("run"),
+            pl.col("value").alias("tps"),
+            pl.col("median_counted").alias("median of counted runs"),
+            pl.col("over_median").alias("burn-in / median"),
+        ),
+        caption="The burn-in rounds the study asked for (run.burn_in_rounds): each run against the median of the "
+        "cell's counted runs. They are measured and shown here, and left out of every comparison.",
+        digits={"tps": 0, "median of counted runs": 0, "burn-in / median": 2},
+    )
 
 # %% [markdown]
 # ## The noise floor: the A/A control
@@ -136,9 +176,34 @@ if aa_cells.height:
         )
 else:
     pub.text(
-        "This study carries no A/A control (no target names its baseline under `aa_of`): how far apart two "
+        "This study carries no A/A control (no target names its baseline under `aa_twin_of`): how far apart two "
         "identical targets come out on this machine is not measured here.",
         paper=False,
+    )
+
+# %% [markdown]
+# ## The same answer on another day
+
+# %%
+agreement = ex.two_days(runs, ex.baseline_of(cfg, twins), alpha)
+if agreement.height:
+    pub.table(
+        agreement.select(
+            ex.cell_expr(),
+            "target",
+            "baseline",
+            pl.col("ratio_day_1").alias("day 1"),
+            pl.format("[{}, {}]", pl.col("lo_day_1").round(3), pl.col("hi_day_1").round(3)).alias("day 1 interval"),
+            pl.col("ratio_day_2").alias("day 2"),
+            pl.format("[{}, {}]", pl.col("lo_day_2").round(3), pl.col("hi_day_2").round(3)).alias("day 2 interval"),
+            pl.col("ratio_blocked").alias("blocked by day"),
+            (100 * pl.col("day_share_target")).alias("between-day share %"),
+            "verdict",
+        ),
+        caption="Per comparison, each day's ratio target/baseline with its interval, the estimate blocked by day "
+        "(within-day pairs only, van Elteren's day-stratified interval) and the share of the target's variance "
+        "that lies between the days; the days agree when their intervals overlap (docs/two-days.md).",
+        digits={"day 1": 3, "day 2": 3, "blocked by day": 3, "between-day share %": 0},
     )
 
 # %%
@@ -161,5 +226,11 @@ if aa_cells.height:
     text += (
         f" The A/A control ({widest['twin']} against {widest['baseline']}) came out at {widest['aa_ratio']:.3f} "
         f"[{widest['aa_lo']:.3f}, {widest['aa_hi']:.3f}] in its widest cell ({widest['workload']}/c={widest['clients']})."
+    )
+if agreement.height:
+    agreed = int(agreement["agree"].sum())
+    text += (
+        f" On two days ({agreement.height} comparisons against {agreement['baseline'][0]}), {agreed} agree and "
+        f"{agreement.height - agreed} differ."
     )
 pub.text(text)

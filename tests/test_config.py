@@ -77,9 +77,10 @@ def test_plan_is_interleaved_and_counts_repeats():
     counts = Counter((r.workload, r.clients, r.target) for r in runs)
     assert counts[("w", 1, "a")] == 2 and counts[("w", 4, "c")] == 5
     assert len({r.run_id for r in runs}) == len(runs)
-    # A B C A B C: within every cell, targets alternate and repeat r of all targets precedes r+1
+    # A B C, B C A: within every cell, targets alternate (the order rotating per round, run.order) and
+    # repeat r of all targets precedes r+1
     cell4 = [r for r in runs if r.clients == 4]
-    assert [r.target for r in cell4[:6]] == ["a", "b", "c", "a", "b", "c"]
+    assert [r.target for r in cell4[:6]] == ["a", "b", "c", "b", "c", "a"]
     for r in runs:
         later = [s for s in runs if s.plan_index > r.plan_index and s.clients == r.clients]
         assert all(s.repeat >= r.repeat for s in later)
@@ -96,7 +97,10 @@ def test_default_study_meets_its_brief():
     assert 20 <= cfg["run"]["duration_s"] <= 30
     # budget: the fixed rounds' run time must stay under 15 minutes on the 2-core machine, and the optional
     # rounds of the precision target may not start after it
-    fixed = [r for r in runs if not r.optional]
+    # (the A/A control's runs measure the instrument, not the file systems: they come on top, issue 30)
+    twins = {name for name, t in cfg["targets"].items() if t.get("aa_twin_of")}
+    assert twins == {"ext4-aa"}
+    fixed = [r for r in runs if not r.optional and r.target not in twins]
     assert len(fixed) * (cfg["run"]["duration_s"] + 3) < 15 * 60
     assert cfg["precision"]["budget_min"] <= 15
 

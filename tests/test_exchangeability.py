@@ -187,7 +187,7 @@ def test_band_is_symmetric_and_where_an_effect_lies() -> None:
 
 
 def test_twins_from_config_and_comparisons_against_the_band() -> None:
-    cfg = {"targets": {"ext4": {"fs": "ext4"}, "ext4-aa": {"fs": "ext4", "aa_of": "ext4"}, "xfs": {"fs": "xfs"}}}
+    cfg = {"targets": {"ext4": {"fs": "ext4"}, "ext4-aa": {"fs": "ext4", "aa_twin_of": "ext4"}, "xfs": {"fs": "xfs"}}}
     assert aa.twins_from_config(cfg) == {"ext4-aa": "ext4"}
     band = pl.DataFrame({"workload": ["tpcb"], "clients": [4], "band_lo": [0.97], "band_hi": [1.03]})
     comps = pl.DataFrame(

@@ -134,9 +134,20 @@ def test_every_run_has_raw_logs_and_provenance(study: Path) -> None:
         assert rec["host"]["kernel"] and rec["git"]["commit"]
         assert (raw / run_id / "pgbench.stdout").stat().st_size > 0
         assert list((raw / run_id).glob("pgbench_log.*")), "aggregate log missing"
+        # the defined starting state (issue 30): a cold start, a checkpoint just before the run; the target's
+        # place in its round rotates (round r starts at target r - 1)
+        st = rec["start_state"]
+        assert st["cache"] == "cold" and st["caches_dropped"] and st["hit_ratio"] is None
+        assert re.fullmatch(r"[0-9A-F]+/[0-9A-F]+", st["checkpoint"]["lsn"]) and st["checkpoint"]["time"]
+        assert isinstance(st["autovacuum_quiet"], bool)
+        assert rec["burn_in"] is False
+        assert rec["position"] == (list(TARGETS).index(rec["target"]) - (rec["repeat"] - 1)) % len(TARGETS)
     for target in TARGETS:
         setup = json.loads((raw / "_setup" / target / "target.json").read_text())
         assert setup["load"]["scale"] == 1 and setup["load"]["wall_s"] > 0
+        settled = setup["settled"]  # vacuumed, analysed, checkpointed, autovacuum waited for before any run
+        assert settled["vacuum_analyze"]["databases"] == ["postgres"] and settled["checkpoint"]["lsn"]
+        assert settled["autovacuum"]["waited_s"] <= settled["autovacuum"]["timeout_s"] + 2
 
 
 def test_every_run_says_where_its_wall_time_went(study: Path) -> None:

@@ -65,11 +65,14 @@ def cmd_notebook(args: argparse.Namespace) -> int:
 
 def cmd_ingest_study(args: argparse.Namespace) -> int:
     from pgfslab.config import host_folders
-    from pgfslab.ingest import merge, study
+    from pgfslab.ingest import days, merge, study
     from pgfslab.ingest.published import EXTERNAL_DIR
 
     external = None if args.no_published else (args.external or EXTERNAL_DIR)
-    if host_folders.host_folders(args.raw):  # a study run on several hosts: data/raw/<study>/<host>/...
+    if args.day2:  # an earlier raw folder of the same study: two days, each a host key (docs/two-days.md)
+        s = days.ingest_days(args.raw, args.day2, args.db, external=external)
+        print(f"{args.db}: day1 {args.raw}, day2 {args.day2}")
+    elif host_folders.host_folders(args.raw):  # a study run on several hosts: data/raw/<study>/<host>/...
         folders = host_folders.study_folders(args.raw)
         s = merge.merge_study(folders, args.db, external=external)
         print(f"{args.db}: merged hosts {', '.join(f.host for f in folders)}")
@@ -264,6 +267,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         help="published reference results to include [data/external of this repository]",
     )
     p.add_argument("--no-published", action="store_true", help="leave the published reference results out")
+    p.add_argument(
+        "--day2",
+        type=Path,
+        default=None,
+        help="an earlier raw folder of the same study: ingested beside --raw as a second day (docs/two-days.md)",
+    )
     p.set_defaults(func=cmd_ingest_study)
 
     p = sub.add_parser(

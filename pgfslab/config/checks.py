@@ -148,6 +148,8 @@ def check(study: StudyConfig, source: str) -> None:
             if targets.kind(spec) in ("tmpfs", "dir"):
                 raise LabError(f"{source}: resources.blkio: target {name} ({spec.fs}) has no block device to throttle")
     _check_device_profiles(study, source)
+    _check_aa_twins(study, source)
+    _check_cache(study, source)
     _check_snapshots(study, source)
     _check_pg_settings(study, source)
     _check_precision(study, source)
@@ -218,6 +220,55 @@ def _check_device_profiles(study: StudyConfig, source: str) -> None:
                 f"{where}: fsmicro workloads ({', '.join(fsmicro)}) do not run in the target's cgroup, so the "
                 "profile would not apply to them; run them in a study without the profile"
             )
+
+
+def _check_aa_twins(study: StudyConfig, source: str) -> None:
+    """An A/A twin names a target of the study that is no twin itself, and has its spec exactly (the key aside):
+    anything that separates the two would be measured as the machine's noise."""
+    for name, spec in study.targets.items():
+        base = spec.aa_twin_of
+        if base is None:
+            continue
+        where = f"{source}: targets.{name}.aa_twin_of"
+        if base == name:
+            raise LabError(f"{where}: a target cannot be its own A/A twin; name the baseline target")
+        if base not in study.targets:
+            raise LabError(f"{where}: {base!r} is not a target (targets: {', '.join(study.targets)})")
+        if study.targets[base].aa_twin_of is not None:
+            raise LabError(
+                f"{where}: {base} is itself an A/A twin (of {study.targets[base].aa_twin_of}); name the baseline"
+            )
+        mine = {k: v for k, v in spec.to_dict().items() if k != "aa_twin_of"}
+        theirs = study.targets[base].to_dict()
+        if mine != theirs:
+            differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            raise LabError(
+                f"{where}: an A/A twin has its baseline's exact spec; {name} and {base} differ in "
+                + ", ".join(f"{k} ({mine.get(k)!r} vs {theirs.get(k)!r})" for k in differ)
+            )
+
+
+def _check_cache(study: StudyConfig, source: str) -> None:
+    """run.cache says the cache state; run.drop_caches and run.prewarm, when given beside it, must agree."""
+    run = study.run
+    if run.cache is None:
+        return
+    if not run.drop_caches:
+        raise LabError(
+            f"{source}: run.cache: {run.cache} starts every run from dropped caches; "
+            "run.drop_caches (or os.drop_caches) false contradicts it: remove one"
+        )
+    own = sorted(name for name, wl in study.workloads.items() if wl.prewarm is not None)
+    if own:
+        raise LabError(
+            f"{source}: run.cache: {run.cache} says every run's cache state; the workloads' own prewarm "
+            f"({', '.join(own)}) contradicts it: remove one"
+        )
+    if run.prewarm is not None and run.prewarm != (run.cache == "warm"):
+        raise LabError(
+            f"{source}: run.cache: {run.cache} and run.prewarm: {str(run.prewarm).lower()} disagree; "
+            "run.cache says it (warm: a verified pg_prewarm pass), remove run.prewarm"
+        )
 
 
 def _check_snapshots(study: StudyConfig, source: str) -> None:

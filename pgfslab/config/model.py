@@ -163,6 +163,7 @@ class TargetSpec(Node):
     wal_on: str | None = None
     path: str | None = None
     device_profile: str | None = None  # a slow-device preset (pgfslab/config/device_profiles.py)
+    aa_twin_of: str | None = None  # the A/A control: this target is the named baseline's twin
 
 
 @dataclass(frozen=True)
@@ -266,6 +267,10 @@ class RunSettings(Node):
     prewarm: bool | None = None
     # no schema default: a new key with a default would change every run's parameters and make Snakemake redo them
     timeout_grace_s: float | None = None
+    # none of these three has a schema default either: an absent key keeps every existing run's fingerprint
+    cache: str | None = None  # cold | warm; None: drop_caches and prewarm decide (the lab before the key)
+    order: str | None = None  # rotate | fixed target order within a round; None: rotate
+    burn_in_rounds: int | None = None  # rounds run and shown, never compared; None: 0
 
 
 @dataclass(frozen=True)

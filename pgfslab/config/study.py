@@ -1,8 +1,9 @@
 """A study: its validated config as one typed object (`Study`), expanded into a run plan, each run's and
 each target's view of it, where its data goes, and what Snakemake compares to decide a re-run.
 
-The plan interleaves repeats (A B C A B C ..., never A A A B B B) so that slow drift of the
-machine cannot masquerade as a difference between targets.
+The plan interleaves repeats (A B C, B C A, C A B, ..., never A A A B B B) so that slow drift of the
+machine cannot masquerade as a difference between targets, and rotates the order within a round so that
+neither can a target's position in it.
 
 `load`, `resolve` and `validate` give the validated mapping; `Study.from_dict` builds the typed study from
 it once (`load_study` does both), at each stage's boundary (the Snakefile, a command, the study database),
@@ -52,6 +53,8 @@ class RunSpec:
     repeat: int
     optional: bool = False  # a round beyond precision.min_repeats: run only while the cell is not yet precise
     rung: int | None = None  # the data-set ladder's rung (1-based), None in a study without a ladder
+    position: int = 0  # the target's place in its round's order (0: first), run.order rotates it per round
+    burn_in: bool = False  # a burn-in round (run.burn_in_rounds): run and shown, never compared
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -155,7 +158,10 @@ class Study(StudyConfig):
 
     @functools.cached_property
     def runs(self) -> list[RunSpec]:
-        """The plan, interleaved: repeat r of every cell (and ladder rung) and target before r+1."""
+        """The plan, interleaved: repeat r of every cell (and ladder rung) and target before r+1, after the
+        burn-in rounds (run.burn_in_rounds, pgbench and sysbench cells only: run ids ...b<k>, repeat k - N,
+        so rounds sort in time). The target order rotates per round (round i starts at target i mod n)
+        unless run.order is `fixed`."""
         cells = [
             (wl_name, rung, clients, self.repeats_for(wl_name, clients))
             for wl_name, wl in self.workloads.items()
@@ -165,15 +171,20 @@ class Study(StudyConfig):
         max_rep = max(n for *_, n in cells)
         precise = self.precision_cells()
         min_rep = int(self.precision.min_repeats) if precise and self.precision else 0
+        burn = int(self.run.burn_in_rounds or 0)
+        warmed = {name for name, wl in self.workloads.items() if wl.tool in ("pgbench", "sysbench")}
         out: list[RunSpec] = []
-        for rep in range(1, max_rep + 1):
+        for i, rep in enumerate(range(1 - burn, max_rep + 1)):
             for wl_name, rung, clients, n in cells:
-                if rep > n:
+                if rep > n or (rep < 1 and wl_name not in warmed):
                     continue
-                for target in self.targets_for(wl_name):
+                mine = self.targets_for(wl_name)
+                k = i % len(mine) if mine else 0
+                order = mine if self.run.order == "fixed" else mine[k:] + mine[:k]
+                for pos, target in enumerate(order):
                     optional = (wl_name, clients) in precise and rep > min_rep
-                    rid = run_id(target, wl_name, clients, rep, rung) + self.host_suffix
-                    out.append(RunSpec(rid, len(out), target, wl_name, clients, rep, optional, rung))
+                    rid = run_id(target, wl_name, clients, rep, rung, burn) + self.host_suffix
+                    out.append(RunSpec(rid, len(out), target, wl_name, clients, rep, optional, rung, pos, rep < 1))
         return out
 
     def find_run(self, run_id: str) -> RunSpec:
@@ -273,7 +284,8 @@ class Study(StudyConfig):
                 "dataset": m["dataset"]
                 if r.rung is None
                 else dataset_record(self.dataset_for(r.target, r.rung), r.rung),
-                "run": m["run"],
+                # the round's order and its burn-in decide the plan, not what one run measures
+                "run": {k: v for k, v in m["run"].items() if k not in ("order", "burn_in_rounds")},
                 "sampler": m["sampler"],
                 "postgres": m["postgres"],
                 "os": m["os"],
@@ -336,9 +348,11 @@ class Study(StudyConfig):
         return [str(setup / "device" / "baseline.json")] if self.baseline_enabled() else []
 
 
-def run_id(target: str, workload: str, clients: int, repeat: int, rung: int | None = None) -> str:
-    """<target>.<workload>[.d<rung>].c<clients>.r<repeat>"""
-    return f"{target}.{workload}{'' if rung is None else f'.d{rung}'}.c{clients}.r{repeat}"
+def run_id(target: str, workload: str, clients: int, repeat: int, rung: int | None = None, burn_in: int = 0) -> str:
+    """<target>.<workload>[.d<rung>].c<clients>.r<repeat>; a burn-in round (repeat <= 0 of `burn_in` rounds)
+    ends in .b<k>, k = 1..burn_in."""
+    last = f"r{repeat}" if repeat >= 1 else f"b{repeat + burn_in}"
+    return f"{target}.{workload}{'' if rung is None else f'.d{rung}'}.c{clients}.{last}"
 
 
 def database_for(rung: int | None) -> str:

@@ -28,7 +28,7 @@ from pgfslab.config import study as labcfg
 from pgfslab.config.host_folders import HOST_KEY
 from pgfslab.errors import LabError
 
-CONTROL_KEYS = ("raw_only", "config", "hosts", "pin_hosts")
+CONTROL_KEYS = ("raw_only", "config", "hosts", "pin_hosts", "day2")
 
 
 def hosts(config: dict[str, Any]) -> list[str]:

@@ -59,6 +59,8 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "threads": _threads(rec),
         "repeat": rec.get("repeat"),
         "plan_index": rec.get("plan_index"),
+        "position": rec.get("position"),
+        "burn_in": bool(rec.get("burn_in", False)),
         "duration_s": (rec.get("run") or {}).get("duration_s"),
         "scale": (rec.get("dataset") or {}).get("scale"),
         "rung": rec.get("rung"),

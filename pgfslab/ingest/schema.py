@@ -46,6 +46,8 @@ RUNS: dict[str, Any] = {
     "threads": pl.Int64,
     "repeat": pl.Int64,
     "plan_index": pl.Int64,
+    "position": pl.Int64,  # the target's place in its round (run.order rotates it; null before issue 30)
+    "burn_in": pl.Boolean,  # a burn-in round (run.burn_in_rounds): shown, never compared
     "duration_s": pl.Float64,
     "scale": pl.Int64,
     "rung": pl.Int64,  # the data-set ladder's rung (null without a ladder)

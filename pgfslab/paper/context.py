@@ -34,6 +34,7 @@ RESULT_ORDER = [
     "latency_percentiles",
     "variance_significance",
     "precision",
+    "exchangeability",  # beside the comparisons: are the runs exchangeable, the A/A band, two days (issue 30)
     "dirty_memory_checkpoints",
     "compression_footprint",
     "scaling",

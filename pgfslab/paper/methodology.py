@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from pgfslab.analysis import report
-from pgfslab.config.model import Precision
+from pgfslab.config.model import Precision, RunSettings
 from pgfslab.paper.context import Context, show, workload_what
 
 
@@ -79,7 +79,7 @@ cluster is initialised on it and loaded once. Every run then mounts the target, 
 cache{"" if c.run.drop_caches else " (disabled in this study)"}, starts the server, runs
 one workload, stops the server and unmounts, while samplers record {sampled}. Runs are interleaved (repeat 1 of
 every target and cell, then repeat 2, ...), so that drift of the machine over time does not masquerade as a
-difference between targets.
+difference between targets{_order_sentence(ctx)}
 
 {_start_sentence(ctx)}""")
     show(
@@ -114,19 +114,93 @@ Latency percentiles are exact from per-transaction logs, bounded from pgbench's 
 min and max per second survive), and known to the bucket from sysbench's histogram; every table says which.""")
 
 
+def _order_sentence(ctx: Context) -> str:
+    """The order within a round (rotated unless run.order is fixed; runs recorded before the rotation carry no
+    `position` and ran in the config's order), the burn-in, the A/A control."""
+    c = ctx.cfg
+    run = c.run
+    rotated = run.order != "fixed" and any("position" in r for r in ctx.records.values())
+    out = (
+        "; within a round the target order rotates (round r starts at the r-th target), so that every target "
+        "runs first, second, ... equally often and a position effect cannot pass for a file-system effect."
+        if rotated
+        else " (the targets in the config's order in every round)."
+    )
+    if run.burn_in_rounds:
+        out += (
+            f" The first {run.burn_in_rounds} round(s) of every pgbench and sysbench cell are burn-in: run and "
+            "shown in the exchangeability checks, never compared."
+        )
+    twins = {t: s.aa_twin_of for t, s in c.targets.items() if s.aa_twin_of}
+    if twins:
+        out += (
+            " "
+            + "; ".join(f"Target {t} is an A/A control: {b}'s exact spec" for t, b in twins.items())
+            + (
+                ", interleaved like every target and never a side of a comparison; how far apart it and its baseline "
+                "come out is the noise floor shown beside the comparisons (an effect inside that band is not a finding)."
+            )
+        )
+    return out
+
+
+def _cache_words(run: RunSettings) -> str:
+    cache = run.cache
+    if cache == "warm":
+        return (
+            ", its page cache dropped and then a defined pass over the data set (pg_prewarm of every table, then "
+            "every index, by name) repeated until two short probes read the same buffer hit ratio (warm start)"
+        )
+    if cache == "cold" or (cache is None and run.drop_caches and not run.prewarm):
+        return ", its page cache dropped and its shared_buffers empty (cold start)"
+    if run.prewarm:
+        return ", its relations loaded into shared_buffers with pg_prewarm before the measured interval (warm start)"
+    return " and the page cache as the previous run left it"
+
+
+def _state_measured(ctx: Context) -> str:
+    """What the runs' records say about the starting state they reached (run.json `start_state`)."""
+    states = [r["start_state"] for r in ctx.records.values() if isinstance(r.get("start_state"), dict)]
+    if not states:
+        return ""
+    quiet = sum(1 for s in states if s.get("autovacuum_quiet"))
+    out = f"{quiet} of {len(states)} runs started with no autovacuum worker running. "
+    ratios = sorted(s["hit_ratio"] for s in states if s.get("hit_ratio") is not None)
+    if ratios:
+        steady = sum(1 for s in states if s.get("steady"))
+        out += (
+            f"The warm starts' buffer hit ratio, measured by the last probe: median {ratios[len(ratios) // 2]:.2f} "
+            f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}); {steady} of {len(ratios)} reached a steady ratio within "
+            "the passes allowed. "
+        )
+    return out
+
+
 def _start_sentence(ctx: Context) -> str:
     """Which state a run starts from (the issue every seed comparison needs said), how many checkpoints the
     runs spanned, and how repeats were decided."""
     c = ctx.cfg
     rungs = "; each rung of the data-set ladder has a database of its own" if c.ladder else ""
-    warm = (
-        ", its relations loaded into shared_buffers with pg_prewarm before the measured interval (warm start)"
-        if c.run.prewarm
-        else " and cold buffers (cold start)"
-    )
+    # raw folders measured before the defined starting state (issue 30) have neither record: said as they ran
+    settled = any("settled" in r for r in ctx.target_records.values())
+    stated = any("start_state" in r for r in ctx.records.values())
     return (
-        f"**Starting state.** A run starts from the data as the target's previous run left it (the data set is "
-        f"loaded once, not restored before each run{rungs}), with a freshly started server{warm}. "
+        f"**Starting state.** Every target's data set is loaded once (not restored before each run{rungs})"
+        + (
+            ", then vacuumed, analysed and checkpointed, and the target's first run waits until no autovacuum "
+            "worker runs"
+            if settled
+            else ""
+        )
+        + ". A run starts from the data as the target's previous run left it, with a freshly started server"
+        + _cache_words(c.run)
+        + (
+            ", and a checkpoint just before the measured interval (its LSN and the cache state reached are in each "
+            "run's run.json, `start_state`). "
+            if stated
+            else ". "
+        )
+        + _state_measured(ctx)
         + _checkpoint_sentence(ctx)
         + _precision_sentence(c.precision)
     )

@@ -17,6 +17,7 @@ from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, pg_install, postgres, snapshots, targets
 from pgfslab.progress import Progress
+from pgfslab.run import start_state
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts
 from pgfslab.run.phases import Phases
 from pgfslab.run.sampler import Samplers
@@ -52,9 +53,12 @@ def pg_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, An
             cl.dbname = pg.database  # the run's data set: its facts and pg_stat_database samples are that database's
             server["start_notes"] = list(cl.notes)
             record["postgres_settings"] = pg.settings
-            if view.prewarm:
+            if view.prewarm and view.run.cache is None:  # the unverified warm start from before run.cache
                 record["prewarm"] = _prewarm(cl, "read" if view.prewarm == "read" else "buffer")
                 ph.lap("prewarm")
+            mode = start_state.cache_mode(view.run.cache, view.run.drop_caches, bool(view.prewarm))
+            record["start_state"] = start_state.reach(cl, mode, record.get("caches"))
+            ph.lap("start_state")  # the warm pass and its probes, the checkpoint
             record["postgres_before"] = cl.facts()
             cmd = tool_command(view, cl, bindir, rdir)
             record["commands"] = [cmd]

@@ -1,5 +1,6 @@
 """Preparing a target once per study: its file system created and mounted, PostgreSQL initdb'd there, the data set
-loaded (the bulk load, timed), and the prepared state recorded in data/raw/<study>/_setup/<target>/target.json.
+loaded (the bulk load, timed), vacuumed, analysed and checkpointed with autovacuum quiet (the state every
+first run starts from, pgfslab.run.start_state), and the prepared state recorded in data/raw/<study>/_setup/<target>/target.json.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pgfslab.config.model import Dataset
 from pgfslab.config.study import PostgresSettings, Study, TargetView, database_for
 from pgfslab.errors import LabError
 from pgfslab.host import pg_install, postgres, safety, targets, zfs
-from pgfslab.run import provenance
+from pgfslab.run import provenance, start_state
 from pgfslab.run.common import (
     PG_TOOLS,
     SCHEMA_VERSION,
@@ -156,7 +157,8 @@ def _prepare_cluster(
                 rung_rec["database_bytes"] = cl.query("SELECT pg_database_size(current_database())")[0][0]
                 cl.dbname = "postgres"
                 record["rungs"].append(rung_rec)
-        cl.query("CHECKPOINT")
+        # the defined state every target's first run starts from: vacuumed, analysed, checkpointed, quiet
+        record["settled"] = start_state.settle_after_load(cl, [database_for(rung) for rung, _ in loads])
         record["postgres"] = cl.facts()
         record["fs_used_bytes"] = fs_used_bytes(mnt)
         if mnt.zfs:

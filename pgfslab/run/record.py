@@ -35,6 +35,8 @@ def started(view: RunView) -> dict[str, Any]:
         "tool": wl.tool,
         "clients": spec.clients,
         "repeat": spec.repeat,
+        "position": spec.position,  # the target's place in its round (run.order rotates it)
+        "burn_in": spec.burn_in,  # a burn-in round: shown, never compared
         "rung": spec.rung,
         "duration_s": view.duration_s,
         "dataset": view.dataset_record(),

@@ -1,6 +1,8 @@
 # Stage 2: every raw log of the study into data/<study>.duckdb (rebuilt atomically); what it said, warnings
 # included, also in build/<study>/logs/ingest.log. Its inputs: common.smk's _ingest_inputs.
 
+import shlex
+
 from pgfslab.config import host_folders as labfolders
 
 # A study whose data/raw/<study>/ holds host folders (<host>/study.yaml: several machines, or one with a
@@ -33,6 +35,10 @@ rule ingest:
         "data/{study}.duckdb",
     log:
         "build/{study}/logs/ingest.log",
+    params:
+        # `make analyse STUDY=x DAY2=<earlier raw folder>`: both days in one database (docs/two-days.md); a
+        # change of DAY2 (or its removal) re-ingests
+        day2=f"--day2 {shlex.quote(str(config['day2']))}" if config.get("day2") else "",
     shell:
         # the warnings (files not ingested) stay on the console as well (Snakemake's shell sets pipefail)
-        "{PY} -m pgfslab ingest-study --raw data/raw/{wildcards.study} --db {output} 2>&1 | tee {log}"
+        "{PY} -m pgfslab ingest-study --raw data/raw/{wildcards.study} --db {output} {params.day2} 2>&1 | tee {log}"

@@ -2,11 +2,16 @@
 
 Per target and cell, the four checks of `stats.exchangeability` (trend over rounds, first round against
 the rest, two groups, run-level outliers with their samplers' evidence), a figure of every run's headline
-value by round, and, when the study carries an A/A twin of its baseline (`aa_of` in the twin's target
+value by round, and, when the study carries an A/A twin of its baseline (`aa_twin_of` in the twin's target
 spec, or the notebook's `aa_twins`), the A/A ratio and band per cell beside every comparison with the
 baseline (`stats.aa`).
 
-Input is one headline value per run (`queries.headline`: pgbench and sysbench tps).
+Burn-in rounds (run.burn_in_rounds, `burn_in` in the runs table, rounds <= 0) are shown beside the counted
+rounds and never compared: the checks and the A/A band use the counted rounds only. Two days of one study
+ingested together (`make analyse DAY2=...`, pgfslab.ingest.days: the days are host keys `day1`/`day2`) get,
+per comparison, whether the two days agree (`stats.days`).
+
+Input is one headline value per run (`queries.headline(..., burn_in=True)`: pgbench and sysbench tps).
 """
 
 from __future__ import annotations
@@ -16,11 +21,87 @@ from typing import Any
 
 import polars as pl
 
-from pgfslab.analysis.stats import aa
+from pgfslab.analysis.stats import aa, days
 from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
 from pgfslab.analysis.verdicts.ratio import ratio_ci
+from pgfslab.ingest.days import DAYS
 
 CELL = ("workload", "clients")
+
+
+def counted(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs that count: burn-in rounds left out (a frame without the column is all counted)."""
+    return runs.filter(~pl.col("burn_in").fill_null(False)) if "burn_in" in runs.columns else runs
+
+
+def burn_in_table(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per target and cell, each burn-in run's value over the median of the counted runs: how far from the
+    steady state the study's first rounds were (the burn-in it asked for keeps them out of the comparisons)."""
+    if "burn_in" not in runs.columns or not runs["burn_in"].fill_null(False).any():
+        return pl.DataFrame()
+    keys = ["target", "target_label", *CELL]
+    med = counted(runs).group_by(keys).agg(pl.col("value").median().alias("median_counted"), pl.len().alias("n"))
+    return (
+        runs.filter(pl.col("burn_in").fill_null(False))
+        .join(med, on=keys, how="left")
+        .with_columns(cell_expr(), (pl.col("value") / pl.col("median_counted")).alias("over_median"))
+        .sort("plan_index")
+    )
+
+
+def start_states(runs: pl.DataFrame, records: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
+    """Per target and cell, the starting state its runs recorded (run.json `start_state`): the cache mode, how
+    many runs started with autovacuum quiet, the warm starts' median buffer hit ratio and how many of them
+    reached a steady ratio. Empty for runs recorded before the defined starting state."""
+    rows = []
+    for r in runs.iter_rows(named=True):
+        st = (records.get(r["run_id"]) or {}).get("start_state")
+        if not isinstance(st, Mapping):
+            continue
+        rows.append(
+            {
+                "target_label": r["target_label"],
+                "workload": r["workload"],
+                "clients": r["clients"],
+                "cache": st.get("cache"),
+                "quiet": bool(st.get("autovacuum_quiet")),
+                "hit_ratio": st.get("hit_ratio"),
+                "steady": st.get("steady"),
+            }
+        )
+    if not rows:
+        return pl.DataFrame()
+    df = pl.DataFrame(rows, schema_overrides={"hit_ratio": pl.Float64, "steady": pl.Boolean})
+    return (
+        df.group_by("target_label", *CELL, "cache", maintain_order=True)
+        .agg(
+            pl.len().alias("runs"),
+            pl.col("quiet").sum().alias("autovacuum_quiet"),
+            pl.col("hit_ratio").median().alias("hit_ratio"),
+            pl.col("steady").sum().alias("steady"),
+            pl.col("steady").is_not_null().sum().alias("warm"),
+        )
+        .with_columns(cell_expr())
+    )
+
+
+def baseline_of(cfg: Mapping[str, Any], twins: Mapping[str, str]) -> str | None:
+    """The target comparisons are read against: the A/A twin's baseline, else the config's first target."""
+    if twins:
+        return next(iter(twins.values()))
+    names = list(cfg.get("targets") or {})
+    return names[0] if names else None
+
+
+def two_days(runs: pl.DataFrame, baseline: str | None, alpha: float) -> pl.DataFrame:
+    """Per cell and target, whether the two days of a study ingested with DAY2 agree (`stats.days`); empty
+    for a study of one day."""
+    if baseline is None or "host" not in runs.columns:
+        return pl.DataFrame()
+    hosts = set(runs["host"].drop_nulls().unique().to_list())
+    if hosts != set(DAYS):
+        return pl.DataFrame()
+    return days.days_agreement(counted(runs).rename({"host": "day"}), baseline, alpha=alpha)
 
 
 def cell_expr() -> pl.Expr:
@@ -57,7 +138,7 @@ def rounds_chart(headline: pl.DataFrame, flagged: pl.DataFrame, color_scale: Any
         cell_expr(), pl.col("run_id").is_in(flagged["run_id"].to_list() if flagged.height else []).alias("outlier")
     ).sort("plan_index")
     base = alt.Chart().encode(
-        x=alt.X("repeat:O", title="round"),
+        x=alt.X("repeat:O", title="round (0 and below: burn-in)"),
         y=alt.Y("value:Q", title="throughput (tps)", scale=alt.Scale(type="log", zero=False)),
         color=alt.Color("target_label:N", scale=color_scale, title="target"),
     )
@@ -80,7 +161,7 @@ def rounds_chart(headline: pl.DataFrame, flagged: pl.DataFrame, color_scale: Any
 
 
 def twins(cfg: Mapping[str, Any], given: Mapping[str, str] | None) -> dict[str, str]:
-    """twin -> baseline: `given` (the notebook's parameter) or the config's `aa_of` keys."""
+    """twin -> baseline: `given` (the notebook's parameter) or the config's `aa_twin_of` keys."""
     return dict(given) if given else aa.twins_from_config(cfg)
 
 

@@ -110,6 +110,9 @@ def workload_condition(workload: str | None, alias: str = "r") -> tuple[str, lis
     return f"AND {alias}.workload = ?", [workload]
 
 
+# a run that counts: not of a burn-in round (run.burn_in_rounds; null in databases from before the column)
+NOT_BURN_IN = "NOT coalesce(r.burn_in, FALSE)"
+
 RUN_COLS = (
     "r.run_id, r.target, r.target_label, r.fallback, r.fs, r.workload, r.base_workload, r.tool, r.clients, r.repeat, "
     "r.plan_index"
@@ -129,8 +132,8 @@ def of_ok_runs(
     where: str = "",
     params: Sequence[object] = (),
 ) -> pl.DataFrame:
-    """`columns` of `source` (a table and its alias) for the study's successful runs (joined as `r`), of one
-    workload and some targets when given, in `order`. `join` adds joins; `where` adds conditions whose
+    """`columns` of `source` (a table and its alias) for the study's successful runs (joined as `r`; burn-in
+    rounds left out: never compared), of one workload and some targets when given, in `order`. `join` adds joins; `where` adds conditions whose
     `params` are bound after the study's."""
     wc, wp = workload_condition(workload)
     tc, tp = target_condition(targets)
@@ -139,7 +142,7 @@ def of_ok_runs(
         f"""
         SELECT {columns}
         FROM {source} JOIN runs r USING (run_id) {join}
-        WHERE r.study = ? AND r.status = 'ok' {where} {wc} {tc}
+        WHERE r.study = ? AND r.status = 'ok' AND {NOT_BURN_IN} {where} {wc} {tc}
         ORDER BY {order}""",
         [study, *params, *wp, *tp],
     )

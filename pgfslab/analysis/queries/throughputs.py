@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from pgfslab.analysis.queries.connection import (
+    NOT_BURN_IN,
     RUN_COLS,
     frame,
     has_table,
@@ -19,7 +20,7 @@ from pgfslab.analysis.queries.connection import (
 
 
 def progress(db: str | Path, study: str, workload: str | None = None) -> pl.DataFrame:
-    """Per-second pgbench progress of every successful run, with the run's cell columns."""
+    """Per-second pgbench progress of every successful run (burn-in rounds left out), with the run's cell columns."""
     wc, wp = workload_condition(workload)
     return frame(
         db,
@@ -27,7 +28,7 @@ def progress(db: str | Path, study: str, workload: str | None = None) -> pl.Data
         SELECT r.run_id, r.target, r.target_label, r.fallback, r.workload, r.clients, r.repeat,
                p.t_s, p.tps, p.latency_avg_ms, p.latency_stddev_ms, p.failed
         FROM pgbench_progress p JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc}
+        WHERE r.study = ? AND r.status = 'ok' AND {NOT_BURN_IN} {wc}
         ORDER BY r.target, r.clients, r.repeat, p.t_s""",
         [study, *wp],
     )
@@ -36,7 +37,7 @@ def progress(db: str | Path, study: str, workload: str | None = None) -> pl.Data
 def throughput(
     db: str | Path, study: str, workload: str | None = None, targets: Sequence[str] | None = None
 ) -> pl.DataFrame:
-    """Per-second throughput of every successful run, whatever the tool: pgbench's `-P` progress
+    """Per-second throughput of every successful run (burn-in rounds left out), whatever the tool: pgbench's `-P` progress
     and sysbench's `--report-interval` lines, as one frame (t_s, tps, latency_ms, errors_per_s,
     latency_kind saying what latency_ms is: pgbench's mean, or sysbench's percentile)."""
     wc, wp = workload_condition(workload)
@@ -49,14 +50,14 @@ def throughput(
                p.failed::DOUBLE / greatest(p.t_s - coalesce(lag(p.t_s) OVER (PARTITION BY p.run_id ORDER BY p.t_s), 0), 1e-9)
                    AS errors_per_s
         FROM pgbench_progress p JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}"""
+        WHERE r.study = ? AND r.status = 'ok' AND {NOT_BURN_IN} {wc} {tc}"""
     ]
     if has_table(db, "sysbench_interval"):
         parts.append(f"""
         SELECT {cols}, s.t_s, s.tps, s.latency_ms, 'p' || s.latency_pct::VARCHAR AS latency_kind,
                s.errors_per_s
         FROM sysbench_interval s JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' {wc} {tc}""")
+        WHERE r.study = ? AND r.status = 'ok' AND {NOT_BURN_IN} {wc} {tc}""")
     sql = " UNION ALL ".join(parts) + " ORDER BY target, clients, repeat, t_s"
     return frame(db, sql, params * len(parts))
 
@@ -89,14 +90,18 @@ METRICS = {
 }
 
 
-def headline(db: str | Path, study: str, targets: Sequence[str] | None = None, *, only_ok: bool = True) -> pl.DataFrame:
+def headline(
+    db: str | Path, study: str, targets: Sequence[str] | None = None, *, only_ok: bool = True, burn_in: bool = False
+) -> pl.DataFrame:
     """One headline number per run, whatever the tool: pgbench's tps (without connection time),
     sysbench's transactions per second, fsmicro's ops/s. Columns: the run's cell (run_id, target,
     target_label, fs, workload, tool, clients, repeat, plan_index, status, duration_s), `value`,
     `unit`, `higher_is_better`, and for goodput `transactions` (completed), `failed` (pgbench
-    failed transactions, sysbench ignored errors, fsmicro errors) and `elapsed_s`."""
+    failed transactions, sysbench ignored errors, fsmicro errors) and `elapsed_s`. Burn-in rounds
+    (run.burn_in_rounds) are never compared: left out unless `burn_in` (the exchangeability checks show them)."""
     tc, tp = target_condition(targets)
     cond = "AND r.status = 'ok'" if only_ok else ""
+    cond += "" if burn_in else f" AND {NOT_BURN_IN}"
     has_sb, has_fs = has_table(db, "sysbench_summary"), has_table(db, "fs_ops")
     sb_join = "LEFT JOIN sysbench_summary sb USING (run_id)" if has_sb else ""
     fs_join = (
@@ -111,7 +116,7 @@ def headline(db: str | Path, study: str, targets: Sequence[str] | None = None, *
     df = frame(
         db,
         f"""
-        SELECT {RUN_COLS}, r.status, r.duration_s, r.scale, r.rung, r.dataset_bytes, r.mount_options,
+        SELECT {RUN_COLS}, r.host, r.burn_in, r.position, r.status, r.duration_s, r.scale, r.rung, r.dataset_bytes, r.mount_options,
                CASE r.tool WHEN 'pgbench' THEN ps.tps WHEN 'sysbench' THEN {sb("tps")}
                            WHEN 'fsmicro' THEN {fo("ops_per_s")} END AS value,
                CASE r.tool WHEN 'fsmicro' THEN 'ops/s' ELSE 'tps' END AS unit,

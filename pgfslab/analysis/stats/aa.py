@@ -1,7 +1,7 @@
 """The noise floor: an A/A control, its band, and whether an effect lies inside it.
 
 A study may carry a target that is the exact twin of its baseline (the same spec, interleaved like the
-others; proposed config key on the twin: `aa_of: <baseline>`). Whatever separates the twin from its
+others; the twin's target spec says `aa_twin_of: <baseline>`, checked by pgfslab.config.checks). Whatever separates the twin from its
 baseline is the instrument's own noise on this machine: run order, the image file's place on the host's
 disk, the state the host was in. `aa_ratios` computes twin/baseline per cell with exactly the interval the
 lab uses for target comparisons (`verdicts.ratio.ratio_ci`: the Hodges-Lehmann ratio with the exact
@@ -39,13 +39,13 @@ from numpy.typing import ArrayLike, NDArray
 from pgfslab.analysis.verdicts.ratio import RatioCI, ratio_ci
 
 CELL = ("workload", "clients")
-CONFIG_KEY = "aa_of"  # proposed: targets.<twin>.aa_of = <baseline>
+CONFIG_KEY = "aa_twin_of"  # targets.<twin>.aa_twin_of = <baseline> (the verdicts read the same key)
 Noise = Literal["outside the A/A band", "inside the A/A band", "overlaps the A/A band"]
 T = TypeVar("T")
 
 
 def twins_from_config(cfg: Mapping[str, Any]) -> dict[str, str]:
-    """twin -> baseline for every target whose spec names its baseline under `aa_of`."""
+    """twin -> baseline for every target whose spec names its baseline under `aa_twin_of`."""
     return {
         name: str(spec[CONFIG_KEY])
         for name, spec in (cfg.get("targets") or {}).items()

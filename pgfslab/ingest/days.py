@@ -1,0 +1,75 @@
+"""The same study on two days: two raw folders of one study -> one DuckDB, each day a host key.
+
+A day is treated as the host merge (pgfslab.ingest.merge) treats a machine: the folders' resolved configs
+must be one study (pgfslab.config.host_folders.check_one_study, refusing, with the differing keys named,
+folders that are not), and each day's runs and targets carry the day's key in the `host` column (`day1` for
+the study's own folder, `day2` for the earlier one given as DAY2) with run ids ending in `@day1` / `@day2`.
+So every analysis that blocks by host blocks by day, and the exchangeability notebook says per comparison
+whether the two days agree (pgfslab.analysis.stats.days). `source_file` keeps each file's real path under
+data/raw/ (a day-2 folder outside data/raw/ is named by its folder's name: its server logs are then not
+found by the notebooks, which say so). Built next to the target and renamed into place like every ingest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgfslab import paths
+from pgfslab.config.host_folders import HostFolder, check_one_study, host_folders, read_config
+from pgfslab.errors import LabError
+from pgfslab.ingest.load import store_held
+from pgfslab.ingest.published import EXTERNAL_DIR
+from pgfslab.ingest.study import StudySummary, ingest_folder, new_study_database
+
+DAYS = ("day1", "day2")  # the host keys of the two days: the study's folder, then the earlier one
+
+
+def source_prefix(folder: Path) -> str:
+    """A folder's path under data/raw/ (where the notebooks look for a run's server log), else its name."""
+    raw = (paths.LAB / "data" / "raw").resolve()
+    try:
+        return str(folder.resolve().relative_to(raw))
+    except ValueError:
+        try:
+            return str(folder.resolve().relative_to(Path("data/raw").resolve()))
+        except ValueError:
+            return folder.name
+
+
+def day_folders(raw: Path, day2: Path) -> list[HostFolder]:
+    """The two days' folders, checked to be one study run on one machine each."""
+    if raw.resolve() == day2.resolve():
+        raise LabError(f"DAY2={day2}: the study's own raw folder; give the raw folder of another day's run")
+    out = []
+    for key, folder in zip(DAYS, (raw, day2)):
+        if not folder.is_dir():
+            raise LabError(f"{folder}: no such raw folder")
+        if host_folders(folder):
+            raise LabError(
+                f"{folder}: a study merged from several hosts' folders; a second day is taken for a study run on "
+                "one machine (docs/two-days.md)"
+            )
+        out.append(HostFolder(key, folder, read_config(folder)))
+    try:
+        check_one_study(out)
+    except LabError as exc:
+        raise LabError(f"DAY2={day2}: not a raw folder of the same study as {raw}: {exc}") from None
+    return out
+
+
+def ingest_days(
+    raw: Path, day2: Path, db_path: Path, *, progress: bool = True, external: Path | None = EXTERNAL_DIR
+) -> StudySummary:
+    """(Re)build one study database from the study's raw folder (day 1) and an earlier one (day 2), atomically."""
+    folders = day_folders(raw, day2)
+    common = check_one_study(folders)
+    summary = StudySummary()
+    config_yaml = "# two days of one study: day1 " + str(raw) + ", day2 " + str(day2) + "\n"
+    config_yaml += (raw / "study.yaml").read_text()
+    with new_study_database(db_path, common, config_yaml, external, summary) as con:
+        for hf in folders:
+            ingest_folder(
+                con, hf.folder, hf.cfg, summary, progress=progress, host=hf.host, source_prefix=source_prefix(hf.folder)
+            )
+        store_held(con)
+    return summary

@@ -1,0 +1,138 @@
+"""Issue 30's study keys on the plan and the config checks: target order rotated per round (run.order),
+burn-in rounds (run.burn_in_rounds), the cache state (run.cache), the A/A twin (targets.<t>.aa_twin_of);
+and that a study without the new keys keeps its run ids and fingerprints."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgfslab.config import study as config
+from pgfslab.errors import LabError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def base(**run: Any) -> dict[str, Any]:
+    return {
+        "study": "t",
+        "targets": {"a": {"fs": "ext4"}, "b": {"fs": "xfs"}, "c": {"fs": "btrfs"}},
+        "workloads": {
+            "w": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [4], "repeats": 3},
+            "f": {"tool": "fsmicro", "op": "create_fsync", "repeats": 2},
+        },
+        **({"run": run} if run else {}),
+    }
+
+
+def study(cfg: dict[str, Any]) -> config.Study:
+    return config.Study.from_dict(config.validate(cfg, "s.yaml"))
+
+
+def test_round_r_starts_at_target_r_mod_n_and_every_position_is_taken_equally() -> None:
+    runs = [r for r in study(base()).runs if r.workload == "w"]
+    rounds = [[r.target for r in runs if r.repeat == k] for k in (1, 2, 3)]
+    assert rounds == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
+    assert [r.position for r in runs] == [0, 1, 2] * 3
+    # over three rounds of three targets each target ran first, second and third once
+    assert Counter((r.target, r.position) for r in runs) == {(t, p): 1 for t in "abc" for p in range(3)}
+
+
+def test_fixed_order_is_the_configs_in_every_round() -> None:
+    runs = [r for r in study(base(order="fixed")).runs if r.workload == "w"]
+    assert [r.target for r in runs] == ["a", "b", "c"] * 3
+
+
+def test_burn_in_rounds_come_first_are_marked_and_skip_fsmicro() -> None:
+    plan = study(base(burn_in_rounds=2)).runs
+    burn = [r for r in plan if r.burn_in]
+    assert {r.workload for r in burn} == {"w"}  # fs micro-benchmarks have no caches to settle
+    assert [r.run_id for r in burn[:3]] == ["a.w.c4.b1", "b.w.c4.b1", "c.w.c4.b1"]
+    assert {r.run_id.rsplit(".", 1)[1] for r in burn} == {"b1", "b2"}
+    assert {r.repeat for r in burn} == {-1, 0}  # rounds sort in time: burn-in before repeat 1
+    assert max(r.plan_index for r in burn) < min(r.plan_index for r in plan if not r.burn_in)
+    counted = [r for r in plan if not r.burn_in and r.workload == "w"]
+    assert sorted({r.repeat for r in counted}) == [1, 2, 3] and len(counted) == 9
+    # the burn-in rounds take part in the rotation: the first counted round starts at the third target
+    assert counted[0].target == "c"
+
+
+def test_new_keys_absent_keep_run_ids_and_fingerprints() -> None:
+    """The plan's order and burn-in never enter a run's fingerprint; absent keys add nothing to it."""
+    old = study(base())
+    ids = {r.run_id for r in old.runs}
+    assert all(r.run_id.rsplit(".", 1)[1].startswith("r") for r in old.runs)
+    for changed in (base(order="fixed"), base(burn_in_rounds=1)):
+        new = study(changed)
+        for r in new.runs:
+            if not r.burn_in:
+                assert r.run_id in ids
+                assert new.run_fingerprint(r) == old.run_fingerprint(old.find_run(r.run_id))
+    fp = json.loads(old.run_fingerprint(old.runs[0]))
+    assert not {"cache", "order", "burn_in_rounds"} & set(fp["run"])
+    assert "aa_twin_of" not in fp["target"]
+    # the cache state is what a run measures: it does change the fingerprint
+    warm = study(base(cache="warm"))
+    assert warm.run_fingerprint(warm.runs[0]) != old.run_fingerprint(old.runs[0])
+
+
+def test_shipped_studies_fingerprints_do_not_see_the_new_keys() -> None:
+    """Every shipped config without the keys: its run fingerprints hold none of them."""
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        s = config.load_study(path)
+        if s.run.cache is None:
+            assert "cache" not in json.loads(s.run_fingerprint(s.runs[0]))["run"], path
+
+
+def test_cache_key_must_agree_with_drop_caches_and_prewarm() -> None:
+    with pytest.raises(LabError, match="s.yaml: run.cache: warm and run.prewarm: false disagree"):
+        study(base(cache="warm", prewarm=False))
+    with pytest.raises(LabError, match="s.yaml: run.cache: cold and run.prewarm: true disagree"):
+        study(base(cache="cold", prewarm=True))
+    with pytest.raises(LabError, match="run.drop_caches .* false contradicts"):
+        study(base(cache="cold", drop_caches=False))
+    assert study(base(cache="warm", prewarm=True)).run.cache == "warm"
+    with pytest.raises(LabError, match="run.cache"):
+        study(base(cache="tepid"))
+
+
+def twin(**spec: Any) -> dict[str, Any]:
+    cfg = base()
+    cfg["targets"]["a-aa"] = {"fs": "ext4", "aa_twin_of": "a", **spec}
+    return cfg
+
+
+def test_aa_twin_is_checked_against_its_baseline() -> None:
+    s = study(twin())
+    assert s.targets["a-aa"].aa_twin_of == "a"
+    assert {r.target for r in s.runs} == {"a", "b", "c", "a-aa"}  # interleaved like every target
+    with pytest.raises(LabError, match=r"s.yaml: targets.a-aa.aa_twin_of: .*differ in mount_options"):
+        study(twin(mount_options=["noatime"]))
+    with pytest.raises(LabError, match=r"differ in fs \('xfs' vs 'ext4'\)"):
+        cfg = twin()
+        cfg["targets"]["a-aa"]["fs"] = "xfs"
+        study(cfg)
+    cfg = twin()
+    cfg["targets"]["a-aa"]["aa_twin_of"] = "z"
+    with pytest.raises(LabError, match=r"targets.a-aa.aa_twin_of: 'z' is not a target \(targets: a, b, c, a-aa\)"):
+        study(cfg)
+    cfg = twin()
+    cfg["targets"]["a-aa"]["aa_twin_of"] = "a-aa"
+    with pytest.raises(LabError, match="its own A/A twin"):
+        study(cfg)
+    cfg = twin()
+    cfg["targets"]["a-aa2"] = {"fs": "ext4", "aa_twin_of": "a-aa"}
+    with pytest.raises(LabError, match="a-aa is itself an A/A twin"):
+        study(cfg)
+    # a default written out is the same spec as the default left out
+    assert study(twin(size_gb=4)).targets["a-aa"].size_gb == 4
+
+
+def test_shipped_twins() -> None:
+    for name in ("default", "fs-compare"):
+        s = config.load_study(REPO / "config" / f"{name}.yaml")
+        assert {t: spec.aa_twin_of for t, spec in s.targets.items() if spec.aa_twin_of} == {"ext4-aa": "ext4"}

@@ -1,0 +1,187 @@
+"""Two days of one study in one database (`make analyse STUDY=x DAY2=<earlier raw folder>`,
+pgfslab.ingest.days) and burn-in rounds in the ingest (runs.burn_in, left out of the comparisons), on the
+recorded studies of tests/data/studies/. Expected values are read from the raw files with plain code."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from pgfslab.analysis import queries
+from pgfslab.analysis.answers import exchangeability as ex
+from pgfslab.errors import LabError
+from pgfslab.ingest import days
+from pgfslab.ingest.study import ingest_study
+
+REPO = Path(__file__).resolve().parent.parent
+STUDIES = REPO / "tests" / "data" / "studies"
+H1, H2 = STUDIES / "two-hosts" / "h1", STUDIES / "two-hosts" / "h2"
+
+
+def raw_tps(run_dir: Path) -> float:
+    m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", (run_dir / "pgbench.stdout").read_text())
+    assert m, run_dir
+    return float(m[1])
+
+
+def run_dirs(raw: Path) -> list[Path]:
+    return sorted(d for d in raw.iterdir() if (d / "run.json").exists())
+
+
+@pytest.fixture(scope="module")
+def two_days_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("days") / "two-hosts.duckdb"
+    days.ingest_days(H1, H2, db, progress=False, external=None)
+    return db
+
+
+def test_each_day_is_a_host_key_with_all_its_runs(two_days_db: Path) -> None:
+    with duckdb.connect(str(two_days_db), read_only=True) as con:
+        got = dict(con.execute("SELECT host, count(*) FROM runs GROUP BY host").fetchall())
+        ids = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+        sources = [
+            r[0] for r in con.execute("SELECT DISTINCT source_file FROM files WHERE origin = 'local'").fetchall()
+        ]
+    assert got == {"day1": len(run_dirs(H1)), "day2": len(run_dirs(H2))}
+    assert {d.name + "@day1" for d in run_dirs(H1)} | {d.name + "@day2" for d in run_dirs(H2)} == ids
+    # every file keeps its real path under data/raw/ (here: outside it, so the folder's name)
+    assert {s.split("/", 1)[0] for s in sources} == {"h1", "h2"}
+
+
+def test_the_paper_says_per_comparison_whether_the_days_agree(two_days_db: Path) -> None:
+    runs = queries.headline(two_days_db, "two-hosts", burn_in=True)
+    table = ex.two_days(runs, "ext4", 0.05)
+    assert table.height == 1
+    row = table.row(0, named=True)
+    plain = {}
+    for raw in (H1, H2):
+        tps = {t: [raw_tps(d) for d in run_dirs(raw) if d.name.startswith(f"{t}.")] for t in ("ext4", "xfs")}
+        ratios = sorted(b / a for a in tps["ext4"] for b in tps["xfs"])
+        plain[raw.name] = statistics.median(ratios)
+    assert (row["ratio_day_1"], row["ratio_day_2"]) == pytest.approx((plain["h1"], plain["h2"]))
+    assert row["verdict"].startswith("days agree" if row["agree"] else "days differ")
+    # a study of one day: nothing to say
+    assert ex.two_days(runs.filter(pl.col("host") == "day1"), "ext4", 0.05).height == 0
+
+
+def test_day2_refused_when_not_the_same_study_or_the_same_folder(tmp_path: Path) -> None:
+    with pytest.raises(
+        LabError, match=r"(?s)DAY2=.*not a raw folder of the same study.*wal-zfs differs from .*h1 in analysis.trim_s"
+    ):
+        days.ingest_days(H1, STUDIES / "wal-zfs", tmp_path / "x.duckdb", progress=False, external=None)
+    with pytest.raises(LabError, match="DAY2=.*the study's own raw folder"):
+        days.ingest_days(H1, H1, tmp_path / "x.duckdb", progress=False, external=None)
+    with pytest.raises(LabError, match="several hosts"):
+        days.ingest_days(H1, STUDIES / "two-hosts", tmp_path / "x.duckdb", progress=False, external=None)
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_ingest_study_command_takes_day2(tmp_path: Path) -> None:
+    db = tmp_path / "d.duckdb"
+    res = subprocess.run(
+        [sys.executable, "-m", "pgfslab", "ingest-study", "--raw", str(H1), "--db", str(db), "--day2", str(H2)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert {r[0] for r in con.execute("SELECT DISTINCT host FROM runs WHERE origin = 'local'").fetchall()} == {
+            "day1",
+            "day2",
+        }
+
+
+def test_burn_in_runs_are_ingested_shown_and_never_compared(tmp_path: Path) -> None:
+    """A copy of a recorded study whose first round is marked burn-in (as run.burn_in_rounds: 1 records it)."""
+    raw = tmp_path / "two-hosts"
+    shutil.copytree(H1, raw)
+    marked = []
+    for d in run_dirs(raw):
+        rec = json.loads((d / "run.json").read_text())
+        if rec["repeat"] == 1:
+            rec.update(burn_in=True, repeat=0)
+            (d / "run.json").write_text(json.dumps(rec))
+            marked.append(d.name)
+    assert len(marked) == 2
+    db = tmp_path / "b.duckdb"
+    ingest_study(raw, db, progress=False, external=None)
+    with duckdb.connect(str(db), read_only=True) as con:
+        flagged = {r[0] for r in con.execute("SELECT run_id FROM runs WHERE burn_in").fetchall()}
+    assert flagged == set(marked)
+    compared = queries.headline(db, "two-hosts")
+    assert set(compared["run_id"]) == {d.name for d in run_dirs(raw)} - set(marked)
+    every = queries.headline(db, "two-hosts", burn_in=True)
+    assert set(every["run_id"]) == {d.name for d in run_dirs(raw)}
+    assert ex.counted(every)["run_id"].sort().to_list() == compared["run_id"].sort().to_list()
+    table = ex.burn_in_table(every)
+    assert set(table["run_id"]) == set(marked)
+    for row in table.iter_rows(named=True):
+        rest = [raw_tps(d) for d in run_dirs(raw) if d.name.startswith(row["target"] + ".") and d.name not in marked]
+        assert row["over_median"] == pytest.approx(raw_tps(raw / row["run_id"]) / statistics.median(rest))
+    # the per-second series the comparisons read leave them out too
+    series = queries.throughput(db, "two-hosts")
+    assert not set(series["run_id"]) & set(marked)
+
+
+@pytest.mark.slow  # executes a notebook
+def test_exchangeability_notebook_says_whether_two_days_agree(two_days_db: Path, tmp_path: Path) -> None:
+    import papermill as pm
+
+    pm.execute_notebook(
+        str(REPO / "notebooks" / "exchangeability.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        parameters={
+            "db": str(two_days_db),
+            "study": "two-hosts",
+            "figures_dir": str(tmp_path / "figs"),
+            "tables_dir": str(tmp_path / "tables"),
+        },
+        kernel_name="python3",
+        progress_bar=False,
+        cwd=str(REPO / "notebooks"),
+    )
+    blocks = json.loads((tmp_path / "tables" / "exchangeability.json").read_text())["blocks"]
+    text = " ".join(b.get("markdown", "") + b.get("caption", "") for b in blocks)
+    ratios = {}
+    for raw in (H1, H2):
+        tps = {t: [raw_tps(d) for d in run_dirs(raw) if d.name.startswith(f"{t}.")] for t in ("ext4", "xfs")}
+        ratios[raw.name] = statistics.median(sorted(b / a for a in tps["ext4"] for b in tps["xfs"]))
+    assert "whether the two days agree" in text or "the days agree when their intervals overlap" in text
+    assert f"{ratios['h1']:.3f}" in text and f"{ratios['h2']:.3f}" in text
+    assert re.search(r"On two days \(1 comparisons against ext4\), [01] agree and [01] differ", text)
+
+
+def test_start_states_per_cell_from_the_runs_records() -> None:
+    runs = pl.DataFrame(
+        {
+            "run_id": ["a1", "a2", "a3", "b1", "old"],
+            "target_label": ["a", "a", "a", "b", "b"],
+            "workload": ["tpcb"] * 5,
+            "clients": [4] * 5,
+        }
+    )
+    warm = {"cache": "warm", "autovacuum_quiet": True, "steady": True}
+    records = {
+        "a1": {"start_state": {**warm, "hit_ratio": 0.40}},
+        "a2": {"start_state": {**warm, "hit_ratio": 0.50, "autovacuum_quiet": False}},
+        "a3": {"start_state": {**warm, "hit_ratio": 0.90, "steady": False}},
+        "b1": {"start_state": {"cache": "cold", "autovacuum_quiet": True, "hit_ratio": None}},
+        "old": {},  # recorded before the defined starting state: left out
+    }
+    got = {r["target_label"]: r for r in ex.start_states(runs, records).iter_rows(named=True)}
+    assert got["a"]["runs"] == 3 and got["a"]["autovacuum_quiet"] == 2
+    assert got["a"]["hit_ratio"] == pytest.approx(0.50) and (got["a"]["steady"], got["a"]["warm"]) == (2, 3)
+    assert got["b"]["cache"] == "cold" and got["b"]["runs"] == 1 and got["b"]["hit_ratio"] is None
+    assert got["b"]["warm"] == 0
+    assert ex.start_states(runs, {}).height == 0
