@@ -15,7 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgfslab import paths
+from pgfslab.config.checks import validate
 from pgfslab.config.host_folders import HostFolder, check_one_study, host_folders, read_config
+from pgfslab.config.study import Study
 from pgfslab.errors import LabError
 from pgfslab.ingest.load import store_held
 from pgfslab.ingest.published import EXTERNAL_DIR
@@ -62,14 +64,14 @@ def ingest_days(
 ) -> StudySummary:
     """(Re)build one study database from the study's raw folder (day 1) and an earlier one (day 2), atomically."""
     folders = day_folders(raw, day2)
-    common = check_one_study(folders)
+    common = Study.from_dict(validate(check_one_study(folders), str(raw / "study.yaml")))
     summary = StudySummary()
     config_yaml = "# two days of one study: day1 " + str(raw) + ", day2 " + str(day2) + "\n"
     config_yaml += (raw / "study.yaml").read_text()
     with new_study_database(db_path, common, config_yaml, external, summary) as con:
         for hf in folders:
             ingest_folder(
-                con, hf.folder, hf.cfg, summary, progress=progress, host=hf.host, source_prefix=source_prefix(hf.folder)
+                con, hf.folder, common.study, summary, progress=progress, host=hf.host, source_prefix=source_prefix(hf.folder)
             )
         store_held(con)
     return summary
