@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgfslab.host import blockdev, cgroups, snapshots, targets  # noqa: E402
+from pgfslab.host import blockdev, cgroups, snapshots, target_create, target_mount, target_release  # noqa: E402
 
 
 def timed(fn) -> float:
@@ -51,11 +51,11 @@ def target_times(wd: Path, repeats: int) -> dict[str, dict]:
         spec = {"size_gb": 1, "mkfs_options": [], "mount_options": [], "direct_io": True, **extra}
         create, mount = [], []
         for _ in range(repeats):
-            create.append(timed(lambda spec=spec: targets.create(wd, "m", spec)))
+            create.append(timed(lambda spec=spec: target_create.create(wd, "m", spec)))
             if spec["fs"] != "tmpfs":
-                with targets.mounted(wd, "m", spec, "nobody") as m:
+                with target_mount.mounted(wd, "m", spec, "nobody") as m:
                     mount.append(m.mount_s)
-            targets.release(wd, "m")
+            target_release.release(wd, "m")
         out[label] = {"create_ms": summary(create), **({"mount_ms": summary(mount)} if mount else {})}
     return out
 
@@ -116,9 +116,9 @@ def throttle_accuracy(tmp: Path) -> list[dict]:
 
 def snapshot_cost(wd: Path) -> dict:
     spec = {"fs": "btrfs", "size_gb": 2, "mkfs_options": [], "mount_options": [], "direct_io": True}
-    targets.create(wd, "s", spec, data_subvolume=True)
+    target_create.create(wd, "s", spec, data_subvolume=True)
     try:
-        with targets.mounted(wd, "s", spec, "nobody") as m:
+        with target_mount.mounted(wd, "s", spec, "nobody") as m:
             with open(m.path / "data", "wb") as fh:  # 64 MiB of data to share with the snapshots
                 for _ in range(64):
                     fh.write(os.urandom(2**20))
@@ -129,7 +129,7 @@ def snapshot_cost(wd: Path) -> dict:
                 time.sleep(5)
             return s.summary()
     finally:
-        targets.release(wd, "s")
+        target_release.release(wd, "s")
 
 
 def main() -> int:
@@ -151,7 +151,7 @@ def main() -> int:
             }
         finally:
             for n in ("m", "s"):
-                targets.release(wd, n)
+                target_release.release(wd, n)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import needs_root
 
 from pgfslab.errors import LabError
-from pgfslab.host import mounts, safety, targets
+from pgfslab.host import mounts, safety, target_paths, target_release
 
 
 @pytest.fixture
@@ -99,13 +99,13 @@ def test_detach_only_the_labs_loops(tmp_path, workdir, loops):
         safety.require_detachable(foreign, workdir)
     with pytest.raises(LabError, match="not an attached loop device"):
         safety.require_detachable("/dev/null", workdir)
-    own_image = targets.image_path(workdir, "t")
+    own_image = target_paths.image_path(workdir, "t")
     own_image.parent.mkdir(parents=True)
     own_image.write_bytes(b"\0" * 2**20)
     own = loops.attach(own_image)
     assert safety.require_detachable(own, workdir) == own
     # release() of a target detaches its own loop and nothing else
-    assert targets.release(workdir, "t") == [f"detached {own}"]
+    assert target_release.release(workdir, "t") == [f"detached {own}"]
     assert safety.loop_backing_file(foreign) == (tmp_path / "foreign.img")
     assert safety.loop_backing_file(own) is None or safety.loop_backing_file(own) != own_image
 
@@ -115,5 +115,5 @@ def test_release_leaves_foreign_mounts_alone(tmp_path, workdir, loops):
     dev = loops.attach(loops.image("other", 64))
     subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
     where = loops.mount(dev, tmp_path / "other-mnt")
-    assert targets.release(workdir, "other-mnt") == []
+    assert target_release.release(workdir, "other-mnt") == []
     assert mounts.is_mounted(where)

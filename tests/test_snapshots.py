@@ -13,7 +13,7 @@ import pytest
 from conftest import needs_root
 
 from pgfslab.errors import LabError
-from pgfslab.host import btrfs, snapshots, targets
+from pgfslab.host import btrfs, snapshots, target_create, target_mount, target_release
 
 SPEC = {"fs": "btrfs", "size_gb": 0.5, "mkfs_options": [], "mount_options": [], "direct_io": True}
 
@@ -37,11 +37,11 @@ def btrfs_target(tmp_path: Path):
     wd = tmp_path / "work" / "s"
     wd.mkdir(parents=True)
     try:
-        targets.create(wd, "b", SPEC, data_subvolume=True)
-        with targets.mounted(wd, "b", SPEC, "nobody") as m:
+        target_create.create(wd, "b", SPEC, data_subvolume=True)
+        with target_mount.mounted(wd, "b", SPEC, "nobody") as m:
             yield m
     finally:
-        targets.release(wd, "b")
+        target_release.release(wd, "b")
 
 
 def _events(path: Path) -> list[dict]:
@@ -131,20 +131,20 @@ def test_not_supported_is_clear(tmp_path):
     wd.mkdir(parents=True)
     ext4 = {**SPEC, "fs": "ext4"}
     try:
-        targets.create(wd, "e", ext4)
-        targets.create(wd, "b", SPEC)  # btrfs, but no data subvolume
-        with targets.mounted(wd, "e", ext4, "nobody") as m:
+        target_create.create(wd, "e", ext4)
+        target_create.create(wd, "b", SPEC)  # btrfs, but no data subvolume
+        with target_mount.mounted(wd, "e", ext4, "nobody") as m:
             ok, why = snapshots.support(m.path)
             assert not ok and "not supported on ext4" in why and "LVM" in why
             with pytest.raises(LabError, match="not supported on ext4"):
                 with snapshots.scheduled(m.path, m.mountpoint, snapshots.Schedule(1, 2), tmp_path):
                     pass
-        with targets.mounted(wd, "b", SPEC, "nobody") as m:
+        with target_mount.mounted(wd, "b", SPEC, "nobody") as m:
             assert m.path == m.mountpoint
             (m.path / "plain").mkdir()
             ok, why = snapshots.support(m.path / "plain")
             assert not ok and "not a btrfs subvolume" in why
     finally:
-        targets.release(wd, "e")
-        targets.release(wd, "b")
+        target_release.release(wd, "e")
+        target_release.release(wd, "b")
     assert not (tmp_path / "snapshots.csv").exists()

@@ -17,7 +17,7 @@ import pytest
 from conftest import machine_can_run_studies
 
 from pgfslab.config import study as config
-from pgfslab.host import postgres, targets
+from pgfslab.host import postgres, target_mount
 from pgfslab.run import start_state
 from pgfslab.run.prepare import prepare_target
 
@@ -63,7 +63,7 @@ def test_prepared_target_is_vacuumed_checkpointed_and_quiet(prepared: tuple[conf
     assert settled["checkpoint"]["lsn"].count("/") == 1
     tv = study.target_view("d")
     with (
-        targets.mounted(tv.workdir, "d", tv.spec.to_dict(), "postgres", study=STUDY) as mnt,
+        target_mount.mounted(tv.workdir, "d", tv.spec.to_dict(), "postgres", study=STUDY) as mnt,
         postgres.running(mnt.path / "pgdata", PORT, postgres.bindir(), "postgres") as cl,
     ):
         # the ANALYZE ran: every pgbench table has planner statistics and a vacuum on record
@@ -77,7 +77,7 @@ def test_prepared_target_is_vacuumed_checkpointed_and_quiet(prepared: tuple[conf
 def test_cold_and_warm_starts_are_reached_and_verified(prepared: tuple[config.Study, Path]) -> None:
     study, _ = prepared
     tv = study.target_view("d")
-    with targets.mounted(tv.workdir, "d", tv.spec.to_dict(), "postgres", study=STUDY) as mnt:
+    with target_mount.mounted(tv.workdir, "d", tv.spec.to_dict(), "postgres", study=STUDY) as mnt:
         with postgres.running(mnt.path / "pgdata", PORT, postgres.bindir(), "postgres") as cl:
             cold = start_state.reach(cl, "cold", "kept")
             before = cl.query("SELECT checkpoint_lsn::text FROM pg_control_checkpoint()")[0][0]

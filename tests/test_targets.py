@@ -13,7 +13,7 @@ from conftest import needs_root
 
 from pgfslab.config import targets as target_spec
 from pgfslab.errors import LabError
-from pgfslab.host import blockdev, btrfs, mounts, safety, targets
+from pgfslab.host import blockdev, btrfs, mounts, safety, target_create, target_mount, target_paths, target_release
 
 OWNER = "nobody"
 
@@ -43,7 +43,7 @@ def released(workdir: Path):
         yield names
     finally:
         for n in names:
-            targets.release(workdir, n)
+            target_release.release(workdir, n)
 
 
 # --- spec validation (no root needed) ---------------------------------------------------------
@@ -111,10 +111,10 @@ def test_lab_labels_fit_each_file_system():
 def test_image_targets_mount_with_their_options(workdir, released, fs, opts, shown):
     name = f"{fs}-opt"
     released.append(name)
-    rec = targets.create(workdir, name, spec(fs, mount_options=opts))
+    rec = target_create.create(workdir, name, spec(fs, mount_options=opts))
     assert rec["kind"] == "image" and rec["label"] == blockdev.lab_label(name, fs)
     image = Path(rec["image"])
-    with targets.mounted(workdir, name, spec(fs, mount_options=opts), OWNER) as m:
+    with target_mount.mounted(workdir, name, spec(fs, mount_options=opts), OWNER) as m:
         assert m.fs == fs and m.kind == "image" and not m.fallback
         entry = mounts.at(m.mountpoint)
         assert entry is not None and entry.fstype == fs and entry.source == m.device
@@ -141,8 +141,8 @@ def test_image_targets_mount_with_their_options(workdir, released, fs, opts, sho
 def test_unshown_option_is_noted(workdir, released):
     released.append("e")
     s = spec("ext4", mount_options=["barrier", "data=writeback"])  # barrier: a default ext4 does not list
-    targets.create(workdir, "e", s)
-    with targets.mounted(workdir, "e", s, OWNER) as m:
+    target_create.create(workdir, "e", s)
+    with target_mount.mounted(workdir, "e", s, OWNER) as m:
         assert len(m.notes) == 1 and "mount option barrier requested" in m.notes[0]
 
 
@@ -150,14 +150,14 @@ def test_unshown_option_is_noted(workdir, released):
 def test_btrfs_data_subvolume(workdir, released):
     released.append("b")
     s = spec("btrfs")
-    rec = targets.create(workdir, "b", s, data_subvolume=True)
+    rec = target_create.create(workdir, "b", s, data_subvolume=True)
     assert rec["data_subvolume"] == "data"
-    with targets.mounted(workdir, "b", s, OWNER) as m:
+    with target_mount.mounted(workdir, "b", s, OWNER) as m:
         assert m.path == m.mountpoint / "data"
         assert btrfs.is_subvolume(m.path)
         assert os.stat(m.path).st_uid == int(subprocess.run(["id", "-u", OWNER], capture_output=True, text=True).stdout)
     with pytest.raises(LabError, match="needs a btrfs"):
-        targets.create(workdir, "x", spec("ext4"), data_subvolume=True)
+        target_create.create(workdir, "x", spec("ext4"), data_subvolume=True)
 
 
 # --- tmpfs ---------------------------------------------------------------------------------------
@@ -167,19 +167,19 @@ def test_btrfs_data_subvolume(workdir, released):
 def test_tmpfs_stays_mounted_until_release(workdir, released):
     released.append("ram")
     s = spec("tmpfs", size_gb=0.25, mount_options=["nr_inodes=10000"])
-    rec = targets.create(workdir, "ram", s)
-    mnt = targets.mountpoint(workdir, "ram")
+    rec = target_create.create(workdir, "ram", s)
+    mnt = target_paths.mountpoint(workdir, "ram")
     assert rec["kind"] == "tmpfs" and rec["size_bytes"] == 2**28
     st = os.statvfs(mnt)
     assert st.f_blocks * st.f_frsize == 2**28
     assert st.f_files == 10000
-    with targets.mounted(workdir, "ram", s, OWNER) as m:
+    with target_mount.mounted(workdir, "ram", s, OWNER) as m:
         assert m.fs == "tmpfs" and m.path == mnt and "size=262144k" in m.mount_options
         (m.path / "keep").write_text("x")
     assert mounts.at(mnt).fstype == "tmpfs" and (mnt / "keep").exists()  # survives between stages
-    assert f"unmounted {mnt}" in targets.release(workdir, "ram")
+    assert f"unmounted {mnt}" in target_release.release(workdir, "ram")
     with pytest.raises(LabError, match="prepare the target again"):
-        with targets.mounted(workdir, "ram", s, OWNER):
+        with target_mount.mounted(workdir, "ram", s, OWNER):
             pass
 
 
@@ -194,17 +194,17 @@ def test_existing_mount_point(tmp_path, workdir, loops):
     loops.mount(dev, host, "-o", "noatime")
     (host / "users-data").write_text("precious")
     s = spec("existing", path=str(host), mkfs_options=[], mount_options=[])
-    rec = targets.create(workdir, "ex", s)
+    rec = target_create.create(workdir, "ex", s)
     sub = host / "pgfs-lab-study1-ex"
     assert rec["path"] == str(sub) and rec["host_fs"] == "ext4" and rec["host_mountpoint"] == str(host)
     assert "noatime" in rec["host_mount_options"].split(",")
     assert safety.marker(sub)["target"] == "ex"
     (sub / "old-run").mkdir()
     (sub / "old-run" / "f").write_text("x")
-    targets.create(workdir, "ex", s)  # again: the lab's subdirectory is emptied, nothing else touched
+    target_create.create(workdir, "ex", s)  # again: the lab's subdirectory is emptied, nothing else touched
     assert sorted(p.name for p in sub.iterdir()) == [safety.MARKER]
     assert (host / "users-data").read_text() == "precious"
-    with targets.mounted(workdir, "ex", s, OWNER) as m:
+    with target_mount.mounted(workdir, "ex", s, OWNER) as m:
         entry = mounts.at(host)
         assert (m.kind, m.fs, m.path, m.mountpoint) == ("existing", "ext4", sub, host)
         assert m.mount_options == entry.options_text and m.device == dev
@@ -214,15 +214,17 @@ def test_existing_mount_point(tmp_path, workdir, loops):
     (host / "pgfs-lab-study1-mine").mkdir()
     (host / "pgfs-lab-study1-mine" / "theirs").write_text("y")
     with pytest.raises(LabError, match="not created by the lab"):
-        targets.create(workdir, "mine", other)
+        target_create.create(workdir, "mine", other)
     assert (host / "pgfs-lab-study1-mine" / "theirs").exists()
 
 
 def test_existing_path_must_be_a_directory(tmp_path, workdir):
     with pytest.raises(LabError, match="not an existing directory"):
-        targets.create(workdir, "ex", spec("existing", path=str(tmp_path / "nope"), mount_options=[], mkfs_options=[]))
+        target_create.create(
+            workdir, "ex", spec("existing", path=str(tmp_path / "nope"), mount_options=[], mkfs_options=[])
+        )
     with pytest.raises(LabError, match="proc"):
-        targets.create(workdir, "ex", spec("existing", path="/proc/sys", mount_options=[], mkfs_options=[]))
+        target_create.create(workdir, "ex", spec("existing", path="/proc/sys", mount_options=[], mkfs_options=[]))
 
 
 # --- user-named block devices ----------------------------------------------------------------------
@@ -244,7 +246,7 @@ def test_device_with_foreign_file_system_is_refused(loops, workdir):
     dev = loops.attach(img)
     s = spec("ext4", device=dev, format=True)
     with pytest.raises(LabError, match="holds ext4 labelled 'holiday-pics', which the lab did not make"):
-        targets.create(workdir, "udev", s)
+        target_create.create(workdir, "udev", s)
     probe = subprocess.run(["blkid", "-p", "-o", "value", "-s", "LABEL", dev], capture_output=True, text=True)
     assert probe.stdout.strip() == "holiday-pics"  # untouched
 
@@ -266,19 +268,19 @@ def test_device_formatted_by_the_lab_is_accepted_again(loops, workdir, released)
     dev = loops.attach(loops.image("user-disk", 512))
     s = spec("btrfs", device=dev, format=True, mount_options=["compress=zstd"])
     released.append("udev")
-    rec = targets.create(workdir, "udev", s)  # blank device: accepted
+    rec = target_create.create(workdir, "udev", s)  # blank device: accepted
     assert rec["kind"] == "device" and rec["label"] == "pgfslab-udev" and rec["previously"]["fstype"] is None
-    again = targets.create(workdir, "udev", s)  # the lab's own file system: accepted, reformatted
+    again = target_create.create(workdir, "udev", s)  # the lab's own file system: accepted, reformatted
     assert again["previously"] == {"fstype": "btrfs", "label": "pgfslab-udev", "lab_owned": True}
     assert again["uuid"] != rec["uuid"]
-    with targets.mounted(workdir, "udev", s, OWNER) as m:
+    with target_mount.mounted(workdir, "udev", s, OWNER) as m:
         assert m.kind == "device" and m.device == dev and m.fs == "btrfs"
         assert mounts.at(m.mountpoint).source == dev
         assert any(o.startswith("compress=zstd") for o in m.mount_options.split(","))
-    assert not mounts.is_mounted(targets.mountpoint(workdir, "udev"))
+    assert not mounts.is_mounted(target_paths.mountpoint(workdir, "udev"))
     # another target's config pointing at it: its label is not that target's, so refused
     with pytest.raises(LabError, match="pgfslab-udev"):
-        targets.create(workdir, "other", spec("btrfs", device=dev, format=True))
+        target_create.create(workdir, "other", spec("btrfs", device=dev, format=True))
     # the lab's ext4 where the config now says xfs: may be reformatted, but not mounted as xfs
     with pytest.raises(LabError, match="holds btrfs, not xfs"):
         blockdev.check_device(dev, target="udev", fs="xfs", purpose="mount")
@@ -293,7 +295,7 @@ def test_mounted_device_is_refused(loops, tmp_path, workdir):
     blockdev.check_device(dev, target="udev", fs="ext4")  # the lab's own and free: accepted
     where = loops.mount(dev, tmp_path / "elsewhere")
     with pytest.raises(LabError, match=f"mounted at {where}"):
-        targets.create(workdir, "udev", spec("ext4", device=dev, format=True))
+        target_create.create(workdir, "udev", spec("ext4", device=dev, format=True))
     assert (where / "lost+found").exists()  # not formatted under the user's feet
 
 

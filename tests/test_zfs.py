@@ -117,7 +117,7 @@ def test_wal_target_in_fingerprint_and_inputs():
 
 def test_durability_power_cut_on_zfs_says_why_not():
     from pgfslab.host import powercut
-    from pgfslab.host.targets import Mounted
+    from pgfslab.host.mounted_target import Mounted
 
     m = Mounted("z", "zfs", Path("/x"), Path("/x"), False, device="/dev/loop7", kind="image", implementation="zfs-fuse")
     ok, why = powercut.power_cut_possible(m)
@@ -270,7 +270,7 @@ def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
 def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loops):
     """An unmarked pool, whether named like the lab's or not, is refused by export, destroy, and by the
     preparation of a target whose pool name it has."""
-    from pgfslab.host import targets, zfs
+    from pgfslab.host import target_create, zfs
 
     cfg, work = study
     wd = cfgmod.Study.from_dict(cfg).work_dir
@@ -289,7 +289,7 @@ def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loo
                     zfs.destroy_pool(name)
                 if name.startswith("pgfslab-"):
                     with pytest.raises(LabError, match="refusing to destroy"):
-                        targets.create(wd, "zfs", cfg["targets"]["zfs"], study="zfstest")
+                        target_create.create(wd, "zfs", cfg["targets"]["zfs"], study="zfstest")
                     assert not zfs.is_lab_pool(name)
                     assert [m for m in zfs.lab_pools() if m == name] == []
                 assert name in zfs.imported_pools()  # still there, untouched

@@ -111,7 +111,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import host_folders
     from pgfslab.config import study as config
-    from pgfslab.host import targets, zfs_daemon
+    from pgfslab.host import target_release, zfs_daemon
 
     study = config.load_study(args.config)
     hosts = [study.host]
@@ -120,7 +120,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     for host in hosts:
         wd = study.with_host(host).work_dir
         for name in study.targets:
-            for line in targets.release(wd, name):
+            for line in target_release.release(wd, name):
                 print(line)
         if (wd / "zfs-fuse.pid").exists():  # the lab's zfs-fuse daemon, if a hard kill left it running
             for line in zfs_daemon.release_stale(wd / "zfs-fuse.pid"):
@@ -144,7 +144,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _status(study: Study) -> int:
-    from pgfslab.host import mounts, targets
+    from pgfslab.host import mounts, target_paths
 
     raw = study.raw_dir
     runs = study.runs
@@ -198,7 +198,9 @@ def _status(study: Study) -> int:
     for p in (f"data/{study.study}.duckdb", f"paper/{study.study}.pdf"):
         print(f"  {p}: {'present' if Path(p).exists() else 'missing'}")
     wd = study.work_dir
-    left = [str(targets.mountpoint(wd, t)) for t in study.targets if mounts.is_mounted(targets.mountpoint(wd, t))]
+    left = [
+        str(target_paths.mountpoint(wd, t)) for t in study.targets if mounts.is_mounted(target_paths.mountpoint(wd, t))
+    ]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
     if _stale_snakemake_lock(study.study):

@@ -1,6 +1,6 @@
 """What a target spec may say: its kind, the file systems the lab can format, which mount options fit which file
 system, and every problem a spec has beyond what the schema checks. Pure checks: nothing here touches the
-machine (pgfslab.host.targets creates and mounts what a valid spec describes).
+machine (pgfslab.host.target_create creates and pgfslab.host.target_mount mounts what a valid spec describes).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 
 from pgfslab.errors import LabError
 from pgfslab.host import safety, zfs_daemon
-from pgfslab.host.targets import Mounted
+from pgfslab.host.mounted_target import Mounted
 
 # # A loop device's size can be changed while it is in use (LOOP_SET_STATUS64 with a new lo_sizelimit:
 # the kernel freezes the device's queue, lets the requests in flight complete, and resizes it). Shrunk

@@ -1,7 +1,7 @@
 """Periodic snapshots during a run: one every `interval_s`, each kept `keep_s` (seed 000: every 5 min,
 kept 15 min, so three alive at once), to measure what snapshots cost PostgreSQL.
 
-Native btrfs snapshots (the target's data must live in a subvolume: targets.create(...,
+Native btrfs snapshots (the target's data must live in a subvolume: target_create.create(...,
 data_subvolume=True) makes PGDATA's parent one) and ZFS snapshots of a zfs target's data dataset
 (`zfs snapshot`/`zfs destroy`, ZfsScheduler). Other file systems are reported as not supported,
 with the reason: ext4 and xfs have no snapshots of their own, and LVM thin snapshots need

@@ -71,7 +71,13 @@ def ingest_days(
     with new_study_database(db_path, common, config_yaml, external, summary) as con:
         for hf in folders:
             ingest_folder(
-                con, hf.folder, common.study, summary, progress=progress, host=hf.host, source_prefix=source_prefix(hf.folder)
+                con,
+                hf.folder,
+                common.study,
+                summary,
+                progress=progress,
+                host=hf.host,
+                source_prefix=source_prefix(hf.folder),
             )
         store_held(con)
     return summary

@@ -12,14 +12,14 @@ from typing import Any
 
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, pg_install, postgres, powercut, targets, zfs_daemon
+from pgfslab.host import cgroups, mounted_target, pg_install, postgres, powercut, target_remount, zfs_daemon
 from pgfslab.progress import Progress
 from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import durability, process
 
 
-def durability_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any]) -> process.Outcome:
+def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any]) -> process.Outcome:
     """One durability check (pgfslab/runners/durability.py): write, crash, restart, verify.
 
     Writes durability.json (the parser `durability` reads it). The run fails only when the cycle could
@@ -50,7 +50,7 @@ def durability_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict
     )
 
 
-def _cycle_record(view: RunView, mnt: targets.Mounted) -> dict[str, Any]:
+def _cycle_record(view: RunView, mnt: mounted_target.Mounted) -> dict[str, Any]:
     """durability.json as the cycle starts: what was asked, and the crash this target allows (a power loss
     needs a loop-mounted image; elsewhere every server process is killed, with a note)."""
     spec, wl = view.spec, view.workload
@@ -96,7 +96,7 @@ class _Logs:
 def _write_and_crash_server(
     view: RunView,
     cg: cgroups.Cgroup,
-    mnt: targets.Mounted,
+    mnt: mounted_target.Mounted,
     rdir: Path,
     out: Path,
     rec: dict[str, Any],
@@ -149,7 +149,7 @@ def _write_and_crash_server(
 def _restart_and_verify(
     view: RunView,
     cg: cgroups.Cgroup,
-    mnt: targets.Mounted,
+    mnt: mounted_target.Mounted,
     out: Path,
     rec: dict[str, Any],
     record: dict[str, Any],
@@ -162,7 +162,7 @@ def _restart_and_verify(
     pg, crash = view.postgres, rec["crash"]
     vmnt = mnt
     if crash == "power-loss":
-        vmnt = targets.remount(view.target.workdir, view.spec.target, view.target.spec.to_dict(), pg.user)
+        vmnt = target_remount.remount(view.target.workdir, view.spec.target, view.target.spec.to_dict(), pg.user)
         rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
         record["mount_after_crash"] = vmnt.describe()
         logs.add("durability/postgresql.after-crash.log", vmnt.path / "postgresql.log")
@@ -204,7 +204,7 @@ def _write_and_crash(
     crash_after: float,
     crash: str,
     wd: Path,
-    mnt: targets.Mounted,
+    mnt: mounted_target.Mounted,
     label: str,
     before_cut: Callable[[], None] | None = None,
 ) -> dict[str, Any]:

@@ -439,7 +439,7 @@ def baseline_target(study: Study, target: str) -> Path:
     A target with a device profile is measured under it, as its runs are: fio and pg_test_fsync in the
     profile's cgroup with its throttles on the target's device (what the cgroup was charged is recorded);
     the record and the notes say the device is emulated."""
-    from pgfslab.host import cgroups, postgres, targets
+    from pgfslab.host import cgroups, postgres, target_mount, zfs_target
     from pgfslab.run import provenance
     from pgfslab.run.common import SCHEMA_VERSION, now, say, write_json
 
@@ -466,8 +466,8 @@ def baseline_target(study: Study, target: str) -> Path:
         record["device_profile"] = device_profiles.describe(profile)
     t0 = time.monotonic()
     with (
-        targets.zfs_service(wd, [spec]),
-        targets.mounted(wd, target, spec, study.postgres.user, study=study.study) as mnt,
+        zfs_target.zfs_service(wd, [spec]),
+        target_mount.mounted(wd, target, spec, study.postgres.user, study=study.study) as mnt,
         cgroups.limited(
             cgroups.cgroup_name(study.study, target),  # the runs' own: they wait for the baseline
             # the device's throttles only: the memory limit is the runs' "RAM", not the device's

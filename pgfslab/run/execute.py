@@ -18,7 +18,7 @@ import psycopg
 from pgfslab.config import vm_settings
 from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
-from pgfslab.host import sysctl, targets
+from pgfslab.host import mounted_target, sysctl, target_mount, zfs_target
 from pgfslab.run import record as run_record
 from pgfslab.run.common import disk_full_message, now, say, texts, wal_dir, wal_record, write_json
 from pgfslab.run.crash_cycle import durability_run
@@ -123,7 +123,7 @@ def set_up(
     record: dict[str, Any],
     ph: Phases,
     vm_held: list[dict[str, Any]],
-) -> targets.Mounted:
+) -> mounted_target.Mounted:
     """The machine around the run, each part released by `stack`: the OS settings, the zfs service, the
     target's mount (and its WAL target's), a cold page cache. Returns the target's mount."""
     tv = view.target
@@ -134,13 +134,13 @@ def set_up(
     vm_held.append(vm_rec)
     ph.lap("sysctl")
     stack.callback(ph.lap, "zfs_stop")
-    stack.enter_context(targets.zfs_service(tv.workdir, tv.specs()))
+    stack.enter_context(zfs_target.zfs_service(tv.workdir, tv.specs()))
     ph.lap("zfs_start")
     stack.callback(ph.lap, "unmount")
-    mnt = stack.enter_context(targets.mounted(tv.workdir, tv.name, tv.spec.to_dict(), user, study=tv.study))
+    mnt = stack.enter_context(target_mount.mounted(tv.workdir, tv.name, tv.spec.to_dict(), user, study=tv.study))
     wal = tv.spec.wal_on
     wmnt = (
-        stack.enter_context(targets.mounted(tv.workdir, wal, tv.wal.to_dict(), user, study=tv.study))
+        stack.enter_context(target_mount.mounted(tv.workdir, wal, tv.wal.to_dict(), user, study=tv.study))
         if wal and tv.wal is not None
         else None
     )
@@ -158,7 +158,9 @@ def set_up(
     return mnt
 
 
-def run_tool(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any], ph: Phases) -> process.Outcome:
+def run_tool(
+    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], ph: Phases
+) -> process.Outcome:
     """The workload's tool on the mounted target: fsmicro, the durability check, or pgbench/sysbench."""
     if view.workload.tool == "fsmicro":
         return fs_run(view, rdir, mnt, record, ph)

@@ -9,7 +9,7 @@ from pgfslab.config import fsmicro_spec
 from pgfslab.config.checks import tool_params
 from pgfslab.config.model import RunSettings, Workload
 from pgfslab.config.study import RunView
-from pgfslab.host import targets
+from pgfslab.host import mounted_target
 from pgfslab.progress import Progress
 from pgfslab.run.phases import Phases
 from pgfslab.run.sampler import Samplers
@@ -31,7 +31,9 @@ def fs_op_spec(wl: Workload, run: RunSettings) -> tuple[dict[str, Any], float]:
     return op, timeout
 
 
-def fs_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any], ph: Phases) -> process.Outcome:
+def fs_run(
+    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], ph: Phases
+) -> process.Outcome:
     """One file-system micro-benchmark run in the target's file system (no PostgreSQL)."""
     op, timeout = fs_op_spec(view.workload, view.run)
     cmd = fsmicro_spec.command(op, mnt.path, rdir.resolve())

@@ -12,7 +12,7 @@ from typing import Any
 
 from pgfslab.config.study import TargetView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, sysctl, targets
+from pgfslab.host import cgroups, sysctl, target_paths, target_release
 from pgfslab.run.common import say
 
 
@@ -23,7 +23,7 @@ def release_after_interrupt(target: TargetView, vm_rec: dict[str, Any] | None = 
     devices, its cgroups, and vm.* settings not restored. Returns what it had to do."""
     done: list[str] = []
     wd = target.workdir
-    mnt = targets.mountpoint(wd, target.name)
+    mnt = target_paths.mountpoint(wd, target.name)
     for pid in _processes_under(mnt):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
@@ -31,11 +31,11 @@ def release_after_interrupt(target: TargetView, vm_rec: dict[str, Any] | None = 
     if done:
         time.sleep(0.5)
     with contextlib.suppress(LabError):
-        done += targets.release(wd, target.name)
+        done += target_release.release(wd, target.name)
     wal = target.spec.wal_on
     if wal:  # the target that holds this target's WAL was mounted for the run too
         with contextlib.suppress(LabError):
-            done += targets.release(wd, wal)
+            done += target_release.release(wd, wal)
     with contextlib.suppress(Exception):
         done += cgroups.remove_leftovers(cgroups.cgroup_name(target.study, target.name))
     if vm_rec and "before" in vm_rec and "restored" not in vm_rec and vm_rec.get("before"):

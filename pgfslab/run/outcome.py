@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.config.study import RunView
-from pgfslab.host import proc, targets, zfs
+from pgfslab.host import mounted_target, proc, zfs
 from pgfslab.run.common import disk_full_message, fs_used_bytes, texts
 from pgfslab.runners import process
 
 
 def run_error(
-    view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any], outcome: process.Outcome
+    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], outcome: process.Outcome
 ) -> str | None:
     """What went wrong in a run, most telling first: a full target, a server crash, the tool's error
     (a timeout, a client that died); None for a good run. An fsmicro run has no server."""
@@ -34,7 +34,7 @@ def run_error(
     return "; ".join(parts) or None
 
 
-def footprint(mnt: targets.Mounted) -> dict[str, Any]:
+def footprint(mnt: mounted_target.Mounted) -> dict[str, Any]:
     """What the run left on the target: bytes used, btrfs compression, ZFS's own accounting."""
     out: dict[str, Any] = {"fs_used_bytes": fs_used_bytes(mnt)}
     if mnt.fs == "btrfs" and not mnt.fallback:

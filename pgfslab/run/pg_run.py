@@ -15,7 +15,7 @@ import psycopg
 from pgfslab.config.model import Snapshots
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, pg_install, postgres, snapshots, targets
+from pgfslab.host import cgroups, mounted_target, pg_install, postgres, snapshots
 from pgfslab.progress import Progress
 from pgfslab.run import start_state
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts
@@ -24,7 +24,9 @@ from pgfslab.run.sampler import Samplers
 from pgfslab.runners import pgbench, process, sysbench
 
 
-def pg_run(view: RunView, rdir: Path, mnt: targets.Mounted, record: dict[str, Any], ph: Phases) -> process.Outcome:
+def pg_run(
+    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], ph: Phases
+) -> process.Outcome:
     """One pgbench or sysbench run against the target's cluster (in its cgroup, with its samplers).
 
     A server that crashes during the run is data: what it left is recorded (record["server"]), its
@@ -122,7 +124,7 @@ def copy_scripts(view: RunView, rdir: Path) -> list[tuple[Path, int]]:
 
 
 def _snapshots(
-    stack: contextlib.ExitStack[Any], snaps: Snapshots | None, mnt: targets.Mounted, rdir: Path
+    stack: contextlib.ExitStack[Any], snaps: Snapshots | None, mnt: mounted_target.Mounted, rdir: Path
 ) -> Any | None:
     """The periodic snapshots of the run's target (ZFS's own, or btrfs subvolume snapshots), started on `stack`."""
     if snaps is None:

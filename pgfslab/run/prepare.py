@@ -16,7 +16,7 @@ import psycopg
 from pgfslab.config.model import Dataset
 from pgfslab.config.study import PostgresSettings, Study, TargetView, database_for
 from pgfslab.errors import LabError
-from pgfslab.host import pg_install, postgres, safety, targets, zfs
+from pgfslab.host import mounted_target, pg_install, postgres, safety, target_create, target_mount, zfs, zfs_target
 from pgfslab.run import provenance, start_state
 from pgfslab.run.common import (
     PG_TOOLS,
@@ -69,19 +69,19 @@ def prepare_target(study: Study, target: str) -> Path:
     if build is not None:
         record["postgres_build"] = build.record()
         say(label, f"PostgreSQL {build.version} ({build.source}, {build.bindir})")
-    with targets.zfs_service(wd, tv.specs()), contextlib.ExitStack() as stack:
-        record["created"] = targets.create(
+    with zfs_target.zfs_service(wd, tv.specs()), contextlib.ExitStack() as stack:
+        record["created"] = target_create.create(
             wd,
             target,
             spec.to_dict(),
             study=study.study,
             data_subvolume=target in study.snapshot_targets() and spec.fs == "btrfs",
         )
-        mnt = stack.enter_context(targets.mounted(wd, target, spec.to_dict(), user, study=study.study))
+        mnt = stack.enter_context(target_mount.mounted(wd, target, spec.to_dict(), user, study=study.study))
         record["mount"] = mnt.describe()
         waldir = None
         if wal and tv.wal is not None and pg is not None:
-            wmnt = stack.enter_context(targets.mounted(wd, wal, tv.wal.to_dict(), user, study=study.study))
+            wmnt = stack.enter_context(target_mount.mounted(wd, wal, tv.wal.to_dict(), user, study=study.study))
             waldir = wal_dir(wmnt, target)
             if waldir.exists() or waldir.is_symlink():
                 safety.reset_dir(waldir, wd)
@@ -121,7 +121,7 @@ def _prepare_cluster(
     tv: TargetView,
     pg: PostgresSettings,
     build: pg_install.Build,
-    mnt: targets.Mounted,
+    mnt: mounted_target.Mounted,
     out: Path,
     tools: set[str],
     loads: list[Load],

@@ -10,7 +10,7 @@ One run = one cycle: write, crash, restart, verify.
   promised to keep.
 * **Crash.** After `crash_after_s` the lab kills PostgreSQL: `kill` sends SIGKILL to the postmaster
   (its backends notice and exit; the operating system and its page cache live on); `power-loss` first
-  cuts the target's loop device (pgfslab/host/targets.py cut_power: nothing more reaches the image, so
+  cuts the target's loop device (pgfslab/host/powercut.py cut_power: nothing more reaches the image, so
   writes not yet on the device are lost, as in a power cut) and SIGKILLs every server process.
 * **Restart.** A power cut's file system is unmounted, the image attached and mounted again (journal
   replay); PostgreSQL starts and runs crash recovery from its WAL.

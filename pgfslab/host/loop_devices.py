@@ -1,0 +1,40 @@
+"""Loop devices for image targets: whether this process may attach and mount, attaching an image (with
+direct I/O), whether a device has direct I/O on, which loop devices an image backs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pgfslab.host import proc
+
+
+def mounting_allowed() -> tuple[bool, str]:
+    """Can this process attach loop devices and mount? (root, /dev/loop-control, tools present)."""
+    if os.geteuid() != 0:
+        return False, "not running as root"
+    if not Path("/dev/loop-control").exists():
+        return False, "no /dev/loop-control (loop devices unavailable)"
+    for tool in ("losetup", "mount", "umount"):
+        if proc.which(tool) is None:
+            return False, f"{tool} not found"
+    return True, "root with loop devices"
+
+
+def attach(image: Path, direct_io: bool) -> str:
+    cmd = ["losetup", "--find", "--show"]
+    if direct_io:
+        cmd.append("--direct-io=on")
+    cmd.append(str(image))
+    return proc.run(cmd).stdout.strip()
+
+
+def direct_io_on(dev: str) -> bool | None:
+    out = proc.run(["losetup", "--list", "--noheadings", "--output", "DIO", dev], check=False).stdout.strip()
+    return {"1": True, "0": False}.get(out)
+
+
+def backing(image: Path) -> list[str]:
+    out = proc.run(["losetup", "-j", str(image)], check=False).stdout
+    return [line.split(":", 1)[0] for line in out.splitlines() if line.strip()]

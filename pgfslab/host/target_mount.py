@@ -1,0 +1,164 @@
+"""A created target, ready for a cluster for the duration of a block: image and device targets mounted
+with their mount options (those the kernel does not show are noted), tmpfs and existing targets and
+plain directories as they are; a fallback directory labelled as one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pgfslab.config.targets import kind
+from pgfslab.errors import LabError
+from pgfslab.host import blockdev, btrfs, loop_devices, mounts, proc, safety, target_paths, target_release, zfs_target
+from pgfslab.host.mounted_target import Mounted
+
+
+def _warn(msg: str) -> None:
+    print(f"WARNING: {msg}", file=sys.stderr, flush=True)
+
+
+def _unapplied(requested: list[str], effective: str | None) -> list[str]:
+    """Requested mount options the kernel does not show (some are defaults it never shows)."""
+    eff = (effective or "").split(",")
+    return [o for o in requested if o not in eff and not any(e.startswith(o + ":") for e in eff)]
+
+
+@contextlib.contextmanager
+def attached_and_mounted(workdir: Path, name: str, spec: dict[str, Any]) -> Iterator[tuple[str, Path, float]]:
+    """Attach (image) or check (device), mount at the lab's mount point; always released after."""
+    k = kind(spec)
+    image = target_paths.image_path(workdir, name)
+    if k == "image" and not image.exists():
+        raise LabError(f"target {name}: image {image} is missing; re-run its preparation (delete its target.json)")
+    mnt = target_paths.mountpoint(workdir, name)
+    safety.require_unmountable(mnt, workdir)
+    target_release.release(workdir, name)  # a killed earlier run may have left our own mount or loop behind
+    try:
+        if k == "device":
+            blockdev.check_device(spec["device"], target=name, fs=spec["fs"], purpose="mount")
+            dev = spec["device"]
+        else:
+            dev = loop_devices.attach(image, spec.get("direct_io", True))
+        mnt.mkdir(parents=True, exist_ok=True)
+        opts = ",".join(spec.get("mount_options", []))
+        cmd = ["mount", "-t", spec["fs"]] + (["-o", opts] if opts else []) + [dev, str(mnt)]
+        t0 = time.monotonic()
+        proc.run(cmd)
+        yield dev, mnt, time.monotonic() - t0
+    finally:
+        target_release.release(workdir, name)
+        if not mounts.is_mounted(mnt):
+            with contextlib.suppress(OSError):
+                mnt.rmdir()  # only ever removes the empty mount point
+
+
+@contextlib.contextmanager
+def mounted(
+    workdir: Path, name: str, spec: dict[str, Any], owner: str, *, study: str | None = None
+) -> Iterator[Mounted]:
+    """The created target, ready for a cluster, for the duration of the block. Image and device targets
+    are mounted now and always released after; tmpfs and existing targets stay as they are."""
+    pw = pwd.getpwnam(owner)
+    fs, k = spec["fs"], kind(spec)
+    dirpath = workdir / "dirs" / name
+    image = target_paths.image_path(workdir, name)
+    if k == "dir" or (
+        k in ("image", "tmpfs")
+        and not image.exists()
+        and dirpath.exists()
+        and not mounts.is_mounted(target_paths.mountpoint(workdir, name))
+    ):
+        fallback = fs != "dir"
+        if fallback:
+            _warn(f"target {name}: plain-directory FALLBACK at {dirpath} (not a {fs} file system)")
+        os.chown(dirpath, pw.pw_uid, pw.pw_gid)
+        host_fs = mounts.containing(dirpath).fstype
+        yield Mounted(
+            name,
+            fs if not fallback else f"{fs}->dir",
+            dirpath,
+            dirpath,
+            fallback,
+            mount_options=None,
+            notes=[f"host file system: {host_fs or 'unknown'}"],
+            kind="dir" if not fallback else f"{k}->dir",
+        )
+        return
+    if k == "existing":
+        sub = target_paths.existing_dir(spec, study or workdir.name, name)
+        if not safety.is_lab_dir(sub):
+            raise LabError(f"target {name}: {sub} is missing or not the lab's; prepare the target first")
+        os.chown(sub, pw.pw_uid, pw.pw_gid)
+        host = mounts.containing(sub)
+        yield Mounted(
+            name,
+            host.fstype,
+            sub,
+            host.target,
+            False,
+            device=host.source,
+            mount_options=host.options_text,
+            kind="existing",
+            notes=[
+                f"existing file system at {host.target}, shared with the host; used bytes count the whole file system"
+            ],
+        )
+        return
+    if k == "tmpfs":
+        mnt = target_paths.mountpoint(workdir, name)
+        m = mounts.at(mnt)
+        if m is None or m.fstype != "tmpfs" or m.source != target_paths.tmpfs_source(name):
+            raise LabError(
+                f"target {name}: no lab tmpfs is mounted at {mnt}; a tmpfs lives in RAM, so its data "
+                "is gone after an unmount or a reboot: prepare the target again"
+            )
+        os.chown(mnt, pw.pw_uid, pw.pw_gid)
+        yield Mounted(
+            name,
+            "tmpfs",
+            mnt,
+            mnt,
+            False,
+            device=m.source,
+            mount_options=m.options_text,
+            kind="tmpfs",
+            notes=["tmpfs: pages live in RAM (and count against a memory cgroup that writes them)"],
+        )
+        return
+    if fs == "zfs":
+        with zfs_target.zfs_mounted(workdir, name, spec, pw) as m:
+            yield m
+        return
+    with attached_and_mounted(workdir, name, spec) as (dev, mnt, mount_s):
+        os.chown(mnt, pw.pw_uid, pw.pw_gid)
+        path = mnt
+        if fs == "btrfs" and btrfs.is_subvolume(mnt / target_paths.DATA_SUBVOLUME):
+            path = mnt / target_paths.DATA_SUBVOLUME
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+        effective = mounts.options(mnt)
+        notes = [
+            f"mount option {o} requested but not listed by the kernel (a default it does not show?)"
+            for o in _unapplied(list(spec.get("mount_options", [])), effective)
+        ]
+        for note in notes:
+            _warn(f"target {name}: {note}")
+        yield Mounted(
+            name,
+            fs,
+            path,
+            mnt,
+            False,
+            device=dev,
+            mount_options=effective,
+            direct_io=loop_devices.direct_io_on(dev) if k == "image" else None,
+            notes=notes,
+            kind=k,
+            mount_s=round(mount_s, 4),
+        )

@@ -1,0 +1,41 @@
+"""Where a target's pieces live: its image, its mount point and its subdirectories under the study's work
+directory, the lab's subdirectory on an existing file system, the names of its tmpfs and zfs pool.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pgfslab.host import safety, zfs
+
+DATA_SUBVOLUME = "data"  # btrfs targets with snapshots keep PGDATA's parent in this subvolume
+ZFS_DATASET = "data"  # zfs targets keep PGDATA's parent in the dataset <pool>/data, mounted at <mnt>/data
+
+
+def image_path(workdir: Path, name: str) -> Path:
+    return workdir / "images" / f"{name}.img"
+
+
+def mountpoint(workdir: Path, name: str) -> Path:
+    return workdir / "mnt" / name
+
+
+def existing_dir(spec: dict[str, Any], study: str, name: str) -> Path:
+    """The lab's own subdirectory on a user-named existing file system."""
+    return Path(spec["path"]) / f"{safety.LAB_DIR_PREFIX}{study}-{name}"
+
+
+def tmpfs_source(name: str) -> str:
+    return f"pgfslab-{name}"
+
+
+def zfs_pool(workdir: Path, name: str) -> str:
+    """The pool of a zfs target: pgfslab-<study>-<target> (the work directory is named after the study)."""
+    return zfs.pool_name(workdir.name, name)
+
+
+def zfs_files(workdir: Path, name: str) -> tuple[Path, Path, Path]:
+    """The zfs-fuse daemon's log and PID record (one per study work directory), and the directory of
+    device symlinks `zpool import -d` searches for this target's pool."""
+    return workdir / "zfs-fuse.log", workdir / "zfs-fuse.pid", workdir / "zfs-devices" / name
