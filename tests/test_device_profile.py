@@ -227,11 +227,11 @@ def test_an_emulated_device_is_compared_with_emulated_devices_only():
 
 
 def test_the_paper_says_which_device_is_emulated_and_what_it_leaves_out():
-    cfg = config.load(REPO / "config" / "btrfs-hdd.yaml")
+    cfg = config.load_study(REPO / "config" / "btrfs-hdd.yaml")
     assert paper_device.profiles(cfg) == {"ext4": "hdd", "btrfs": "hdd", "btrfs-zlib": "hdd"}
     text = paper_device.emulated_text(cfg)
     assert text is not None
     for said in ("ext4, btrfs, btrfs-zlib: `hdd`", "150 read and 150 write operations", "no seek model",
                  "page cache", "not throttled", "docs/slow-device.md"):  # fmt: skip
         assert said in text, said
-    assert paper_device.emulated_text(config.load(REPO / "config" / "wal-separate.yaml")) is None
+    assert paper_device.emulated_text(config.load_study(REPO / "config" / "wal-separate.yaml")) is None

@@ -4,25 +4,22 @@ threats of zfs-fuse targets and unsafe settings. Each says nothing for a study t
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
 from pgfslab.analysis import charts, device, report
 from pgfslab.config import device_profiles
+from pgfslab.config.study import Study
 from pgfslab.paper.context import Context, figure, show
 
 
-def profiles(cfg: dict[str, Any]) -> dict[str, str]:
+def profiles(study: Study) -> dict[str, str]:
     """target -> its device profile (`device_profile`), for the study's targets that have one."""
-    return {
-        t: str(s["device_profile"]) for t, s in (cfg.get("targets") or {}).items() if (s or {}).get("device_profile")
-    }
+    return {t: str(s.device_profile) for t, s in study.targets.items() if s.device_profile}
 
 
-def emulated_text(cfg: dict[str, Any]) -> str | None:
+def emulated_text(study: Study) -> str | None:
     """What the throttled targets' device is, where its numbers come from, and what it does not emulate."""
-    named = profiles(cfg)
+    named = profiles(study)
     if not named:
         return None
     parts = []
