@@ -196,7 +196,8 @@ def test_processes_left_inside_are_moved_back_and_the_cgroup_removed():
 @needs_root
 def test_add_tree_moves_a_running_process_and_its_children():
     need("memory")
-    code = "import os, time\nif os.fork() == 0:\n    time.sleep(30)\nelse:\n    time.sleep(30)\n"
+    # a parent with a child of its own: add_tree must move both
+    code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\ntime.sleep(30)\n"
     parent = subprocess.Popen([sys.executable, "-c", code])
     moved: list[int] = []
     try:
