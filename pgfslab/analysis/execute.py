@@ -12,6 +12,7 @@ from typing import Any
 import papermill as pm
 
 from pgfslab import paths
+from pgfslab.analysis.kernel import private_sockets
 from pgfslab.analysis.registry import Job
 from pgfslab.errors import LabError
 
@@ -19,21 +20,23 @@ from pgfslab.errors import LabError
 def run(job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths.NOTEBOOKS) -> None:
     """Execute `job`'s notebook into `out`; a failing cell is a LabError naming the notebook and the error."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        pm.execute_notebook(
-            str(job.source),
-            str(out),
-            parameters=params,
-            kernel_name="python3",
-            progress_bar=False,
-            cwd=str(kernel_cwd),
-            log_output=False,
-            # written once, at the end (also after a failed cell, with its traceback), instead of after every
-            # cell's start and end: each write serialises and validates the whole notebook, figures included
-            request_save_on_cell_execute=False,
-        )
-    except pm.PapermillExecutionError as exc:
-        raise LabError(
-            f"notebook {job.name} ({job.source.name}) failed in cell {exc.exec_count}: "
-            f"{exc.ename}: {exc.evalue} (executed copy: {out})"
-        ) from None
+    with private_sockets() as kernel_config:
+        try:
+            pm.execute_notebook(
+                str(job.source),
+                str(out),
+                parameters=params,
+                kernel_name="python3",
+                progress_bar=False,
+                cwd=str(kernel_cwd),
+                log_output=False,
+                # written once, at the end (also after a failed cell, with its traceback), instead of after
+                # every cell's start and end: each write serialises and validates the whole notebook
+                request_save_on_cell_execute=False,
+                config=kernel_config,
+            )
+        except pm.PapermillExecutionError as exc:
+            raise LabError(
+                f"notebook {job.name} ({job.source.name}) failed in cell {exc.exec_count}: "
+                f"{exc.ename}: {exc.evalue} (executed copy: {out})"
+            ) from None

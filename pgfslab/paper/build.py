@@ -55,33 +55,36 @@ def build(
     # here, not at the top: the paper notebook's kernel imports this module (write_meta) and needs neither
     import papermill
 
+    from pgfslab.analysis.kernel import private_sockets
     from pgfslab.paper import pdf_export
 
     executed, pdf, html = Path(executed), Path(pdf), Path(html)
     build_dir = executed.parent
     build_dir.mkdir(parents=True, exist_ok=True)
     (build_dir / META_FILE).unlink(missing_ok=True)
-    try:
-        papermill.execute_notebook(
-            str(source),
-            str(executed),
-            kernel_name="python3",
-            progress_bar=False,
-            request_save_on_cell_execute=False,  # written once at the end (as the notebooks, analysis.execute)
-            # absolute: the notebook resolves relative paths against the repository, not this directory
-            parameters={
-                "db": str(Path(db).absolute()),
-                "study": study,
-                "figures_dir": str(Path(figures_dir or f"figures/{study}").absolute()),
-                "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
-                "build_dir": str(build_dir.absolute()),
-            },
-        )
-    except papermill.PapermillExecutionError as exc:
-        raise LabError(
-            f"{source}: cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} "
-            f"(executed copy with the traceback: {executed})"
-        ) from None
+    with private_sockets() as kernel_config:
+        try:
+            papermill.execute_notebook(
+                str(source),
+                str(executed),
+                kernel_name="python3",
+                progress_bar=False,
+                request_save_on_cell_execute=False,  # written once at the end (as analysis.execute)
+                config=kernel_config,  # analysis.kernel: no port shared with a notebook started beside it
+                # absolute: the notebook resolves relative paths against the repository, not this directory
+                parameters={
+                    "db": str(Path(db).absolute()),
+                    "study": study,
+                    "figures_dir": str(Path(figures_dir or f"figures/{study}").absolute()),
+                    "tables_dir": str(Path(tables_dir or build_dir / "tables").absolute()),
+                    "build_dir": str(build_dir.absolute()),
+                },
+            )
+        except papermill.PapermillExecutionError as exc:
+            raise LabError(
+                f"{source}: cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} "
+                f"(executed copy with the traceback: {executed})"
+            ) from None
     nb = nbformat.read(executed, as_version=4)
     meta = _study_meta(db, study)
     extra = build_dir / META_FILE
