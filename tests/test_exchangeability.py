@@ -19,6 +19,7 @@ from pgfslab.analysis import queries, run_evidence
 from pgfslab.analysis.stats import aa, days
 from pgfslab.analysis.stats import exchangeability as ex
 from pgfslab.ingest import study as ingest_study_mod
+from pgfslab.paper import abstract
 
 REPO = Path(__file__).resolve().parent.parent
 STUDIES = REPO / "tests" / "data" / "studies"
@@ -194,6 +195,16 @@ def test_twins_from_config_and_comparisons_against_the_band() -> None:
         {"workload": ["tpcb", "tpcb"], "clients": [4, 4], "ratio": [0.80, 1.01], "lo": [0.75, 0.9], "hi": [0.85, 1.1]}
     )
     assert aa.with_noise(comps, band)["noise"].to_list() == ["outside the A/A band", "inside the A/A band"]
+
+
+def test_the_abstract_reports_the_twin_as_the_noise_floor_by_hand() -> None:
+    # the same numbers as test_aa_ratio_and_band_by_hand: 1.00 [0.97, 1.03] at 96 %, band 3 % either way
+    twin = [100 * math.exp(d) for d in (-0.03, -0.02, -0.01, 0.01, 0.02, 0.03)]
+    text = abstract._noise_floor(aa_frame([100.0] * 6, twin), {"ext4-aa": "ext4"}, 0.05)
+    assert "ext4-aa against its identical twin ext4" in text
+    assert "1.00 [0.97, 1.03] (96 % interval, 6+6 runs)" in text
+    assert "differ by 3 %" in text
+    assert abstract._noise_floor(aa_frame([100.0] * 6, twin), {}, 0.05) == ""
 
 
 # ---------------------------------------------------------------------------- two days, by hand

@@ -10,27 +10,34 @@ from IPython.display import Markdown, display
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import report, stats
+from pgfslab.analysis.stats.aa import aa_ratios
 from pgfslab.paper.build import write_meta
 from pgfslab.paper.context import PG_TOOLS, Context, names, workload_what
 from pgfslab.paper.durability import durability_abstract, durability_frame
 
 
 def abstract_text(ctx: Context) -> str:
+    twins = ctx.twins
     ok = ctx.ok
-    n_targets = len(ctx.target_names)
+    studied = ctx.compared_targets
+    n_targets = len(studied)
     tools = names([t for t in ctx.tools])
+    controls = [f"{t}, a twin of {b}" for t, b in twins.items() if t in ctx.target_names]
+    control = f" and {'an A/A control' if len(controls) == 1 else 'A/A controls'} ({'; '.join(controls)})"
     text = (
         f"We ran {tools} against {n_targets} storage target{'s' if n_targets > 1 else ''} "
-        f"({names(ctx.target_names)}) on one machine ({ctx.runs['cpus'][0]} CPUs, "
+        f"({names(studied)}){control if controls else ''} on one machine ({ctx.runs['cpus'][0]} CPUs, "
         f"{report.bytes_h((ctx.runs['mem_total_kb'][0] or 0) * 1024)} RAM): {ctx.runs.height} runs of "
         f"{_run_lengths(ctx)}, repeats interleaved across {'targets' if n_targets > 1 else 'workloads'}. "
     )
     if ok.height == 0:
         return text + "No run completed, so there are no results to summarise."
     wl, clients = ctx.headline_cell()
-    cell = ok.filter(
+    in_cell = ok.filter(
         (pl.col("workload") == wl) & (pl.col("clients") == clients) if clients is not None else pl.col("workload") == wl
     )
+    # the A/A controls measure the instrument: reported as the noise band below, never as a target result
+    cell = in_cell.filter(~pl.col("target").is_in(list(twins)))
     tool = cell["tool"][0]
     unit = ctx.unit(tool)
     base = cell["base_workload"][0] if "base_workload" in cell.columns and cell["base_workload"][0] else wl
@@ -68,6 +75,7 @@ def abstract_text(ctx: Context) -> str:
             f"{report.num(worst['m'])} {unit} ({gap:.0f} % apart); {sig.height} of {tests.height} differences from "
             f"{baseline} are significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg.analysis.alpha}). "
         )
+        text += _noise_floor(in_cell, twins, ctx.cfg.analysis.alpha)
     else:  # one target: compare the workloads of the study instead
         per_wl = (
             ok.group_by("workload", "clients")
@@ -122,6 +130,9 @@ def abstract_text(ctx: Context) -> str:
             f"({report.pct(b['space_savings'], 0)} space savings). "
         )
     var = _parquet(ctx, "variance_significance")
+    twin_labels = ok.filter(pl.col("target").is_in(list(twins)))["target_label"].unique().to_list()
+    if var is not None and "cv_within" in var.columns and twin_labels:
+        var = var.filter(~pl.col("level").is_in(twin_labels))
     if var is not None and "cv_within" in var.columns and var.height:
         lo, hi = var.sort("cv_within").row(0, named=True), var.sort("cv_within").row(-1, named=True)
         text += (
@@ -129,6 +140,21 @@ def abstract_text(ctx: Context) -> str:
             f"({lo['level']}) to {report.pct(hi['cv_within'], 0)} ({hi['level']}) (coefficient of variation)."
         )
     return text.strip()
+
+
+def _noise_floor(cell: pl.DataFrame, twins: dict[str, str], alpha: float) -> str:
+    """The headline cell's A/A control as one sentence: twin/baseline with its interval (stats.aa)."""
+    aa = aa_ratios(cell, twins, alpha=alpha) if twins else pl.DataFrame()
+    if aa.height == 0:
+        return ""
+    r = aa.row(0, named=True)
+    spread = 100 * (r["band_hi"] - 1)
+    return (
+        f"The A/A control, {r['twin']} against its identical twin {r['baseline']}, came out at "
+        f"{r['aa_ratio']:.2f} [{r['aa_lo']:.2f}, {r['aa_hi']:.2f}] ({100 * r['aa_coverage']:.0f} % interval, "
+        f"{r['n_twin']}+{r['n_baseline']} runs): on this machine two identical targets can differ by "
+        f"{spread:.0f} % in this cell, and no difference inside that band is a finding. "
+    )
 
 
 def _run_lengths(ctx: Context) -> str:

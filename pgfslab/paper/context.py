@@ -105,6 +105,16 @@ class Context:
     def baseline(self) -> str:
         return self.target_names[0]
 
+    @property
+    def twins(self) -> dict[str, str]:
+        """A/A controls in the study: twin -> the target whose exact spec it repeats (`aa_twin_of`)."""
+        return {t: spec.aa_twin_of for t, spec in self.cfg.targets.items() if spec.aa_twin_of}
+
+    @property
+    def compared_targets(self) -> list[str]:
+        """The targets under study: every target but the A/A controls, which measure the instrument."""
+        return [t for t in self.target_names if t not in self.twins]
+
     def first_record(self, tools: tuple[str, ...] | None = None) -> dict[str, Any]:
         for rec in self.records.values():
             if tools is None or rec.get("tool") in tools:
