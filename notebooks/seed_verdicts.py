@@ -84,7 +84,9 @@ if tested.height:
         tested,
         caption="Each finding tested by this study, per cell, the seed's own condition (primary) first: what was "
         "compared, what the claim expects (the seed's number, or direction only, or the lab's equivalence band and "
-        "why), this lab's estimate with its interval, the runs per side, the test, the verdict in words, and any "
+        "why), this lab's estimate with its interval, the cell's A/A band (two identical targets' spread, where the "
+        "study carries a twin of A: a ratio inside it is no finding, an interval reaching into it is not separated "
+        "from the noise), the runs per side, the test, the verdict in words, and any "
         "precondition that could not be checked. Context cells are shown, never pooled into the verdict. Footprints "
         "and compression ratios are one measurement per load (the runs re-read the same load): no interval.",
     )

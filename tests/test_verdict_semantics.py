@@ -74,9 +74,23 @@ def test_the_same_is_an_equivalence_test_against_the_stated_band() -> None:
 
 def test_an_effect_inside_the_aa_band_is_no_finding() -> None:
     v = judge(ci(1.05, 1.02, 1.08), "greater", seed_value=1.45, aa_band=(0.98, 1.10))
-    assert v.category == R.NOISE and "inside the A/A band [0.98, 1.10]" in v.text
-    # outside the band, the ordinary verdict
+    assert v.category == R.NOISE and "the ratio inside the A/A band [0.98, 1.10]" in v.text
+    # the ratio inside the band, the interval beyond it and clear of 1: still the instrument's noise
+    wide = judge(ci(1.08, 1.02, 1.15), "greater", seed_value=1.45, aa_band=(0.91, 1.10))
+    assert wide.category == R.NOISE and wide.direction == "agrees"
+    # the ratio beyond the band, the interval reaching into it: not separated from the noise
+    reach = judge(ci(1.14, 1.05, 1.24), "greater", seed_value=1.45, aa_band=(0.91, 1.10))
+    assert reach.category == R.UNRESOLVED and "reaches into the A/A band [0.91, 1.10]" in reach.text
+    # clear of the band, the ordinary verdict
     assert judge(ci(1.30, 1.20, 1.40), "greater", seed_value=1.45, aa_band=(0.98, 1.10)).category == R.SMALLER
+    assert judge(ci(0.70, 0.60, 0.80), "greater", seed_value=1.45, aa_band=(0.91, 1.10)).category == R.OPPOSITE
+
+
+def test_the_aa_band_is_symmetric_on_the_log_scale() -> None:
+    # twin/baseline [0.95, 1.04]: h = max(1.04, 1/0.95 = 1.0526), band [1/1.0526, 1.0526] = [0.95, 1.0526]
+    lo, hi = R.aa_band(0.95, 1.04)
+    assert (lo, hi) == pytest.approx((0.95, 1 / 0.95))
+    assert R.aa_band(0.0, 1.2) == (0.0, math.inf)
 
 
 def test_one_measurement_per_load_has_no_interval() -> None:
@@ -149,6 +163,8 @@ def test_the_aa_twin_gives_the_noise_band_and_is_never_a_side() -> None:
     out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c)
     assert out.height == 1 and out["b"][0] == "xfs"  # ext4-twin is no side
     assert out["verdict"][0] == R.NOISE and "A/A band" in out["verdict_text"][0]
+    # the row carries the band it was read against: symmetric on the log scale, around 1
+    assert out["aa_lo"][0] * out["aa_hi"][0] == pytest.approx(1.0) and out["aa_hi"][0] > 1.01
 
 
 # ------------------------------------------------------------------ preconditions, measured

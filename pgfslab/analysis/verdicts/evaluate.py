@@ -86,6 +86,8 @@ RESULT_SCHEMA: dict[str, Any] = {
     "lo": pl.Float64,
     "hi": pl.Float64,
     "coverage": pl.Float64,
+    "aa_lo": pl.Float64,  # the A/A band of the cell (ratio.aa_band of the twin against A), where A has a twin
+    "aa_hi": pl.Float64,
     "seed_value": pl.Float64,
     "test": pl.Utf8,
     "direction": pl.Utf8,
@@ -161,7 +163,8 @@ def _values(part: pl.DataFrame, target: str, column: str, per_load: bool) -> np.
 
 
 def _aa_band(facts: pl.DataFrame, group: dict[str, Any], target: str, column: str, alpha: float):
-    """The A/A band of `target` in this cell: its twin's values against its own (None without a twin)."""
+    """The A/A band of `target` in this cell: the symmetric band (ratio.aa_band) of its twin's values against
+    its own (None without a twin, or with too few runs for an interval at the study's level)."""
     if "aa_twin_of" not in facts.columns:
         return None
     names = facts.filter(pl.col("target_label") == target)["target"].unique().to_list()
@@ -172,7 +175,7 @@ def _aa_band(facts: pl.DataFrame, group: dict[str, Any], target: str, column: st
     a = facts.filter(same & (pl.col("target_label") == target))[column].drop_nulls().to_numpy()
     b = twins.filter(same)[column].drop_nulls().to_numpy()
     ci = R.ratio_ci(a, b, alpha)
-    return (ci.lo, ci.hi) if ci.confidence >= 1 - alpha - 1e-9 else None
+    return R.aa_band(ci.lo, ci.hi) if ci.confidence >= 1 - alpha - 1e-9 else None
 
 
 def _judged(claim: Claim, ci: R.RatioCI, per_load_once: bool, aa, alpha: float) -> R.Verdict:
@@ -254,6 +257,7 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
         else:
             ci = R.ratio_ci(a, b, alpha)
         test = "one measurement per load" if per_load and min(len(a), len(b)) < 3 else TEST.get(claim.quantity, "")
+    aa = None if inter or claim.quantity == "saving" else _aa_band(with_twins, group, ta, column, alpha)
     miss, unchecked = regime.check(claim.preconditions, pa, pb)
     miss += regime.throttled_await(claim.quantity, pa, pb)
     if miss:
@@ -262,7 +266,6 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
         v = _saving(ci.ratio, claim.seed_value)
     else:
         once = per_load and min(ci.n_a, ci.n_b) < 3
-        aa = None if inter else _aa_band(with_twins, group, ta, column, alpha)
         v = _judged(claim, ci, once, aa, alpha)
     label_a, label_b = _side_label(ta, claim.a, differ), _side_label(tb, claim.b, differ)
     if claim.quantity == "saving":
@@ -272,6 +275,7 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
         "compared": f"{ta}: seconds with checkpoint writes / the other seconds" if claim.quantity in PAIRED
         else _compared(claim, ta, tb, differ), "a": label_a, "b": label_b,
         "n_a": ci.n_a, "n_b": ci.n_b, "estimate": ci.ratio, "lo": ci.lo, "hi": ci.hi, "coverage": ci.confidence,
+        "aa_lo": aa[0] if aa else None, "aa_hi": aa[1] if aa else None,
         "seed_value": claim.seed_value, "test": test, "direction": v.direction, "magnitude": v.magnitude,
         "verdict": v.category, "verdict_text": v.text, "unchecked": "; ".join(unchecked) or None,
     }  # fmt: skip

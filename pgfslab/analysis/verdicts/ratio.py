@@ -18,8 +18,12 @@ claimed side of 1, on the other, or covers 1) and, where the seed gave a number,
 number inside the interval: holds; the whole interval nearer 1 than the seed's number: same direction,
 smaller effect; farther: larger effect). A verbal claim gets the direction only; a claim that two sides
 are "the same" is an equivalence test against a band the lab chose (and says why). No edge is ever placed
-at or next to the seed's own estimate. Where an A/A band exists (the spread between a target and its exact
-twin), an effect whose interval lies inside it is no finding beyond the instrument's noise.
+at or next to the seed's own estimate.
+
+Where an A/A band exists (`aa_band`: the symmetric band [1/h, h] of the interval between a target and its
+exact twin), a comparison is read against it first (`against_noise`): a ratio inside the band is no finding
+beyond the instrument's noise; a ratio outside it whose interval still reaches into it is not separated
+from the noise (not resolved); only an interval clear of the band gets a direction and a magnitude.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 from pgfslab.analysis.stats.power import critical_u, u_null_cdf
 
 Expect = Literal["greater", "less", "same"]
+Noise = Literal["outside the A/A band", "inside the A/A band", "overlaps the A/A band"]
 # the verdict's category (one word or phrase a reader cannot misread; the sentence says the numbers)
 HOLDS = "holds"
 SMALLER = "same direction, smaller effect"
@@ -148,6 +153,28 @@ def _num(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 0.1 or abs(x) >= 100 else f"{x:.2f}"
 
 
+def aa_band(lo: float, hi: float) -> tuple[float, float]:
+    """The symmetric band [1/h, h], h = max(hi, 1/lo), of an A/A interval [lo, hi] (which of two identical
+    targets is called the twin is arbitrary); (0, inf) for none."""
+    if not (lo > 0 and math.isfinite(hi)):
+        return 0.0, math.inf
+    h = max(hi, 1 / lo)
+    return 1 / h, h
+
+
+def against_noise(ratio: float, lo: float, hi: float, band_lo: float, band_hi: float) -> Noise | None:
+    """Where a comparison's ratio and interval lie against an A/A band: outside (the whole interval clears
+    it: a finding), inside (the ratio lies within it: the instrument alone moves two identical targets that
+    far), or overlapping (the ratio outside, the interval reaching in); None when either is unknown."""
+    if any(v is None or math.isnan(v) for v in (ratio, lo, hi, band_lo, band_hi)):
+        return None
+    if lo > band_hi or hi < band_lo:
+        return "outside the A/A band"
+    if band_lo <= ratio <= band_hi:
+        return "inside the A/A band"
+    return "overlaps the A/A band"
+
+
 def interval_text(ci: RatioCI) -> str:
     return f"{_num(ci.ratio)} [{_num(ci.lo)}, {_num(ci.hi)}]"
 
@@ -190,10 +217,14 @@ def judge(
         if hi < 1 - band or lo > 1 + band:
             return Verdict(DIFFERS, None, None, f"not the same: {shown} lies outside {edge}")
         return Verdict(UNRESOLVED, None, None, f"not resolved at {at}: {shown} straddles an edge of {edge}")
-    if aa_band is not None and aa_band[0] <= lo and hi <= aa_band[1]:
-        noise = f"[{_num(aa_band[0])}, {_num(aa_band[1])}]"
-        return Verdict(NOISE, _side(lo, hi, expect), None, f"no finding beyond the instrument's noise: {shown} "
-                       f"lies inside the A/A band {noise}")  # fmt: skip
+    where = against_noise(ci.ratio, lo, hi, *aa_band) if aa_band is not None else None
+    if where is not None and where != "outside the A/A band":
+        noise = f"[{_num(aa_band[0])}, {_num(aa_band[1])}]"  # type: ignore[index]
+        if where == "inside the A/A band":
+            return Verdict(NOISE, _side(lo, hi, expect), None, f"no finding beyond the instrument's noise: "
+                           f"{shown}, the ratio inside the A/A band {noise}")  # fmt: skip
+        return Verdict(UNRESOLVED, _side(lo, hi, expect), None, f"not separated from the instrument's noise: "
+                       f"{shown} reaches into the A/A band {noise}")  # fmt: skip
     direction = _side(lo, hi, expect)
     if direction == "unresolved":
         return Verdict(UNRESOLVED, direction, None, f"not resolved at {at}: {shown} covers 1")

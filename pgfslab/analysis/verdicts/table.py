@@ -101,17 +101,23 @@ def _interval(est: float | None, lo: float | None, hi: float | None, quantity: s
 
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     """Per tested claim and cell, the seed's own condition first: its role, what was compared, what the claim
-    expects, this lab's estimate with its interval, the runs per side, the test, the verdict (its sentence)
-    and any precondition that could not be checked."""
+    expects, this lab's estimate with its interval, the cell's A/A band (the instrument's own noise, where the
+    study has a twin of A), the runs per side, the test, the verdict (its sentence) and any precondition that
+    could not be checked."""
     df = results.filter(pl.col("role").is_not_null()).join(_claim_frame(claims), on="claim")
     text = [
         _interval(e, lo, hi, q, cov)
         for e, lo, hi, q, cov in zip(df["estimate"], df["lo"], df["hi"], df["quantity"], df["coverage"], strict=True)
     ]  # formatting only: one string per row of a table of a few dozen rows
+    band = [
+        f"[{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else "–"
+        for lo, hi in zip(df["aa_lo"], df["aa_hi"], strict=True)
+    ]
     order = {c.id: i for i, c in enumerate(claims)}
     return (
         df.with_columns(
             pl.Series("here", text, dtype=pl.Utf8),
+            pl.Series("A/A band", band, dtype=pl.Utf8),
             pl.col("claim").replace_strict(order, default=len(order)).alias("_order"),
             (pl.col("role") != "primary").alias("_context"),
         )
@@ -123,6 +129,8 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
             pl.concat_str([pl.col("compared"), pl.lit(" · "), pl.col("cell")]).alias("compared here"),
             "expects",
             pl.col("here").alias("here [interval]"),
+            # the instrument's own noise in this cell: two identical targets' spread (the A/A control)
+            "A/A band",
             pl.when(pl.col("a") == "")
             .then(pl.col("n_b").cast(pl.Utf8))
             .otherwise(pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]))
