@@ -17,7 +17,7 @@ Per run (`run_measures`), from the study database:
 * `cpu_idle`, `cpu_iowait`, `cpu_steal`: the shares of all CPU time (every CPU, /proc/stat's aggregate
   `cpu` line, first to last sample of the run) spent idle, idle with I/O outstanding, and taken by the
   hypervisor for other guests; `cpu_busy` = 1 - idle - iowait (steal counts as busy: the run wanted the CPU
-  and did not get it). Older raw folders have no stat.log: these are null there;
+  and did not get it; pgfslab.analysis.cpu_time). Older raw folders have no stat.log: these are null there;
 * `hit_ratio`: shared_buffers hits / (hits + reads) over the run (pg_stat_database);
 * `checkpoints` completed during the run (pg_stat_bgwriter, timed + requested);
 * `steady`: MSER-5 found a steady state in the run's per-second throughput (after the fixed trim);
@@ -41,6 +41,7 @@ import polars as pl
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import stats
+from pgfslab.analysis.cpu_time import CPU_MEASURES, cpu_measures
 from pgfslab.analysis.device import device_table, has_baseline
 from pgfslab.analysis.wal_device import device_roles
 
@@ -165,38 +166,6 @@ def device_measures(samples: pl.DataFrame) -> pl.DataFrame:
         )
         .filter(pl.col("_n") >= 2)
         .drop("_n")
-    )
-
-
-# the states a CPU's time is split into (guest and guest_nice are already counted in user and nice)
-CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-CPU_MEASURES = ("cpu_busy", "cpu_idle", "cpu_iowait", "cpu_steal")
-
-
-def cpu_measures(samples: pl.DataFrame) -> pl.DataFrame:
-    """Per run, from the aggregate /proc/stat `cpu` line's samples (run_id, epoch_s, CPU_STATES; a counter
-    the kernel does not print is null and counts as 0): the shares of all CPU time between its first and
-    last sample, cpu_idle, cpu_iowait, cpu_steal and cpu_busy = 1 - idle - iowait (module docstring). A
-    run with fewer than two samples, or no ticks between them, has none."""
-    schema = {"run_id": pl.Utf8, **{c: pl.Float64 for c in CPU_MEASURES}}
-    if samples.height == 0:
-        return pl.DataFrame(schema=schema)
-    s = samples.sort("run_id", "epoch_s").with_columns([pl.col(c).cast(pl.Int64).fill_null(0) for c in CPU_STATES])
-    d = s.group_by("run_id", maintain_order=True).agg(
-        *[(pl.col(c).last() - pl.col(c).first()).alias(c) for c in CPU_STATES], pl.len().alias("_n")
-    )
-    total = pl.sum_horizontal(CPU_STATES).replace(0, None)
-    return (
-        d.filter(pl.col("_n") >= 2)
-        .with_columns(total.cast(pl.Float64).alias("_total"))
-        .select(
-            "run_id",
-            (1 - (pl.col("idle") + pl.col("iowait")) / pl.col("_total")).alias("cpu_busy"),
-            (pl.col("idle") / pl.col("_total")).alias("cpu_idle"),
-            (pl.col("iowait") / pl.col("_total")).alias("cpu_iowait"),
-            (pl.col("steal") / pl.col("_total")).alias("cpu_steal"),
-        )
-        .cast(schema)  # type: ignore[arg-type]
     )
 
 

@@ -1,11 +1,13 @@
-"""CPU time per run from /proc/stat samples (regime.cpu_measures) and the CPU-bound / I/O-bound
-preconditions that use it: shares computed by hand from small sample frames. Fast, no database."""
+"""CPU time per run from /proc/stat samples (cpu_time.cpu_measures), the CPU-bound / I/O-bound
+preconditions that use it, and CPU steal as a measured limit of the instrument (the paper's sentence, the
+precision benchmark): shares computed by hand from small sample frames and plain readings of a captured file."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
+from pgfslab.analysis import cpu_time
 from pgfslab.analysis.verdicts import regime
 
 STATES = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
@@ -35,7 +37,7 @@ def test_shares_over_the_runs_sampled_interval() -> None:
     )
     # run r3: one sample only, no interval
     r3 = samples("r3", [(1.0, [1, 1, 1, 1, 1, 1, 1, 1])])
-    out = regime.cpu_measures(pl.concat([r3, r2, r1]))
+    out = cpu_time.cpu_measures(pl.concat([r3, r2, r1]))
     got = {r["run_id"]: r for r in out.iter_rows(named=True)}
     assert set(got) == {"r1", "r2"}
     assert got["r1"]["cpu_idle"] == pytest.approx(80 / 400)
@@ -45,7 +47,13 @@ def test_shares_over_the_runs_sampled_interval() -> None:
     assert got["r2"]["cpu_idle"] == pytest.approx(300 / 400)
     assert got["r2"]["cpu_iowait"] == 0 and got["r2"]["cpu_steal"] == 0
     assert got["r2"]["cpu_busy"] == pytest.approx(100 / 400)
-    assert regime.cpu_measures(pl.DataFrame()).columns == ["run_id", "cpu_busy", "cpu_idle", "cpu_iowait", "cpu_steal"]
+    assert cpu_time.cpu_measures(pl.DataFrame()).columns == [
+        "run_id",
+        "cpu_busy",
+        "cpu_idle",
+        "cpu_iowait",
+        "cpu_steal",
+    ]
 
 
 def cell(**cols: list[object]) -> pl.DataFrame:
@@ -133,3 +141,34 @@ def test_run_measures_read_the_aggregate_cpu_line_of_the_study_database(tmp_path
     assert rows["r1"]["cpu_steal"] == pytest.approx(20 / 200)
     assert rows["r1"]["cpu_busy"] == pytest.approx(160 / 200)
     assert rows["r2"]["cpu_busy"] is None  # no stat.log: not sampled
+
+
+def test_steal_sentence_by_hand() -> None:
+    assert cpu_time.steal_sentence([0.01, 0.03, None, 0.02], 4) == (
+        "CPU steal: 2.0 % of the CPUs' time over the runs (median of 3 of 4 runs, at most 3.0 %; /proc/stat): "
+        "the hypervisor gave it to other guests"
+    )
+    assert "(median of 4 runs, at most 10.0 %" in cpu_time.steal_sentence([0.10, 0.01, 0.04, 0.02], 4)
+    assert cpu_time.steal_sentence([0.10, 0.01, 0.04, 0.02], 4).startswith("CPU steal: 3.0 % ")
+    assert cpu_time.steal_sentence([None, None], 2).startswith("CPU steal: not sampled")
+
+
+def test_bench_precision_reads_steal_from_the_raw_stat_logs(tmp_path) -> None:
+    import json
+    import shutil
+    from pathlib import Path
+
+    from benchmarks import precision
+
+    captured = Path(__file__).parent / "data" / "captured" / "proc_stat" / "local" / "stat_kernel6.18_2cpu.log"
+    for rid, log in (("a.tpcb.c1.r1", captured), ("a.tpcb.c1.r2", None)):
+        (tmp_path / rid).mkdir()
+        (tmp_path / rid / "run.json").write_text(json.dumps({"run_id": rid}))
+        if log is not None:
+            shutil.copy(log, tmp_path / rid / "stat.log")
+    # plain reading: the aggregate line's first and last sample, steal over the sum of the first 8 counters
+    cpu = [[int(x) for x in ln.split()[1:]] for ln in captured.read_text().splitlines() if ln.startswith("cpu ")]
+    first, last = cpu[0], cpu[-1]
+    want = (last[7] - first[7]) / sum(b - a for a, b in zip(first[:8], last[:8], strict=True))
+    got = precision.cpu_steal(tmp_path, ["a.tpcb.c1.r1", "a.tpcb.c1.r2"])
+    assert got[0] == pytest.approx(want) and got[1] is None
