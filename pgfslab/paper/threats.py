@@ -85,8 +85,9 @@ def threats(ctx: Context) -> None:
         )
     items += device_threats(ctx)
     items.append(
-        "**System-wide counters.** /proc/meminfo, vmstat and diskstats are machine-wide: anything else "
-        "running on the host shows up in Dirty and Writeback."
+        "**System-wide counters.** /proc/meminfo, vmstat, diskstats and /proc/stat are machine-wide: anything "
+        "else running on the host shows up in Dirty and Writeback, and in the CPU time (busy, I/O wait) the "
+        "CPU-bound precondition reads."
     )
     items.append(
         "**Published numbers.** The seed documents ran other hardware, data-set sizes, client counts and "
