@@ -25,12 +25,13 @@ Per run (`run_measures`), from the study database:
 * `randread_qd1_iops`: the target's device baseline (fio, 8 kB random reads at QD1, O_DIRECT).
 
 The lab's thresholds (stated beside each verdict): I/O-bound when the data device is busy at least
-`IO_BOUND` of the run (the talk: by ~75 % utilisation an I/O system is already saturated), CPU-bound at most
-`CPU_BOUND` and its CPUs busy at least `CPU_BUSY` of all CPU time (a run whose clients wait on I/O or on
-each other leaves the CPUs idle or in I/O wait; where CPU time was not sampled the device alone decides,
-and the check says so); a magnetic-class device does at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200
-rpm disk: 100-200); steady when at least half of each side's runs reached a steady state. I/O-bound is judged by the device;
-its message gives the CPUs' I/O wait beside it as evidence.
+`IO_BOUND` of the run (the talk: by ~75 % utilisation an I/O system is already saturated); the message of a
+miss gives the CPUs' I/O wait beside it as evidence, the device decides. CPU-bound when the data device is
+busy at most `CPU_BOUND` and the CPUs busy at least `CPU_BUSY` of all CPU time (a run whose clients wait on
+I/O or on each other leaves the CPUs idle or in I/O wait); where CPU time was not sampled (raw folders from
+before the /proc/stat sampler) the device alone decides, and the check says so. A magnetic-class device does
+at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200 rpm disk: 100-200); steady when at least half
+of each side's runs reached a steady state.
 """
 
 from __future__ import annotations
