@@ -5,8 +5,11 @@ median with its distribution-free interval (the precision gate's own `precision_
 half-width reached, the machine-minutes the cell's runs took (their wall times) and the minutes from the
 study's first run to the cell's last; the A/A control's half-width where the study carries one
 (`aa_twin_of`: `stats.aa.aa_ratios`, the lab's comparison interval); and the run-to-run CV per target of
-every pgbench tpcb cell. Each beside the issue's goal on this machine. Values are read from the raw files
-with the precision gate's parsers (no ingest): burn-in rounds and runs that did not finish `ok` left out.
+every pgbench tpcb cell. Each beside the issue's goal on this machine. Beside them, one measured limit of
+the machine (issue 30 item 5): the CPU time the hypervisor took over the counted runs (CPU steal, from each
+run's /proc/stat samples, stat.log; "not sampled" for raw folders recorded before). Values are read from the
+raw files with the precision gate's and the ingest's parsers (no database): burn-in rounds and runs that did
+not finish `ok` left out.
 
     .venv/bin/python -m benchmarks --only precision [--raw data/raw/<study>]
 """
@@ -24,8 +27,10 @@ import polars as pl
 
 from benchmarks import page
 from pgfslab import yaml_text
+from pgfslab.analysis import cpu_time
 from pgfslab.analysis.precision_gate import headline, precision_of
 from pgfslab.analysis.stats import aa
+from pgfslab.ingest.parsers import procstat
 
 # the issue's goals on this machine, nothing else running
 GOAL_CV = 0.05  # run-to-run CV of every tpcb cell
@@ -62,6 +67,7 @@ class Summary:
     budget_min: float | None
     aa: dict[str, float] = field(default_factory=dict)  # twin -> A/A half-width (fraction)
     cv: dict[tuple[str, str], float] = field(default_factory=dict)  # (tpcb cell, target) -> run-to-run CV
+    steal: list[float | None] = field(default_factory=list)  # per counted run: CPU steal share (None: not sampled)
 
 
 def _ts(text: str) -> dt.datetime:
@@ -91,6 +97,27 @@ def read_runs(raw: Path) -> list[Run]:
                 _ts(rec["ended_at"]),
             )
         )
+    return out
+
+
+def cpu_steal(raw: Path, run_ids: list[str]) -> list[float | None]:
+    """Per run (in the order given): the share of all CPU time the hypervisor took between the run's first
+    and last /proc/stat sample (its stat.log), None where the run has none."""
+    folders = {json.loads(rj.read_text()).get("run_id"): rj.parent for rj in raw.glob("*/run.json")}
+    out: list[float | None] = []
+    for rid in run_ids:
+        log = folders.get(rid, raw / rid) / "stat.log"
+        if not log.is_file():
+            out.append(None)
+            continue
+        rows = procstat.parse(log)["cpu_stat"].filter(pl.col("cpu") == "cpu")
+        samples = rows.select(
+            pl.lit(rid).alias("run_id"),
+            (pl.col("ts").dt.epoch("us") / 1e6).alias("epoch_s"),
+            *cpu_time.CPU_STATES,
+        )
+        m = cpu_time.cpu_measures(samples)
+        out.append(float(m["cpu_steal"][0]) if m.height else None)
     return out
 
 
@@ -138,6 +165,7 @@ def summarize(raw: Path) -> Summary | None:
     for cell_t in list(s.cv):
         vals = [r.value for r in runs if (r.cell, r.target) == cell_t]
         s.cv[cell_t] = statistics.stdev(vals) / statistics.mean(vals) if len(vals) > 1 else float("nan")
+    s.steal = cpu_steal(raw, [r.run_id for r in runs])
     return s
 
 
@@ -193,6 +221,18 @@ def figures(s: Summary) -> list[page.Figure]:
                 "; ".join(f"{t} {c}: {100 * v:.1f} %" for (c, t), v in sorted(s.cv.items())),
             )
         )
+    sampled = sorted(x for x in s.steal if x is not None)
+    out.append(
+        page.Figure(
+            "precision: CPU steal over the counted runs (a limit of this machine)",
+            f"{100 * statistics.median(sampled):.1f} %" if sampled else "–",
+            f"median of {len(sampled)} of {len(s.steal)} runs" if sampled else "not sampled (no stat.log)",
+            "–",
+            "–",
+            None,
+            cpu_time.steal_sentence(s.steal, len(s.steal)),
+        )
+    )
     return out
 
 

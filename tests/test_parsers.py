@@ -28,6 +28,7 @@ from pgfslab.ingest.parsers import (
     pgbench_progress,
     pgbench_summary,
     pgbench_txlog,
+    procstat,
     published_table,
     sysbench,
     vmstat,
@@ -48,6 +49,7 @@ MODULES = [
     meminfo,
     diskstats,
     vmstat,
+    procstat,
     sysbench,
     fs_ops,
     published_table,
@@ -127,7 +129,7 @@ def expected_format(path: Path) -> str | None:
 
 def test_formats_registry() -> None:
     # (the lab's own CSV logs, registered after these, are tested with their runners)
-    assert list(parsers.FORMATS)[:14] == [
+    assert list(parsers.FORMATS)[:15] == [
         "meminfo",
         "pgbench-summary",
         "pgbench-progress",
@@ -135,6 +137,7 @@ def test_formats_registry() -> None:
         "pgbench-txlog",
         "diskstats",
         "vmstat",
+        "proc-stat",
         "sysbench",
         "meminfo-capture",
         "vmstat-text",

@@ -10,7 +10,10 @@ Per successful run, where recorded:
   counters named `*autovacuum*`/`*autoanalyze*` (pg_stat_user_tables' autovacuum_count and
   autoanalyze_count); the lab's pgstat v2 samples do not have them, so the column is absent then;
 * `reads_per_s`: reads completed per second on the device under the target's data (/proc/diskstats,
-  first to last sample of the run; `wal_device.per_run`).
+  first to last sample of the run; `wal_device.per_run`);
+* `cpu_steal`, `cpu_iowait`: the shares of all CPU time the hypervisor took for other guests and the CPUs
+  spent waiting for I/O (/proc/stat, first to last sample of the run; `cpu_time`), when the run sampled
+  /proc/stat (stat.log); absent for raw folders recorded before.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pgfslab.analysis import cpu_time, wal_device
 from pgfslab.analysis import queries as data
-from pgfslab.analysis import wal_device
 
 
 def _autovacuum(db: str | Path, study: str) -> pl.DataFrame | None:
@@ -39,6 +42,9 @@ def run_evidence(db: str | Path, study: str) -> pl.DataFrame:
     if io.height:
         reads = io.filter(pl.col("role").is_in([wal_device.ROLE_DATA, wal_device.ROLE_BOTH]))
         out = out.join(reads.select("run_id", pl.col("read_iops").alias("reads_per_s")), on="run_id", how="left")
+    cpu = cpu_time.per_run(db, study)
+    if cpu.height:
+        out = out.join(cpu.select("run_id", "cpu_steal", "cpu_iowait"), on="run_id", how="left")
     av = _autovacuum(db, study)
     if av is not None:
         out = out.join(av, on="run_id", how="left")

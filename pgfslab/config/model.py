@@ -341,6 +341,7 @@ class SamplerSettings(Node):
     meminfo_hz: float = 1
     diskstats_hz: float = 1
     vmstat_hz: float = 1
+    stat_hz: float = 1
     pgstat_hz: float = 1
 
 

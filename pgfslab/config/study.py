@@ -39,6 +39,7 @@ from pgfslab.config.model import (
 from pgfslab.errors import LabError
 
 REPO = paths.LAB
+STAT_HZ = SamplerSettings.stat_hz  # the /proc/stat sampler's default rate (run_fingerprint)
 
 
 @dataclass(frozen=True)
@@ -286,7 +287,10 @@ class Study(StudyConfig):
                 else dataset_record(self.dataset_for(r.target, r.rung), r.rung),
                 # the round's order and its burn-in decide the plan, not what one run measures
                 "run": {k: v for k, v in m["run"].items() if k not in ("order", "burn_in_rounds")},
-                "sampler": m["sampler"],
+                # the /proc/stat sampler came later: at its default rate it is left out, so raw folders recorded
+                # before it keep their fingerprints and are not re-measured for it (their verdicts say CPU time
+                # was not sampled)
+                "sampler": {k: v for k, v in m["sampler"].items() if not (k == "stat_hz" and v == STAT_HZ)},
                 "postgres": m["postgres"],
                 "os": m["os"],
                 "resources": m["resources"],

@@ -1,6 +1,6 @@
 """Samplers that run beside a workload and write /proc snapshots, timestamped on one clock.
 
-Format (parsed by pgfslab.ingest.parsers.meminfo): each sample is a line `@ <epoch seconds>` followed by
+Format (parsed by pgfslab.ingest.parsers.meminfo, .diskstats, .vmstat and .procstat): each sample is a line `@ <epoch seconds>` followed by
 the file's verbatim content. Sampling is a thread that sleeps to absolute deadlines, so a slow
 sample does not shift later ones; the cost of sampling is measured in `make bench`.
 """
@@ -221,6 +221,7 @@ class Samplers:
             ("meminfo", "/proc/meminfo", rates.meminfo_hz),
             ("diskstats", "/proc/diskstats", rates.diskstats_hz),
             ("vmstat", "/proc/vmstat", rates.vmstat_hz),
+            ("stat", "/proc/stat", rates.stat_hz),
         ):
             if float(hz) > 0:
                 self.items[name] = ProcSampler(src, rundir / f"{name}.log", float(hz))

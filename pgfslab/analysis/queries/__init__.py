@@ -51,6 +51,7 @@ from pgfslab.analysis.queries.published_results import (
     published_pgbench,
 )
 from pgfslab.analysis.queries.samplers import (
+    cpu_stat,
     meminfo,
     pgstat,
     run_clock_origin,
@@ -101,6 +102,7 @@ __all__ = [
     "benchmark_family",
     "cell_label",
     "connect",
+    "cpu_stat",
     "dataset_label",
     "fillfactor",
     "frame",

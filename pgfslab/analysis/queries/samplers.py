@@ -1,4 +1,4 @@
-"""The samplers on the run's clock (/proc/meminfo, pg_stat_*, snapshots), throughput on that clock,
+"""The samplers on the run's clock (/proc/meminfo, /proc/stat, pg_stat_*, snapshots), throughput on that clock,
 and the raw folders' server logs."""
 
 from __future__ import annotations
@@ -26,6 +26,17 @@ def meminfo(db: str | Path, study: str, keys: list[str], targets: Sequence[str] 
         where="AND list_contains(?, m.key)",
         params=[keys],
     )
+
+
+def cpu_stat(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """The /proc/stat sampler's aggregate `cpu` line (all CPUs) per successful run: `epoch_s` and the
+    counters (user ... guest_nice, ticks of USER_HZ since boot; null where the kernel does not print them).
+    Empty for raw folders recorded before the lab sampled /proc/stat (no stat.log)."""
+    counters = "c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal, c.guest, c.guest_nice"
+    if not has_table(db, "cpu_stat"):
+        return pl.DataFrame()
+    cols = f"{RUN_COLS}, epoch(c.ts) AS epoch_s, {counters}"
+    return of_ok_runs(db, study, "cpu_stat c", cols, "r.plan_index, c.ts", targets=targets, where="AND c.cpu = 'cpu'")
 
 
 def run_clock_origin(db: str | Path, study: str) -> dict[str, float]:

@@ -5,7 +5,8 @@ fsmicro run worked on (files pre-created, files already in the directory, bytes 
 deleted file), and its values: the headline, the within-run σ² and CV of per-second throughput, the p95 of its
 per-second latency, an fsmicro run's p99/p50, the footprint and compression, and what the samplers say of its
 regime (`regime.run_measures`: data-device utilisation, read await, bytes written per commit, buffer hit
-ratio, checkpoints, steady state, snapshots alive, the device baseline's random-read rate).
+ratio, CPU time busy/idle/in I/O wait/stolen, checkpoints, steady state, snapshots alive, the device baseline's
+random-read rate).
 
 One row per successful run (from the run records in the study database: a few hundred at most).
 """

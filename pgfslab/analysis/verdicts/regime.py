@@ -14,6 +14,10 @@ Per run (`run_measures`), from the study database:
   variance of its per-second values, the seed 004 post's "variance in the service times");
 * `written_bytes` to the data device and `commits` (xact_commit's increase over the run): their ratio is
   `written_per_tx`;
+* `cpu_idle`, `cpu_iowait`, `cpu_steal`: the shares of all CPU time (every CPU, /proc/stat's aggregate
+  `cpu` line, first to last sample of the run) spent idle, idle with I/O outstanding, and taken by the
+  hypervisor for other guests; `cpu_busy` = 1 - idle - iowait (steal counts as busy: the run wanted the CPU
+  and did not get it; pgfslab.analysis.cpu_time). Older raw folders have no stat.log: these are null there;
 * `hit_ratio`: shared_buffers hits / (hits + reads) over the run (pg_stat_database);
 * `checkpoints` completed during the run (pg_stat_bgwriter, timed + requested);
 * `steady`: MSER-5 found a steady state in the run's per-second throughput (after the fixed trim);
@@ -21,10 +25,13 @@ Per run (`run_measures`), from the study database:
 * `randread_qd1_iops`: the target's device baseline (fio, 8 kB random reads at QD1, O_DIRECT).
 
 The lab's thresholds (stated beside each verdict): I/O-bound when the data device is busy at least
-`IO_BOUND` of the run (the talk: by ~75 % utilisation an I/O system is already saturated), CPU-bound at most
-`CPU_BOUND`; a magnetic-class device does at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200
-rpm disk: 100-200); steady when at least half of each side's runs reached a steady state. CPU idle is not
-sampled by the lab (no /proc/stat sampler): device utilisation alone tells I/O-bound from CPU-bound.
+`IO_BOUND` of the run (the talk: by ~75 % utilisation an I/O system is already saturated); the message of a
+miss gives the CPUs' I/O wait beside it as evidence, the device decides. CPU-bound when the data device is
+busy at most `CPU_BOUND` and the CPUs busy at least `CPU_BUSY` of all CPU time (a run whose clients wait on
+I/O or on each other leaves the CPUs idle or in I/O wait); where CPU time was not sampled (raw folders from
+before the /proc/stat sampler) the device alone decides, and the check says so. A magnetic-class device does
+at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200 rpm disk: 100-200); steady when at least half
+of each side's runs reached a steady state.
 """
 
 from __future__ import annotations
@@ -35,16 +42,20 @@ import polars as pl
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import stats
+from pgfslab.analysis.cpu_time import CPU_MEASURES, cpu_measures
 from pgfslab.analysis.device import device_table, has_baseline
 from pgfslab.analysis.wal_device import device_roles
 
 IO_BOUND = 0.5
 CPU_BOUND = 0.2
+CPU_BUSY = 0.8
 MAGNETIC_IOPS = 1000
 SNAPSHOTS_ALIVE = 3
 PRECONDITIONS = {
     "io_bound": f"I/O-bound: the data device busy >= {IO_BOUND:.0%} of the run (median of each side's runs)",
-    "cpu_bound": f"CPU-bound: the data device busy <= {CPU_BOUND:.0%} of the run (median of each side's runs)",
+    "cpu_bound": f"CPU-bound: the data device busy <= {CPU_BOUND:.0%} of the run and the CPUs busy (neither idle "
+    f"nor in I/O wait) >= {CPU_BUSY:.0%} of all CPU time (/proc/stat; median of each side's runs): a run "
+    "that leaves a fifth of the CPUs' time idle waits on something else",
     "steady": "steady: MSER-5 finds a steady state in at least half of each side's runs",
     "magnetic_device": f"a magnetic-class data device: <= {MAGNETIC_IOPS} random 8 kB reads/s at QD1 (device baseline)",
     "snapshots_alive": f"{SNAPSHOTS_ALIVE} snapshots alive at once during the run (the talk's schedule)",
@@ -59,6 +70,10 @@ MEASURES: dict[str, Any] = {
     "written_bytes": pl.Float64,
     "commits": pl.Float64,
     "hit_ratio": pl.Float64,
+    "cpu_busy": pl.Float64,
+    "cpu_idle": pl.Float64,
+    "cpu_iowait": pl.Float64,
+    "cpu_steal": pl.Float64,
     "checkpoints": pl.Int64,
     "steady": pl.Boolean,
     "snapshots_alive": pl.Int64,
@@ -247,6 +262,7 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
         if "device_busy" in out.columns
         else pl.col("throttle_busy").alias("device_busy")
     )
+    out = out.join(cpu_measures(data.cpu_stat(db, study)), on="run_id", how="left")
     out = out.join(steadiness(series, trim_s), on="run_id", how="left")
     out = out.join(alive_at_once(data.snapshot_events(db, study)), on="run_id", how="left")
     if has_baseline(db, study):  # else the device class is not measured (the precondition says so)
@@ -279,6 +295,42 @@ def throttled_await(quantity: str, a: pl.DataFrame, b: pl.DataFrame) -> list[str
             "does not see the throttle's waits: it is the real device's below it"]  # fmt: skip
 
 
+def _cpu_shares(s: pl.DataFrame) -> dict[str, float] | None:
+    """One side's medians of the CPU measures, or None when its CPU time was not sampled (cpu_measures
+    gives all four or none)."""
+    m = {c: _median(s, c) for c in CPU_MEASURES}
+    return None if any(v is None for v in m.values()) else m  # type: ignore[return-value]
+
+
+def _cpu_bound(busy: list[float], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """The CPU-bound precondition: the data device quiet and, where CPU time was sampled, the CPUs busy on
+    both sides (the less busy side is quoted). Without CPU samples the device alone decides, as before the
+    lab sampled /proc/stat, and the check says so."""
+    device = f"the data device busy {max(busy):.0%} of the run"
+    side_a, side_b = _cpu_shares(a), _cpu_shares(b)
+    if side_a is None or side_b is None:
+        unchecked = ["cpu-bound: CPU time was not sampled (no /proc/stat samples, stat.log): the data device "
+                     "alone decided"]  # fmt: skip
+        if max(busy) <= CPU_BOUND:
+            return [], unchecked
+        return [f"not CPU-bound: {device} (median; the lab calls <= {CPU_BOUND:.0%} CPU-bound)"], unchecked
+    least = min(side_a, side_b, key=lambda m: m["cpu_busy"])
+    if max(busy) <= CPU_BOUND and least["cpu_busy"] >= CPU_BUSY:
+        return [], []
+    cpu = (f"the CPUs busy {least['cpu_busy']:.0%} of their time (idle {least['cpu_idle']:.0%}, I/O wait "
+           f"{least['cpu_iowait']:.0%})")  # fmt: skip
+    return [f"not CPU-bound: {device}, {cpu} (medians; the lab calls CPU-bound a device busy <= {CPU_BOUND:.0%} "
+            f"and the CPUs busy >= {CPU_BUSY:.0%})"], []  # fmt: skip
+
+
+def _iowait_evidence(a: pl.DataFrame, b: pl.DataFrame) -> str:
+    """The CPUs' I/O wait of each side beside the device's utilisation (empty when not sampled)."""
+    waits = [_median(s, "cpu_iowait") for s in (a, b)]
+    if any(w is None for w in waits):
+        return ""
+    return f"; the CPUs in I/O wait {waits[0]:.0%} (A) and {waits[1]:.0%} (B) of their time"
+
+
 def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
     """The cell's runs of side A and side B against the claim's preconditions: (what the cell misses, with
     the measured reason; what could not be checked, with why). A miss means "not tested in the seed's regime"."""
@@ -291,10 +343,11 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
                 unchecked.append(f"{name.replace('_', '-')}: the data device's diskstats were not sampled")
             elif name == "io_bound" and min(busy) < IO_BOUND:  # type: ignore[type-var]
                 miss.append(f"not I/O-bound: the data device busy {min(busy):.0%} of the run (median; the lab "  # type: ignore[type-var]
-                            f"calls >= {IO_BOUND:.0%} I/O-bound)")  # fmt: skip
-            elif name == "cpu_bound" and max(busy) > CPU_BOUND:  # type: ignore[type-var]
-                miss.append(f"not CPU-bound: the data device busy {max(busy):.0%} of the run (median; the lab "  # type: ignore[type-var]
-                            f"calls <= {CPU_BOUND:.0%} CPU-bound)")  # fmt: skip
+                            f"calls >= {IO_BOUND:.0%} I/O-bound){_iowait_evidence(a, b)}")  # fmt: skip
+            elif name == "cpu_bound":
+                m, u = _cpu_bound(busy, a, b)  # type: ignore[arg-type]
+                miss += m
+                unchecked += u
         elif name == "steady":
             for label, s in (("A", a), ("B", b)):
                 v = s["steady"].drop_nulls() if "steady" in s.columns else pl.Series([], dtype=pl.Boolean)

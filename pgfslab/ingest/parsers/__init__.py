@@ -38,6 +38,7 @@ pgbench-txlog       pgbench_txlog         ``--log`` per-transaction files ``pref
 meminfo             meminfo               the lab's /proc/meminfo sampler (``pgfslab.run.sampler``)
 diskstats           diskstats             the lab's /proc/diskstats sampler (per device, 11/15/17 counters)
 vmstat              vmstat                the lab's /proc/vmstat sampler (long: ts, key, value)
+proc-stat           cpu_stat              the lab's /proc/stat sampler (CPU time per state, 4-10 counters)
 sysbench            sysbench_interval,    sysbench 0.4-1.1 stdout of ``run`` (OLTP, cpu, fileio, memory):
                     sysbench_summary,     ``--report-interval`` lines, the end-of-run report, the
                     sysbench_histogram,   ``--histogram``, the set-up lines; runs appended in one
@@ -77,6 +78,7 @@ from pgfslab.ingest.parsers import (
     pgbench_progress,
     pgbench_summary,
     pgbench_txlog,
+    procstat,
     published_table,
     sysbench,
     vmstat,
@@ -133,6 +135,7 @@ FORMATS: dict[str, ParserModule] = {
         pgbench_txlog,
         diskstats,
         vmstat,
+        procstat,
         sysbench,
         meminfo_capture,
         vmstat_text,

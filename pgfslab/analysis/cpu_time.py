@@ -1,0 +1,70 @@
+"""CPU time per run, from the /proc/stat sampler (`stat.log`, table `cpu_stat`, aggregate `cpu` line: every
+CPU of the machine): the shares of all CPU time between the run's first and last sample spent idle
+(`cpu_idle`), idle with I/O outstanding (`cpu_iowait`), taken by the hypervisor for other guests
+(`cpu_steal`), and `cpu_busy` = 1 - idle - iowait (steal counts as busy: the run wanted the CPU and did not
+get it). The counters are machine-wide: the server, the clients and anything else running.
+
+Used by the verdicts' CPU-bound precondition (`verdicts.regime`), by the run evidence beside an outlying run
+(`run_evidence`), and as one measured limit of the instrument's precision (CPU steal: `steal_sentence`, in
+the paper's threats and `make bench`'s precision figures). Raw folders recorded before the lab sampled
+/proc/stat have no stat.log: their runs have no CPU measures, and the sentences say it was not sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from pgfslab.analysis import queries as data
+
+# the states a CPU's time is split into (guest and guest_nice are already counted in user and nice)
+CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+CPU_MEASURES = ("cpu_busy", "cpu_idle", "cpu_iowait", "cpu_steal")
+SCHEMA = {"run_id": pl.Utf8, **{c: pl.Float64 for c in CPU_MEASURES}}
+
+
+def cpu_measures(samples: pl.DataFrame) -> pl.DataFrame:
+    """Per run, from the aggregate `cpu` line's samples (run_id, epoch_s, CPU_STATES; a counter the kernel
+    does not print is null and counts as 0): CPU_MEASURES over its first to last sample. A run with fewer
+    than two samples, or no ticks between them, has none."""
+    if samples.height == 0:
+        return pl.DataFrame(schema=SCHEMA)
+    s = samples.sort("run_id", "epoch_s").with_columns([pl.col(c).cast(pl.Int64).fill_null(0) for c in CPU_STATES])
+    d = s.group_by("run_id", maintain_order=True).agg(
+        *[(pl.col(c).last() - pl.col(c).first()).alias(c) for c in CPU_STATES], pl.len().alias("_n")
+    )
+    total = pl.sum_horizontal(CPU_STATES).replace(0, None).cast(pl.Float64)
+    return (
+        d.filter(pl.col("_n") >= 2)
+        .with_columns(total.alias("_total"))
+        .select(
+            "run_id",
+            (1 - (pl.col("idle") + pl.col("iowait")) / pl.col("_total")).alias("cpu_busy"),
+            (pl.col("idle") / pl.col("_total")).alias("cpu_idle"),
+            (pl.col("iowait") / pl.col("_total")).alias("cpu_iowait"),
+            (pl.col("steal") / pl.col("_total")).alias("cpu_steal"),
+        )
+        .drop_nulls("cpu_busy")
+        .cast(SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def per_run(db: str | Path, study: str) -> pl.DataFrame:
+    """CPU_MEASURES of the study's successful runs that sampled /proc/stat."""
+    return cpu_measures(data.cpu_stat(db, study))
+
+
+def steal_sentence(steal: Sequence[float | None], runs: int) -> str:
+    """What the hypervisor took, over the runs: the median and largest per-run steal share of those that
+    sampled /proc/stat, out of `runs`; or that it was not sampled."""
+    got = sorted(x for x in steal if x is not None)
+    if not got:
+        return ("CPU steal: not sampled (no /proc/stat samples in these runs' raw folders): how much CPU time "
+                "the hypervisor took from the runs is not known")  # fmt: skip
+    n = len(got)
+    median = got[n // 2] if n % 2 else (got[n // 2 - 1] + got[n // 2]) / 2
+    of = f"{n} runs" if n == runs else f"{n} of {runs} runs"
+    return (f"CPU steal: {100 * median:.1f} % of the CPUs' time over the runs (median of {of}, at most "
+            f"{100 * got[-1]:.1f} %; /proc/stat): the hypervisor gave it to other guests")  # fmt: skip
