@@ -64,11 +64,13 @@ SIMULATIONS = 100_000  # per critical value: its Monte Carlo error is about 1 % 
 SEED = 20261127
 MIN_RUNS = 4  # the fewest runs any of the checks judges
 # what the evidence columns are called in plain words, and their unit
+# column: (words, unit, scale); a count has no unit and is said as "3 requested checkpoints"
 EVIDENCE = {
-    "checkpoints_req": ("requested checkpoints", ""),
-    "checkpoints_timed": ("timed checkpoints", ""),
-    "autovacuum": ("autovacuum/autoanalyze runs", ""),
-    "reads_per_s": ("device reads", "/s"),
+    "checkpoints_req": ("requested checkpoints", "", 1),
+    "checkpoints_timed": ("timed checkpoints", "", 1),
+    "autovacuum": ("autovacuum/autoanalyze runs", "", 1),
+    "reads_per_s": ("device reads", "/s", 1),
+    "cpu_steal": ("CPU steal", " %", 100),  # the hypervisor's share of CPU time (/proc/stat): a neighbour's load
 }
 
 
@@ -203,11 +205,12 @@ def _evidence_words(run: dict[str, object], others: pl.DataFrame) -> str:
     recorded of the run, beside the median of the cell's other runs; counts that are 0 for the run and
     the others alike are summed up as 'no ...'."""
     parts, none = [], []
-    for col, (words, unit) in EVIDENCE.items():
+    for col, (words, unit, scale) in EVIDENCE.items():
         v = run.get(col)
         if v is None or (isinstance(v, float) and math.isnan(v)):
             continue
-        typical = others[col].cast(pl.Float64).fill_nan(None).drop_nulls()
+        v = float(v) * scale
+        typical = others[col].cast(pl.Float64).fill_nan(None).drop_nulls() * scale
         med = float(typical.median()) if typical.len() else None  # type: ignore[arg-type]
         if not unit and float(v) == 0 and not med:
             none.append(words)
