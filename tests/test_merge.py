@@ -66,6 +66,21 @@ def test_refuses_folders_that_are_not_one_study(tmp_path: Path) -> None:
     assert "host" not in str(err.value).split(" in ")[-1]
 
 
+def test_a_key_the_lab_gained_since_at_its_default_is_no_difference(tmp_path: Path) -> None:
+    """A folder recorded before the lab had a key (here the /proc/stat sampler's rate) is the same study as
+    one recorded after, while the other has that key at its default; at another value it differs."""
+    _host_folder(tmp_path, "a", sampler__stat_hz=1)  # recorded with the key, at its default
+    old = _host_folder(tmp_path, "b")
+    cfg = yaml.safe_load((old / "study.yaml").read_text())
+    cfg["sampler"].pop("stat_hz", None)
+    (old / "study.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert [f.host for f in host_folders.study_folders(tmp_path / "data" / "raw" / "fs-micro")] == ["a", "b"]
+    cfg["sampler"]["stat_hz"] = 5
+    (old / "study.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    with pytest.raises(LabError, match=r"differs from .* in sampler\.stat_hz"):
+        host_folders.study_folders(tmp_path / "data" / "raw" / "fs-micro")
+
+
 def test_host_keys_must_be_distinct(tmp_path: Path) -> None:
     one = tmp_path / "one" / "fs-micro"
     two = tmp_path / "two" / "fs-micro"

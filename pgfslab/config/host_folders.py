@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab import yaml_text
+from pgfslab.config.checks import validate
 from pgfslab.errors import LabError
 
 HOST_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -71,6 +72,12 @@ def without_host(cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in HOST_KEYS}
 
 
+def _as_read_today(folder: HostFolder) -> dict[str, Any]:
+    """The folder's config as this lab reads it, defaults filled in: a key the lab gained since one of the
+    folders was recorded (a sampler at its default rate) is not a difference between two runs of one study."""
+    return validate(without_host(folder.cfg), str(folder.folder / "study.yaml"))
+
+
 def check_one_study(folders: Sequence[HostFolder]) -> dict[str, Any]:
     """The study config the folders share (without `host`); LabError naming every folder that differs from
     the first one and the keys in which it does."""
@@ -78,9 +85,10 @@ def check_one_study(folders: Sequence[HostFolder]) -> dict[str, Any]:
         raise LabError("merge: no raw folders given")
     first = folders[0]
     common = without_host(first.cfg)
+    today = _as_read_today(first)
     problems = []
     for other in folders[1:]:
-        keys = differences(common, without_host(other.cfg))
+        keys = differences(today, _as_read_today(other))
         if keys:
             shown = ", ".join(keys[:12]) + (f" and {len(keys) - 12} more" if len(keys) > 12 else "")
             problems.append(f"{other.folder} differs from {first.folder} in {shown}")
