@@ -51,8 +51,11 @@ def test_each_day_is_a_host_key_with_all_its_runs(two_days_db: Path) -> None:
         sources = [
             r[0] for r in con.execute("SELECT DISTINCT source_file FROM files WHERE origin = 'local'").fetchall()
         ]
-    assert got == {"day1": len(run_dirs(H1)), "day2": len(run_dirs(H2))}
-    assert {d.name + "@day1" for d in run_dirs(H1)} | {d.name + "@day2" for d in run_dirs(H2)} == ids
+    # the days are keyed in the order they ran: the folder whose first run started first is day1
+    first = {h: min(json.loads((d / "run.json").read_text())["started_at"] for d in run_dirs(h)) for h in (H1, H2)}
+    early, late = sorted((H1, H2), key=first.__getitem__)
+    assert got == {"day1": len(run_dirs(early)), "day2": len(run_dirs(late))}
+    assert {d.name + "@day1" for d in run_dirs(early)} | {d.name + "@day2" for d in run_dirs(late)} == ids
     # every file keeps its real path under data/raw/ (here: outside it, so the folder's name)
     assert {s.split("/", 1)[0] for s in sources} == {"h1", "h2"}
 
@@ -67,7 +70,8 @@ def test_the_paper_says_per_comparison_whether_the_days_agree(two_days_db: Path)
         tps = {t: [raw_tps(d) for d in run_dirs(raw) if d.name.startswith(f"{t}.")] for t in ("ext4", "xfs")}
         ratios = sorted(b / a for a in tps["ext4"] for b in tps["xfs"])
         plain[raw.name] = statistics.median(ratios)
-    assert (row["ratio_day_1"], row["ratio_day_2"]) == pytest.approx((plain["h1"], plain["h2"]))
+    # h2's runs started first (run.json started_at), so h2 is day 1
+    assert (row["ratio_day_1"], row["ratio_day_2"]) == pytest.approx((plain["h2"], plain["h1"]))
     assert row["verdict"].startswith("days agree" if row["agree"] else "days differ")
     # a study of one day: nothing to say
     assert ex.two_days(runs.filter(pl.col("host") == "day1"), "ext4", 0.05).height == 0

@@ -2,8 +2,9 @@
 
 A day is treated as the host merge (pgfslab.ingest.merge) treats a machine: the folders' resolved configs
 must be one study (pgfslab.config.host_folders.check_one_study, refusing, with the differing keys named,
-folders that are not), and each day's runs and targets carry the day's key in the `host` column (`day1` for
-the study's own folder, `day2` for the earlier one given as DAY2) with run ids ending in `@day1` / `@day2`.
+folders that are not), and each day's runs and targets carry the day's key in the `host` column, in the
+order the days ran (`day1` for the folder whose first run started first, `day2` for the other; the study's
+own folder is the later one as a rule, DAY2 being an earlier run) with run ids ending in `@day1` / `@day2`.
 So every analysis that blocks by host blocks by day, and the exchangeability notebook says per comparison
 whether the two days agree (pgfslab.analysis.stats.days). `source_file` keeps each file's real path under
 data/raw/ (a day-2 folder outside data/raw/ is named by its folder's name: its server logs are then not
@@ -12,6 +13,7 @@ found by the notebooks, which say so). Built next to the target and renamed into
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pgfslab import paths
@@ -23,7 +25,20 @@ from pgfslab.ingest.load import store_held
 from pgfslab.ingest.published import EXTERNAL_DIR
 from pgfslab.ingest.study import StudySummary, ingest_folder, new_study_database
 
-DAYS = ("day1", "day2")  # the host keys of the two days: the study's folder, then the earlier one
+DAYS = ("day1", "day2")  # the host keys of the two days, in the order they ran
+
+
+def first_start(folder: Path) -> str | None:
+    """The earliest `started_at` of the folder's runs (ISO 8601 in UTC, so it sorts as text); None if none."""
+    starts = []
+    for rj in folder.glob("*/run.json"):
+        try:
+            started = json.loads(rj.read_text()).get("started_at")
+        except (OSError, json.JSONDecodeError):
+            continue
+        if started:
+            starts.append(str(started))
+    return min(starts) if starts else None
 
 
 def source_prefix(folder: Path) -> str:
@@ -42,10 +57,14 @@ def day_folders(raw: Path, day2: Path) -> list[HostFolder]:
     """The two days' folders, checked to be one study run on one machine each."""
     if raw.resolve() == day2.resolve():
         raise LabError(f"DAY2={day2}: the study's own raw folder; give the raw folder of another day's run")
-    out = []
-    for key, folder in zip(DAYS, (raw, day2)):
+    for folder in (raw, day2):
         if not folder.is_dir():
             raise LabError(f"{folder}: no such raw folder")
+    # keys in the order the days ran; the study's own folder stays first (its config is the database's)
+    started = [first_start(raw), first_start(day2)]
+    keys = DAYS[::-1] if None not in started and started[1] < started[0] else DAYS  # type: ignore[operator]
+    out = []
+    for key, folder in zip(keys, (raw, day2)):
         if host_folders(folder):
             raise LabError(
                 f"{folder}: a study merged from several hosts' folders; a second day is taken for a study run on "
@@ -62,11 +81,13 @@ def day_folders(raw: Path, day2: Path) -> list[HostFolder]:
 def ingest_days(
     raw: Path, day2: Path, db_path: Path, *, progress: bool = True, external: Path | None = EXTERNAL_DIR
 ) -> StudySummary:
-    """(Re)build one study database from the study's raw folder (day 1) and an earlier one (day 2), atomically."""
+    """(Re)build one study database from the study's raw folder and another day's (`day1` the earlier of the
+    two, `day2` the later), atomically."""
     folders = day_folders(raw, day2)
     common = Study.from_dict(validate(check_one_study(folders), str(raw / "study.yaml")))
     summary = StudySummary()
-    config_yaml = "# two days of one study: day1 " + str(raw) + ", day2 " + str(day2) + "\n"
+    named = ", ".join(f"{hf.host} {hf.folder}" for hf in sorted(folders, key=lambda hf: hf.host))
+    config_yaml = f"# two days of one study: {named}\n"
     config_yaml += (raw / "study.yaml").read_text()
     with new_study_database(db_path, common, config_yaml, external, summary) as con:
         for hf in folders:
