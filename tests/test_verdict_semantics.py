@@ -199,7 +199,15 @@ def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
     ]
     assert regime.check(["files_2mb"], slow, slow)[0] == ["files of 16 KiB were deleted, the seed's were 2 MB"]
     none = cell(value=[1.0])
-    assert regime.check(["io_bound"], none, none) == ([], ["io-bound: the data device's diskstats were not sampled"])
+    # a precondition that cannot be checked at all is not taken as met: no verdict, and the reason why
+    assert regime.check(["io_bound"], none, none) == (
+        ["I/O-bound could not be checked: the data device's diskstats were not sampled"],
+        [],
+    )
+    assert regime.check(["magnetic_device"], none, none) == (
+        ["the device class could not be checked: no device baseline (the study ran none)"],
+        [],
+    )
 
 
 def test_a_cell_that_misses_a_precondition_gets_no_verdict() -> None:
