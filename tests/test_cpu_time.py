@@ -172,3 +172,26 @@ def test_bench_precision_reads_steal_from_the_raw_stat_logs(tmp_path) -> None:
     want = (last[7] - first[7]) / sum(b - a for a, b in zip(first[:8], last[:8], strict=True))
     got = precision.cpu_steal(tmp_path, ["a.tpcb.c1.r1", "a.tpcb.c1.r2"])
     assert got[0] == pytest.approx(want) and got[1] is None
+
+
+def test_steal_against_throughput_by_hand() -> None:
+    # two targets at different levels, four runs each (medians 1050 and 500, which no run equals). Against its
+    # target's median a run is at ext4: 1.143 1.048 0.952 0.857, xfs: 1.2 1.04 0.96 0.8; the steal rises in
+    # exactly the order those fall (xfs 1.2 least, xfs 0.8 most), so the ranks are opposite: rho = -1
+    runs = pl.DataFrame(
+        {
+            "run_id": [f"e{i}" for i in range(4)] + [f"x{i}" for i in range(4)],
+            "target": ["ext4"] * 4 + ["xfs"] * 4,
+            "value": [1200.0, 1100.0, 1000.0, 900.0, 600.0, 520.0, 480.0, 400.0],
+        }
+    )
+    order = ["x0", "e0", "e1", "x1", "x2", "e2", "e3", "x3"]
+    steal = pl.DataFrame({"run_id": order, "cpu_steal": [0.01 * (k + 1) for k in range(8)]})
+    rho, p, n = cpu_time.steal_and_throughput(runs, steal)  # type: ignore[misc]
+    assert (rho, n) == (pytest.approx(-1.0), 8) and p < 0.01
+    assert "falls as the steal rises (Spearman ρ = -1.00, p < 0.001, 8 runs)" in cpu_time.steal_effect_sentence(
+        (rho, 0.0001, n), "tpcb, 4 clients"
+    )
+    # too few runs that sampled /proc/stat: nothing to say
+    assert cpu_time.steal_and_throughput(runs, steal.head(5)) is None
+    assert cpu_time.steal_effect_sentence(None, "tpcb") == ""

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
+from scipy.stats import spearmanr
 
 from pgfslab.analysis import queries as data
 
@@ -68,3 +69,30 @@ def steal_sentence(steal: Sequence[float | None], runs: int) -> str:
     of = f"{n} runs" if n == runs else f"{n} of {runs} runs"
     return (f"CPU steal: {100 * median:.1f} % of the CPUs' time over the runs (median of {of}, at most "
             f"{100 * got[-1]:.1f} %; /proc/stat): the hypervisor gave it to other guests")  # fmt: skip
+
+
+def steal_and_throughput(runs: pl.DataFrame, steal: pl.DataFrame) -> tuple[float, float, int] | None:
+    """Does a run's throughput follow what the hypervisor took? `runs` holds one cell's runs (run_id, target,
+    value), `steal` the per-run shares (run_id, cpu_steal). Each run's value is set against its target's
+    median (so the targets' own levels do not count) and ranked against its steal: Spearman's rho, its
+    two-sided p and the number of runs; None with fewer than 6 runs that sampled /proc/stat, or no spread."""
+    both = runs.join(steal.select("run_id", "cpu_steal"), on="run_id").drop_nulls(["value", "cpu_steal"])
+    if both.height < 6 or both["cpu_steal"].n_unique() < 2:
+        return None
+    rel = both.with_columns((pl.col("value") / pl.col("value").median().over("target")).alias("rel"))
+    res = spearmanr(rel["cpu_steal"].to_numpy(), rel["rel"].to_numpy())
+    return float(res.statistic), float(res.pvalue), rel.height  # type: ignore[attr-defined]
+
+
+def steal_effect_sentence(effect: tuple[float, float, int] | None, cell: str) -> str:
+    """The headline cell's runs against their CPU steal, in words (empty when not measured)."""
+    if effect is None:
+        return ""
+    rho, p, n = effect
+    shown = "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    if p < 0.05 and rho < 0:
+        return (f" In the headline cell ({cell}) a run's throughput, against its target's median, falls as the "
+                f"steal rises (Spearman ρ = {rho:.2f}, {shown}, {n} runs): much of the run-to-run noise is the "
+                "hypervisor's, not the file systems'.")  # fmt: skip
+    return (f" In the headline cell ({cell}) the runs' throughput, against each target's median, does not follow "
+            f"the steal (Spearman ρ = {rho:.2f}, {shown}, {n} runs).")  # fmt: skip
