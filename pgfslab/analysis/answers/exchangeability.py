@@ -9,7 +9,9 @@ baseline (`stats.aa`).
 Burn-in rounds (run.burn_in_rounds, `burn_in` in the runs table, rounds <= 0) are shown beside the counted
 rounds and never compared: the checks and the A/A band use the counted rounds only. Two days of one study
 ingested together (`make analyse DAY2=...`, pgfslab.ingest.days: the days are host keys `day1`/`day2`) get,
-per comparison, whether the two days agree (`stats.days`).
+per comparison, whether the two days agree (`stats.days`). Where the runs sampled /proc/stat, every
+comparison is also shown adjusted for the CPU the hypervisor took from each run (`stats.steal_adjusted`:
+a model-based sensitivity analysis, never used by the verdicts).
 
 Input is one headline value per run (`queries.headline(..., burn_in=True)`: pgbench and sysbench tps).
 """
@@ -21,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from pgfslab.analysis.stats import aa, days
+from pgfslab.analysis.stats import aa, days, steal_adjusted
 from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
 from pgfslab.analysis.verdicts.ratio import ratio_ci
 from pgfslab.ingest.days import DAYS
@@ -91,6 +93,28 @@ def baseline_of(cfg: Mapping[str, Any], twins: Mapping[str, str]) -> str | None:
         return next(iter(twins.values()))
     names = list(cfg.get("targets") or {})
     return names[0] if names else None
+
+
+def steal_adjusted_comparisons(
+    runs: pl.DataFrame, cpu: pl.DataFrame, baseline: str | None, alpha: float
+) -> pl.DataFrame:
+    """Per cell, every target against the baseline adjusted for each run's CPU contention (its steal over the
+    CPU time it wanted; `cpu` holds pgfslab.analysis.cpu_time's per-run measures); empty where /proc/stat was
+    not sampled or a cell cannot carry the model (stats.steal_adjusted)."""
+    if baseline is None or cpu.height == 0:
+        return pl.DataFrame()
+    contention = cpu.filter(pl.col("cpu_busy") > 0).select(
+        "run_id", (pl.col("cpu_steal") / pl.col("cpu_busy")).alias("contention")
+    )
+    f = counted(runs).join(contention, on="run_id")
+    parts = [
+        steal_adjusted.fit(part, baseline, alpha).with_columns(
+            pl.lit(key[0]).alias("workload"), pl.lit(key[1]).cast(runs.schema["clients"]).alias("clients")
+        )
+        for key, part in f.group_by(list(CELL), maintain_order=True)
+    ]
+    parts = [p for p in parts if p.height]
+    return pl.concat(parts).select(*CELL, pl.exclude(*CELL)) if parts else pl.DataFrame()
 
 
 def two_days(runs: pl.DataFrame, baseline: str | None, alpha: float) -> pl.DataFrame:
