@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pgfslab.analysis.stats.series import mser_null_rate, mser_truncation
 from pgfslab.analysis.verdicts import claims, evaluate, facts, regime
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.claims import Claim
@@ -175,15 +176,19 @@ def cell(**cols) -> pl.DataFrame:
 
 
 def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
-    a = cell(device_busy=[0.10, 0.12, 0.14], steady=[False, False, True], randread_qd1_iops=[12000.0] * 3,
-             snapshots_alive=[2, 2, 2], checkpoints=[0, 0, 1])  # fmt: skip
-    b = cell(device_busy=[0.80, 0.85, 0.90], steady=[True, True, True], randread_qd1_iops=[11000.0] * 3,
-             snapshots_alive=[2, 2, 2], checkpoints=[0, 0, 0])  # fmt: skip
+    a = cell(device_busy=[0.10, 0.12, 0.14], steady=[False, False, True], steady_n=[118] * 3,
+             randread_qd1_iops=[12000.0] * 3, snapshots_alive=[2, 2, 2], checkpoints=[0, 0, 1])  # fmt: skip
+    b = cell(device_busy=[0.80, 0.85, 0.90], steady=[True, True, True], steady_n=[118] * 3,
+             randread_qd1_iops=[11000.0] * 3, snapshots_alive=[2, 2, 2], checkpoints=[0, 0, 0])  # fmt: skip
+    # 2 of 3 flagged where a stationary run of 118 samples is flagged with rate r: P(X >= 2) = 3r^2(1-r) + r^3
+    r = mser_null_rate(118)
+    p2 = 3 * r**2 * (1 - r) + r**3
     miss, unchecked = regime.check(["io_bound", "steady", "magnetic_device", "snapshots_alive", "checkpoints"], a, b)
     assert unchecked == []
     assert miss == [
         "not I/O-bound: the data device busy 12% of the run (median; the lab calls >= 50% I/O-bound)",
-        "not steady: 2 of 3 runs of side A found no steady state (MSER-5)",
+        f"not steady: 2 of 3 runs of side A found no steady state (MSER-5), where stationary runs of 118 samples "
+        f"are flagged {r:.0%} of the time (binomial p = {p2:.3f})",
         "not a magnetic-class device: the data device does 12,000 random 8 kB reads/s at QD1 (device baseline; a "
         "magnetic disk does 100-200)",
         "at most 2 snapshots alive at once (the talk kept 3 alive)",
@@ -208,6 +213,23 @@ def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
         ["the device class could not be checked: no device baseline (the study ran none)"],
         [],
     )
+
+
+def test_mser_flags_stationary_short_runs_often_so_the_cell_rule_allows_for_it() -> None:
+    # an independent simulation of the same definition (other seed): stationary series, MSER-5's verdict
+    rng = np.random.default_rng(1)
+    for n, tol in ((18, 0.04), (40, 0.03), (118, 0.01)):
+        mine = np.mean([not mser_truncation(rng.normal(100, 10, n))[1] for _ in range(3000)])
+        assert mser_null_rate(n) == pytest.approx(mine, abs=tol)
+    assert mser_null_rate(10) == 1.0  # two batches: MSER-5 can never call it steady
+    # 7 of 12 runs of 18 samples flagged is what stationary runs do (r ~ 0.46): steady, no miss
+    flagged = cell(steady=[False] * 7 + [True] * 5, steady_n=[18] * 12)
+    assert regime.check(["steady"], flagged, flagged)[0] == []
+    # 4 of 4 flagged: P = r^4 < 0.05: not steady
+    warm = cell(steady=[False] * 4, steady_n=[18] * 4)
+    assert regime.check(["steady"], warm, flagged)[0][0].startswith("not steady: 4 of 4 runs of side A")
+    short = cell(steady=[False] * 4, steady_n=[12] * 4)
+    assert "too few for MSER-5" in regime.check(["steady"], short, short)[0][0]
 
 
 def test_a_cell_that_misses_a_precondition_gets_no_verdict() -> None:

@@ -20,7 +20,8 @@ Per run (`run_measures`), from the study database:
   and did not get it; pgfslab.analysis.cpu_time). Older raw folders have no stat.log: these are null there;
 * `hit_ratio`: shared_buffers hits / (hits + reads) over the run (pg_stat_database);
 * `checkpoints` completed during the run (pg_stat_bgwriter, timed + requested);
-* `steady`: MSER-5 found a steady state in the run's per-second throughput (after the fixed trim);
+* `steady`: MSER-5 found a steady state in the run's per-second throughput (after the fixed trim), and
+  `steady_n` the samples it had;
 * `snapshots_alive`: the most snapshots alive at once (the snapshot scheduler's create/delete events);
 * `randread_qd1_iops`: the target's device baseline (fio, 8 kB random reads at QD1, O_DIRECT).
 
@@ -30,8 +31,10 @@ miss gives the CPUs' I/O wait beside it as evidence, the device decides. CPU-bou
 busy at most `CPU_BOUND` and the CPUs busy at least `CPU_BUSY` of all CPU time (a run whose clients wait on
 I/O or on each other leaves the CPUs idle or in I/O wait); where CPU time was not sampled (raw folders from
 before the /proc/stat sampler) the device alone decides, and the check says so. A magnetic-class device does
-at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200 rpm disk: 100-200); steady when at least half
-of each side's runs reached a steady state.
+at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200 rpm disk: 100-200). Steady unless more of a
+side's runs are flagged than stationary runs of their length would be: MSER-5 on a short series is close to a
+coin toss (it calls 45 % of perfectly stationary 18-sample series "not steady"; stats.series.mser_null_rate),
+so a share of flagged runs means something only against that rate (one-sided binomial test, `STEADY_ALPHA`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
+from scipy.stats import binom
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import stats
@@ -51,12 +55,14 @@ CPU_BOUND = 0.2
 CPU_BUSY = 0.8
 MAGNETIC_IOPS = 1000
 SNAPSHOTS_ALIVE = 3
+STEADY_ALPHA = 0.05
 PRECONDITIONS = {
     "io_bound": f"I/O-bound: the data device busy >= {IO_BOUND:.0%} of the run (median of each side's runs)",
     "cpu_bound": f"CPU-bound: the data device busy <= {CPU_BOUND:.0%} of the run and the CPUs busy (neither idle "
     f"nor in I/O wait) >= {CPU_BUSY:.0%} of all CPU time (/proc/stat; median of each side's runs): a run "
     "that leaves a fifth of the CPUs' time idle waits on something else",
-    "steady": "steady: MSER-5 finds a steady state in at least half of each side's runs",
+    "steady": "steady: no more of each side's runs flagged not steady by MSER-5 than stationary runs of their "
+    f"length are (one-sided binomial test, alpha {STEADY_ALPHA:g})",
     "magnetic_device": f"a magnetic-class data device: <= {MAGNETIC_IOPS} random 8 kB reads/s at QD1 (device baseline)",
     "snapshots_alive": f"{SNAPSHOTS_ALIVE} snapshots alive at once during the run (the talk's schedule)",
     "checkpoints": "runs that span checkpoints: at least one completed in each run",
@@ -76,6 +82,7 @@ MEASURES: dict[str, Any] = {
     "cpu_steal": pl.Float64,
     "checkpoints": pl.Int64,
     "steady": pl.Boolean,
+    "steady_n": pl.Int64,
     "snapshots_alive": pl.Int64,
     "randread_qd1_iops": pl.Float64,
     "read_await_ckpt": pl.Float64,
@@ -234,11 +241,16 @@ def alive_at_once(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def steadiness(series: pl.DataFrame, trim_s: float) -> pl.DataFrame:
-    """Per run: did MSER-5 find a steady state in its per-second throughput after `trim_s` seconds?"""
+    """Per run: did MSER-5 find a steady state in its per-second throughput after `trim_s` seconds, and on
+    how many samples (`steady_n`: what the check's false alarm rate depends on)?"""
     if series.height == 0:
-        return pl.DataFrame(schema={"run_id": pl.Utf8, "steady": pl.Boolean})
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "steady": pl.Boolean, "steady_n": pl.Int64})
     kept = stats.trim_warmup(series.select("run_id", "t_s", "tps"), trim_s)
-    return stats.apply_steady_state(kept, "tps", "t_s", by=["run_id"]).group_by("run_id").agg(pl.col("steady").first())
+    steady = (
+        stats.apply_steady_state(kept, "tps", "t_s", by=["run_id"]).group_by("run_id").agg(pl.col("steady").first())
+    )
+    n = kept.filter(pl.col("tps").is_not_null()).group_by("run_id").agg(pl.len().cast(pl.Int64).alias("steady_n"))
+    return steady.join(n, on="run_id", how="left")
 
 
 def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -331,6 +343,28 @@ def _iowait_evidence(a: pl.DataFrame, b: pl.DataFrame) -> str:
     return f"; the CPUs in I/O wait {waits[0]:.0%} (A) and {waits[1]:.0%} (B) of their time"
 
 
+def _steady(label: str, side: pl.DataFrame) -> list[str]:
+    """The steady precondition for one side: more of its runs flagged not steady by MSER-5 than stationary
+    runs of their length would be (one-sided binomial test at STEADY_ALPHA against `mser_null_rate`), or
+    runs too short for MSER-5 to say anything."""
+    v = side["steady"].drop_nulls() if "steady" in side.columns else pl.Series([], dtype=pl.Boolean)
+    if v.len() == 0:
+        return [f"the steady state of side {label} could not be checked: no per-second throughput"]
+    n = _median(side, "steady_n")
+    if n is None:
+        return [f"the steady state of side {label} could not be checked: the runs' series lengths are unknown"]
+    null = stats.mser_null_rate(int(n))
+    if null >= 1.0:
+        return [f"the steady state of side {label} could not be checked: {n:.0f} samples per run, too few for "
+                "MSER-5 ever to find a steady state (15 at least)"]  # fmt: skip
+    flagged = int((~v).sum())
+    p = float(binom.sf(flagged - 1, v.len(), null)) if flagged else 1.0
+    if p >= STEADY_ALPHA:
+        return []
+    return [f"not steady: {flagged} of {v.len()} runs of side {label} found no steady state (MSER-5), where "
+            f"stationary runs of {n:.0f} samples are flagged {null:.0%} of the time (binomial p = {p:.3f})"]  # fmt: skip
+
+
 def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
     """The cell's runs of side A and side B against the claim's preconditions: (what the cell misses, with
     the measured reason; notes on a check made with less than the lab samples today). A miss means "not
@@ -354,12 +388,7 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
                 unchecked += u
         elif name == "steady":
             for label, s in (("A", a), ("B", b)):
-                v = s["steady"].drop_nulls() if "steady" in s.columns else pl.Series([], dtype=pl.Boolean)
-                if v.len() == 0:
-                    miss.append(f"the steady state of side {label} could not be checked: no per-second throughput")
-                elif int((~v).sum()) * 2 > v.len():
-                    miss.append(f"not steady: {int((~v).sum())} of {v.len()} runs of side {label} found no steady "
-                                "state (MSER-5)")  # fmt: skip
+                miss += _steady(label, s)
         elif name == "magnetic_device":
             iops = [_median(s, "randread_qd1_iops") for s in (a, b)]
             known = [x for x in iops if x is not None]
