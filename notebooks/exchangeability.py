@@ -234,9 +234,9 @@ if agreement.height:
             "target",
             "baseline",
             pl.col("ratio_day_1").alias("day 1"),
-            pl.format("[{}, {}]", pl.col("lo_day_1").round(3), pl.col("hi_day_1").round(3)).alias("day 1 interval"),
+            pl.format("[{}, {}]", pl.col("lo_day_1").round(2), pl.col("hi_day_1").round(2)).alias("day 1 interval"),
             pl.col("ratio_day_2").alias("day 2"),
-            pl.format("[{}, {}]", pl.col("lo_day_2").round(3), pl.col("hi_day_2").round(3)).alias("day 2 interval"),
+            pl.format("[{}, {}]", pl.col("lo_day_2").round(2), pl.col("hi_day_2").round(2)).alias("day 2 interval"),
             pl.col("ratio_blocked").alias("blocked by day"),
             (100 * pl.col("day_share_target")).alias("between-day share %"),
             "verdict",
@@ -244,7 +244,7 @@ if agreement.height:
         caption="Per comparison, each day's ratio target/baseline with its interval, the estimate blocked by day "
         "(within-day pairs only, van Elteren's day-stratified interval) and the share of the target's variance "
         "that lies between the days; the days agree when their intervals overlap (docs/two-days.md).",
-        digits={"day 1": 3, "day 2": 3, "blocked by day": 3, "between-day share %": 0},
+        digits={"day 1": 2, "day 2": 2, "blocked by day": 2, "between-day share %": 0},
     )
 
 # %%
