@@ -86,8 +86,8 @@ if tested.height:
         "compared, what the claim expects (the seed's number, or direction only, or the lab's equivalence band and "
         "why), this lab's estimate with its interval, the cell's A/A band (two identical targets' spread, where the "
         "study carries a twin of A: a ratio inside it is no finding, an interval reaching into it is not separated "
-        "from the noise), the runs per side, the test, the verdict in words, and any "
-        "precondition that could not be checked. Context cells are shown, never pooled into the verdict. Footprints "
+        "from the noise), the runs per side, the test, the verdict in words, and its notes (a precondition checked "
+        "with less than today's samplers, a side whose runs were not steady). Context cells are shown, never pooled into the verdict. Footprints "
         "and compression ratios are one measurement per load (the runs re-read the same load): no interval.",
     )
 pub.table(

@@ -439,3 +439,12 @@ def test_read_wait_in_checkpoint_seconds_against_the_others_by_hand() -> None:
         pl.DataFrame(rows, infer_schema_length=None), c.__class__(**{**c.__dict__, "preconditions": ()})
     )
     assert out.height == 1 and out["verdict"][0] == R.DIRECTION_ONLY and out["lo"][0] > 1
+
+
+def test_a_throughput_claim_without_the_steady_precondition_notes_an_unsteady_side() -> None:
+    # side B's four runs of 18 samples all flagged: more than stationary runs would be (P = r^4 < 0.05)
+    rows = runs("ext4", "ext4", [100.0, 101, 102, 103], steady=True, steady_n=18)
+    rows += runs("btrfs", "btrfs", [200.0, 201, 202, 203], steady=False, steady_n=18)
+    row = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim(seed_value=2.0)).row(0, named=True)
+    assert row["verdict"] == R.HOLDS  # the claim does not need steady runs: a verdict, with the note beside it
+    assert row["unchecked"].startswith("not steady: 4 of 4 runs of side B")

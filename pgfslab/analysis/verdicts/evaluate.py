@@ -72,6 +72,9 @@ TEST = {
     "interval",
 }
 
+# quantities read from the runs' per-second throughput: their cells say whether a side was steady
+SERIES_QUANTITIES = ("ratio", "variance_ratio", "cv_ratio", "latency_p95_ratio")
+
 RESULT_SCHEMA: dict[str, Any] = {
     "claim": pl.Utf8,
     "seed": pl.Utf8,
@@ -94,7 +97,7 @@ RESULT_SCHEMA: dict[str, Any] = {
     "magnitude": pl.Utf8,
     "verdict": pl.Utf8,  # the category (ratio.CATEGORIES), or why there is none
     "verdict_text": pl.Utf8,
-    "unchecked": pl.Utf8,  # preconditions that could not be checked, and why
+    "unchecked": pl.Utf8,  # notes beside the verdict: a check made with less than today's samplers, a side not steady
 }
 
 
@@ -260,6 +263,10 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
     aa = None if inter or claim.quantity == "saving" else _aa_band(with_twins, group, ta, column, alpha)
     miss, unchecked = regime.check(claim.preconditions, pa, pb)
     miss += regime.throttled_await(claim.quantity, pa, pb)
+    if claim.quantity in SERIES_QUANTITIES and "steady" not in claim.preconditions:
+        # the claim does not need steady runs, but a reader should know when a side measured a warm-up
+        unchecked += [m for label, side in (("A", pa), ("B", pb)) for m in regime.steady_check(label, side)
+                      if m.startswith("not steady")]  # fmt: skip
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":

@@ -343,7 +343,7 @@ def _iowait_evidence(a: pl.DataFrame, b: pl.DataFrame) -> str:
     return f"; the CPUs in I/O wait {waits[0]:.0%} (A) and {waits[1]:.0%} (B) of their time"
 
 
-def _steady(label: str, side: pl.DataFrame) -> list[str]:
+def steady_check(label: str, side: pl.DataFrame) -> list[str]:
     """The steady precondition for one side: more of its runs flagged not steady by MSER-5 than stationary
     runs of their length would be (one-sided binomial test at STEADY_ALPHA against `mser_null_rate`), or
     runs too short for MSER-5 to say anything."""
@@ -388,7 +388,7 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
                 unchecked += u
         elif name == "steady":
             for label, s in (("A", a), ("B", b)):
-                miss += _steady(label, s)
+                miss += steady_check(label, s)
         elif name == "magnetic_device":
             iops = [_median(s, "randread_qd1_iops") for s in (a, b)]
             known = [x for x in iops if x is not None]

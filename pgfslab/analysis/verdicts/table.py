@@ -102,8 +102,8 @@ def _interval(est: float | None, lo: float | None, hi: float | None, quantity: s
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     """Per tested claim and cell, the seed's own condition first: its role, what was compared, what the claim
     expects, this lab's estimate with its interval, the cell's A/A band (the instrument's own noise, where the
-    study has a twin of A), the runs per side, the test, the verdict (its sentence) and any precondition that
-    could not be checked."""
+    study has a twin of A), the runs per side, the test, the verdict (its sentence) and its notes (a
+    precondition checked with less than today's samplers, a side whose runs were not steady)."""
     df = results.filter(pl.col("role").is_not_null()).join(_claim_frame(claims), on="claim")
     text = [
         _interval(e, lo, hi, q, cov)
@@ -137,7 +137,7 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
             .alias("runs"),
             "test",
             pl.col("verdict_text").alias("verdict"),
-            pl.col("unchecked").fill_null("–").alias("not checked"),
+            pl.col("unchecked").fill_null("–").alias("notes"),
         )
     )
 
