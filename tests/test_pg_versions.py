@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pgfslab import yaml_text
+from pgfslab.analysis import registry
 from pgfslab.config import pg_settings
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
@@ -173,6 +174,10 @@ def test_a_workload_runs_on_its_targets_and_rungs_only():
     ids = [r.run_id for r in study.runs]
     assert [i for i in ids if ".aio." in i] == ["ext4-pg18.aio.d2.c1.r1"]
     assert len([i for i in ids if ".rw." in i]) == 4 * 2
+    # the notebooks per workload follow the runs: aio's at its own rung only (no notebook for a cell with no run)
+    per_workload = {j.name for j in registry.jobs(study) if j.workload}
+    assert {n for n in per_workload if "aio" in n} == {"throughput_stability-aio.d2", "latency_percentiles-aio.d2"}
+    assert {"throughput_stability-rw.d1", "throughput_stability-rw.d2"} <= per_workload
     view = study.run_view(study.find_run("ext4-pg18.aio.d2.c1.r1"))
     assert view.prewarm == "read" and study.run_view(study.find_run("xfs-pg15.rw.d1.c4.r1")).prewarm is False
     # a name before the crossing means every major's copy; then the 18-only setting meets 15

@@ -97,9 +97,11 @@ class Job:
 
 
 def _with_rungs(study: Study, names: list[str]) -> list[str]:
-    """A ladder study's workloads per rung, as the database names them (`tpcb.d1`, `tpcb.d2`, ...)."""
-    rungs = study.ladder_rungs()
-    return [f"{w}.d{i}" for w in names for i in rungs] if rungs else names
+    """A ladder study's workloads per rung they run at, as the database names them (`tpcb.d1`, `tpcb.d2`,
+    ...; a workload with `rungs: [2]` only at its own)."""
+    if not study.ladder_rungs():
+        return names
+    return [f"{w}.d{i}" for w in names for i in study.rungs_for(w) if i is not None]
 
 
 def series_workloads(study: Study) -> list[str]:
