@@ -61,7 +61,7 @@ def ingest_one(path: Path, **kw: object) -> tuple[duckdb.DuckDBPyConnection, ing
 
 def test_every_captured_file_is_listed_in_origins() -> None:
     origins = (CAPTURED / "ORIGINS.md").read_text()
-    assert len(FILES) == 120
+    assert len(FILES) == 121
     assert set(UNSUPPORTED) <= {str(p.relative_to(CAPTURED)) for p in FILES}
     missing = [str(p.relative_to(CAPTURED)) for p in FILES if str(p.relative_to(CAPTURED)) not in origins]
     assert missing == []
@@ -261,6 +261,16 @@ def test_progress_without_report_pg14() -> None:
     assert con.execute("SELECT count(*) FROM pgbench_summary").fetchall() == [(0,)]
     got = con.execute("SELECT t_s, tps, latency_avg_ms, failed FROM pgbench_progress ORDER BY t_s").fetchall()
     assert len(got) == 9 and got[0] == (2.7, 0.0, 0.0, None) and got[-1] == (10.0, 8.0, 7055.317, None)
+
+
+def test_progress_stddev_nan_of_pgbench_18_is_null_not_dropped() -> None:
+    path = CAPTURED / "pgbench/local/pg18_progress_stddev_nan.log"
+    con, res = ingest_one(path)
+    progress = [ln for ln in lines_of(path) if ln.startswith("progress:")]
+    got = con.execute("SELECT t_s, latency_stddev_ms FROM pgbench_progress ORDER BY t_s").fetchall()
+    assert len(got) == len(progress) == 8 and res.lines is not None and res.lines.not_understood == 0
+    nan_at = [float(ln.split()[1]) for ln in progress if "stddev NaN" in ln]
+    assert nan_at == [5.0, 8.0] and [t for t, sd in got if sd is None] == nan_at
 
 
 def test_progress_lag_and_timestamp() -> None:

@@ -34,8 +34,9 @@ LINES_SCHEMA: Schema = {"line": pl.Int64, "kind": pl.String, "text": pl.String}
 PARSED, NOISE, NOT_UNDERSTOOD = "parsed", "noise", "not_understood"
 LINE_KINDS = (PARSED, NOISE, NOT_UNDERSTOOD)
 
-# A number as C's printf writes it (%f, %.3f, %.0f), plus the nan/inf spellings glibc prints.
-NUM = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)"
+# A number as C's printf writes it (%f, %.3f, %.0f), plus the nan/inf spellings of glibc and of PostgreSQL's own
+# snprintf (`NaN`, `Infinity`: pgbench 18 prints `stddev NaN` for an interval with one transaction).
+NUM = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Infinity))"
 
 INT64_MAX = 2**63 - 1
 
