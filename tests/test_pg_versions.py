@@ -206,7 +206,7 @@ def test_the_issue_32_studies_are_what_their_comments_say():
     assert set(direct) == {"ext4", "xfs", "btrfs"}
     warm = {r.rung for r in aio.runs if r.workload.startswith("warm")}
     assert warm == {1} and {r.rung for r in aio.runs if not r.workload.startswith("warm")} == {2}
-    assert len(aio.runs) == (4 * 12 + 3) * 3
+    assert len(aio.runs) == (4 * 12 + 3) * 4
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the socket directory is handed to the postgres user)")
