@@ -110,17 +110,27 @@ def families(cfg: StudyConfig) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=VARIANTS_SCHEMA)
 
 
+def _cell(cfg: StudyConfig, workload: str, target: str, rung: int | None, clients: int) -> str:
+    """`1 client, scale 24`: the client count and the data set a cell runs at."""
+    ds = cfg.dataset_for(target, rung)
+    data = (f"{ds.sysbench.tables} x {ds.sysbench.table_size:,} rows" if cfg.workloads[workload].tool == "sysbench"
+            else f"scale {ds.scale}")  # fmt: skip
+    return f"{clients} client{'s' if clients != 1 else ''}, {data}"
+
+
 def cells(cfg: StudyConfig, fam: pl.DataFrame, targets: list[str] | None = None) -> pl.DataFrame:
-    """The cells the config asks of each family member: workload, target, rung (null without a ladder), clients."""
+    """The cells the config asks of each family member: workload, target, rung (null without a ladder), clients,
+    and `cell` in words (`_cell`)."""
     rows = [
-        {"workload": w, "target": t, "rung": r, "clients": c}
+        {"workload": w, "target": t, "rung": r, "clients": c, "cell": _cell(cfg, w, t, r, c)}
         for w in fam["workload"]
         for t in cfg.targets_for(w)
         if targets is None or t in targets
         for r in cfg.rungs_for(w)
         for c in cfg.workloads[w].clients
     ]
-    return pl.DataFrame(rows, schema={"workload": pl.Utf8, "target": pl.Utf8, "rung": pl.Int64, "clients": pl.Int64})
+    schema = {"workload": pl.Utf8, "target": pl.Utf8, "rung": pl.Int64, "clients": pl.Int64, "cell": pl.Utf8}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def with_measures(headline: pl.DataFrame, measures: pl.DataFrame, pg_reads: pl.DataFrame) -> pl.DataFrame:
@@ -165,6 +175,7 @@ COMPARISON_SCHEMA = {
     "target_label": pl.Utf8,
     "rung": pl.Int64,
     "clients": pl.Int64,
+    "cell": pl.Utf8,
     "workload": pl.Utf8,
     "variant": pl.Utf8,
     "io_method": pl.Utf8,
@@ -202,6 +213,7 @@ def compare(runs: pl.DataFrame, fam: pl.DataFrame, wanted: pl.DataFrame, alpha: 
             "target_label": labels.get(c["target"], c["target"]),
             "rung": c["rung"],
             "clients": c["clients"],
+            "cell": c.get("cell") or f"{c['clients']} client(s)",
             "workload": c["workload"],
             "variant": v["variant"],
             "io_method": v["io_method"],
@@ -232,16 +244,17 @@ def compare(runs: pl.DataFrame, fam: pl.DataFrame, wanted: pl.DataFrame, alpha: 
 
 def table(comp: pl.DataFrame) -> pl.DataFrame:
     """`compare`'s result as the reader sees it: one row per cell and variant."""
+    shown = [
+        "–" if r["ratio"] is None else f"{_num(r['ratio'])} [{_num(r['lo'])}, {_num(r['hi'])}]"
+        for r in comp.select("ratio", "lo", "hi").iter_rows(named=True)
+    ]
     return comp.select(
         "family",
         pl.col("target_label").alias("target"),
         "variant",
         pl.col("n").alias("runs"),
         pl.col("median_tps").alias("tps"),
-        pl.when(pl.col("ratio").is_not_null())
-        .then(pl.format("{} [{}, {}]", *(_fixed(c) for c in ("ratio", "lo", "hi"))))
-        .otherwise(pl.lit("–"))
-        .alias("vs sync"),
+        pl.Series("vs sync", shown, dtype=pl.Utf8),
         "finding",
         pl.col("reads_per_s").alias("device reads/s"),
         pl.col("pg_reads_per_s").alias("pg_stat_io reads/s"),
@@ -250,27 +263,23 @@ def table(comp: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _fixed(col: str) -> pl.Expr:
-    """A ratio with two decimals for the table ("∞" for an unbounded end)."""
-    return pl.when(pl.col(col).is_infinite()).then(pl.lit("∞")).otherwise(pl.col(col).round(2).cast(pl.Utf8))
-
-
 def chart(comp: pl.DataFrame, color_scale: Any = None) -> Any:
     """Variant/sync with its interval per family, variant and target on a log axis, a rule at 1: one panel
     per family, one row per variant, the targets side by side within it."""
     df = comp.filter(pl.col("ratio").is_not_null()).with_columns(
         pl.when(pl.col("lo") > 0).then(pl.col("lo")).alias("lo"),
         pl.when(pl.col("hi").is_finite()).then(pl.col("hi")).alias("hi"),
-        pl.format("{} ({})", "family", "what").alias("panel"),
+        pl.format("{} ({}; {})", "family", "what", "cell").alias("panel"),
     )
     lo = min([*df["lo"].drop_nulls().to_list(), *df["ratio"].to_list(), 1.0])
     hi = max([*df["hi"].drop_nulls().to_list(), *df["ratio"].to_list(), 1.0])
-    x_scale = alt.Scale(type="log", domain=[lo / 1.05, hi * 1.05])
-    color = alt.Color("target_label:N", scale=color_scale, title=None)
+    x_scale = alt.Scale(type="log", domain=[lo / 1.05, hi * 1.05], nice=False)
+    shown = df["target_label"].unique(maintain_order=True).to_list()  # the config's order
+    color = alt.Color("target_label:N", scale=color_scale, title=None, legend=alt.Legend(values=shown))
 
     def panel(part: pl.DataFrame, title: str) -> Any:
         y = alt.Y("variant:N", title=None, sort=None, axis=alt.Axis(labelLimit=260))
-        base = alt.Chart(part).encode(y=y, yOffset=alt.YOffset("target_label:N"), color=color)
+        base = alt.Chart(part).encode(y=y, yOffset=alt.YOffset("target_label:N", sort=shown), color=color)
         one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#888", strokeDash=[4, 3]).encode(x="x:Q")
         bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", scale=x_scale), x2="hi:Q")
         dots = base.mark_point(filled=True, size=45).encode(
@@ -285,6 +294,7 @@ def chart(comp: pl.DataFrame, color_scale: Any = None) -> Any:
 
 
 def _num(x: float) -> str:
+    """A ratio with two decimals ("∞" for an interval's unbounded end)."""
     return "∞" if not math.isfinite(x) else f"{x:.2f}"
 
 
@@ -293,20 +303,19 @@ def summary(comp: pl.DataFrame) -> str:
     variant/sync and its interval; then the cells that were not compared and the intervals' coverage."""
     paragraphs = []
     compared = comp.filter(pl.col("ratio").is_not_null())
-    for (family, what), part in compared.group_by("family", "what", maintain_order=True):
+    for (family, what, cell), part in compared.group_by("family", "what", "cell", maintain_order=True):
         sentences = []
         for (variant,), vpart in part.group_by("variant", maintain_order=True):
             groups: dict[str, list[str]] = {}
             for r in vpart.iter_rows(named=True):
                 key = r["finding"].split(" (")[0]
                 key = "no difference resolved" if key.startswith("no difference") else key
-                cell = f"/d{r['rung']}" if r["rung"] is not None else ""
                 groups.setdefault(key, []).append(
-                    f"{r['target_label']}{cell} {_num(r['ratio'])} [{_num(r['lo'])}, {_num(r['hi'])}]"
+                    f"{r['target_label']} {_num(r['ratio'])} [{_num(r['lo'])}, {_num(r['hi'])}]"
                 )
             said = "; ".join(f"{k} on {', '.join(v)}" for k, v in groups.items())
             sentences.append(f"{variant}: {said}.")
-        paragraphs.append(f"**{family}** ({what}), each variant's tps over sync's: " + " ".join(sentences))
+        paragraphs.append(f"**{family}** ({what}; {cell}), each variant's tps over sync's: " + " ".join(sentences))
     skipped = comp.filter(~pl.col("is_baseline") & pl.col("ratio").is_null())
     if skipped.height:
         paragraphs.append(
