@@ -160,14 +160,6 @@ def finding(ci: RatioCI, n_base: int, n_variant: int, alpha: float) -> str:
     return words
 
 
-def _median(values: list[float | None]) -> float | None:
-    got = sorted(v for v in values if v is not None and not math.isnan(v))
-    if not got:
-        return None
-    n = len(got)
-    return got[n // 2] if n % 2 else (got[n // 2 - 1] + got[n // 2]) / 2
-
-
 COMPARISON_SCHEMA = {
     "family": pl.Utf8,
     "what": pl.Utf8,
@@ -191,54 +183,80 @@ COMPARISON_SCHEMA = {
 }
 
 
+KEY = ["workload", "target", "rung", "clients"]
+
+
 def compare(runs: pl.DataFrame, fam: pl.DataFrame, wanted: pl.DataFrame, alpha: float) -> pl.DataFrame:
     """Per cell of `wanted` (`cells`) and variant of `fam` (`families`): its runs' median tps, variant/sync
     with its interval and the finding, and the medians of MEASURES. `runs` holds one row per successful run:
     workload (the config's: a ladder's `tpcb.d2` is `tpcb`), target, target_label, rung, clients, value
     (tps) and MEASURES (null where not sampled)."""
-    labels = dict(runs.select("target", "target_label").unique().iter_rows())
-    by_cell: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in runs.iter_rows(named=True):
-        by_cell.setdefault((r["workload"], r["target"], r["rung"], r["clients"]), []).append(r)
-    info = {r["workload"]: r for r in fam.iter_rows(named=True)}
+    rung0 = pl.col("rung").fill_null(0)  # a study without a ladder has no rung: one key all the same
+    per_cell = (
+        runs.filter(pl.col("value").is_not_null())
+        .with_columns(rung0)
+        .group_by(KEY)
+        .agg(
+            pl.col("value").alias("values"),
+            pl.len().cast(pl.Int64).alias("n"),
+            pl.col("value").median().alias("median_tps"),
+            *[pl.col(m).median() for m in MEASURES],
+        )
+    )
+    labels = runs.select("target", "target_label").unique("target")
+    asked = wanted.select(  # the cells the config asks of each workload, as a baseline's to look up
+        pl.col("workload").alias("baseline"), "target", rung0.alias("_rung"), "clients", pl.lit(True).alias("_asked")
+    ).unique()
+    cells = (
+        wanted.with_columns(rung0.alias("_rung"))
+        .join(fam, on="workload", maintain_order="left")
+        .join(
+            per_cell.rename({"rung": "_rung"}),
+            on=["workload", "target", "_rung", "clients"],
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            per_cell.select(
+                "workload", "target", pl.col("rung").alias("_rung"), "clients", pl.col("values").alias("base")
+            ),
+            left_on=["baseline", "target", "_rung", "clients"],
+            right_on=["workload", "target", "_rung", "clients"],
+            how="left",
+            maintain_order="left",
+        )
+        .join(asked, on=["baseline", "target", "_rung", "clients"], how="left", maintain_order="left")
+        .join(labels, on="target", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("target_label").fill_null(pl.col("target")),
+            pl.col("n").fill_null(0),
+            (pl.col("workload") == pl.col("baseline")).fill_null(False).alias("is_baseline"),
+        )
+    )
     rows = []
-    for c in wanted.iter_rows(named=True):
-        v = info[c["workload"]]
-        mine = by_cell.get((c["workload"], c["target"], c["rung"], c["clients"]), [])
-        values = [r["value"] for r in mine if r["value"] is not None]
-        row: dict[str, Any] = {
-            "family": v["family"],
-            "what": v["what"],
-            "target": c["target"],
-            "target_label": labels.get(c["target"], c["target"]),
-            "rung": c["rung"],
-            "clients": c["clients"],
-            "cell": c.get("cell") or f"{c['clients']} client(s)",
-            "workload": c["workload"],
-            "variant": v["variant"],
-            "io_method": v["io_method"],
-            "is_baseline": c["workload"] == v["baseline"],
-            "n": len(values),
-            "median_tps": _median(values),
-            **{m: _median([r.get(m) for r in mine]) for m in MEASURES},
-        }
-        if row["is_baseline"]:
-            row["finding"] = "the baseline (sync)"
-        elif v["baseline"] is None:
-            row["finding"] = "not compared: no io_method sync variant in this family"
-        elif (v["baseline"], c["target"]) not in {(w, t) for w, t in wanted.select("workload", "target").iter_rows()}:
-            row["finding"] = "not compared: the sync variant does not run on this target"
+    for r in cells.iter_rows(named=True):
+        values, base = r["values"] or [], r["base"] or []
+        ci = ratio_ci(base, values, alpha) if len(base) >= MIN_RUNS and len(values) >= MIN_RUNS else None
+        if r["is_baseline"]:
+            said = "the baseline (sync)"
+        elif r["baseline"] is None:
+            said = "not compared: no io_method sync variant in this family"
+        elif not r["_asked"]:
+            said = "not compared: the sync variant does not run on this target"
         else:
-            base = by_cell.get((v["baseline"], c["target"], c["rung"], c["clients"]), [])
-            base_values = [r["value"] for r in base if r["value"] is not None]
-            if len(base_values) >= MIN_RUNS and len(values) >= MIN_RUNS:
-                ci = ratio_ci(base_values, values, alpha)
-                row |= {"ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "coverage": ci.confidence}
-                row["finding"] = finding(ci, len(base_values), len(values), alpha)
-            else:
-                row["finding"] = finding(RatioCI(math.nan, 0, math.inf, 0, 0, math.nan), len(base_values),
-                                         len(values), alpha)  # fmt: skip
-        rows.append(row)
+            said = finding(ci or RatioCI(math.nan, 0, math.inf, 0, 0, math.nan), len(base), len(values), alpha)
+        shown = ci is not None and not r["is_baseline"]
+        rows.append(
+            {
+                **{k: r.get(k) for k in COMPARISON_SCHEMA},
+                "cell": r.get("cell") or f"{r['clients']} client(s)",
+                "ratio": ci.ratio if shown else None,
+                "lo": ci.lo if shown else None,
+                "hi": ci.hi if shown else None,
+                "coverage": ci.confidence if shown else None,
+                "finding": said,
+            }
+        )
     return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
 
 
