@@ -468,6 +468,52 @@ def test_scaling_table(st: dict[str, recorded.Study]) -> None:
     assert checked >= 2
 
 
+def device_reads_per_s(run_dir: Path, device: str) -> float:
+    """The data device's reads completed per second, first to last diskstats sample (plain reading)."""
+    samples, ts = [], None
+    for line in (run_dir / "diskstats.log").read_text().splitlines():
+        if line.startswith("@"):
+            ts = float(line.split()[1])
+        elif line.split()[2:3] == [device]:
+            samples.append((ts, int(line.split()[3])))
+    (t0, r0), (t1, r1) = samples[0], samples[-1]
+    return (r1 - r0) / (t1 - t0)
+
+
+def test_io_methods_table(st: dict[str, recorded.Study]) -> None:
+    """Each io_method variant's median tps, its ratio to the sync variant (the middle of the pairwise ratios)
+    and the data device's reads per second, from the raw pgbench summaries and diskstats.log."""
+    checked = 0
+    for s in st.values():
+        if "io_methods" not in s.executions:
+            continue
+        table = pl.read_parquet(s.tables / "io_methods.parquet")
+        tps: dict[tuple[str, str], list[float]] = defaultdict(list)
+        reads: dict[tuple[str, str], list[float]] = defaultdict(list)
+        settings: dict[str, dict] = {}
+        for d, rec in raw_runs(s).items():
+            wl = rec["workload"].split(".d")[0]
+            tps[(wl, rec["target"])].append(summary_tps(s.raw / d))
+            reads[(wl, rec["target"])].append(device_reads_per_s(s.raw / d, rec["mount"]["device"].rsplit("/", 1)[-1]))
+            settings[wl] = s.cfg["workloads"][wl].get("postgres_settings") or {}
+        sync = {w for w, st_ in settings.items() if st_.get("io_method") == "sync"}
+        for (wl, target), values in tps.items():
+            row = table.filter((pl.col("workload") == wl) & (pl.col("target") == target)).row(0, named=True)
+            assert row["median_tps"] == pytest.approx(statistics.median(values), rel=1e-9)
+            assert row["reads_per_s"] == pytest.approx(statistics.median(reads[(wl, target)]), rel=1e-6)
+            if wl in sync:
+                assert row["is_baseline"] and row["ratio"] is None
+                continue
+            base = next(tps[(w, target)] for w in sync)  # one family in the recorded study
+            pairwise = sorted(b / a for a in base for b in values)
+            if len(pairwise) % 2:
+                assert row["ratio"] == pytest.approx(pairwise[len(pairwise) // 2], rel=1e-9)
+            assert row["lo"] <= row["ratio"] <= row["hi"]
+            assert row["finding"].split(" (")[0] in ("gained", "lost") or row["finding"].startswith("no difference")
+            checked += 1
+    assert checked >= 2
+
+
 def test_fs_micro_table(st: dict[str, recorded.Study]) -> None:
     s = study_with(st, "fsmicro")
     table = pl.read_parquet(s.tables / "fs_micro.parquet")

@@ -11,6 +11,7 @@ tools its workloads use):
     exchangeability             any pgbench/sysbench workload (trend, first round, two groups, outliers; A/A band)
     dirty_memory_checkpoints    any pgbench/sysbench workload (meminfo is always sampled)
     scaling                     any pgbench/sysbench workload
+    io_methods                  a workload that sets io_method (PostgreSQL 18): its variants against sync
     compression_footprint       always
     fs_micro                    fsmicro workloads
     local_vs_published          a workload or target a seed document also measured (`comparable`)
@@ -39,6 +40,7 @@ STUDY_WIDE = (
     "exchangeability",
     "dirty_memory_checkpoints",
     "scaling",
+    "io_methods",
     "fs_micro",
     "local_vs_published",
     "seed_verdicts",
@@ -139,6 +141,15 @@ def comparable(study: Study) -> bool:
     )  # seeds 002, 004: compression
 
 
+def sets_io_method(study: Study) -> bool:
+    """Does a PostgreSQL workload set io_method (PostgreSQL 18's asynchronous I/O) in its postgres_settings?"""
+    return any(
+        "io_method" in (wl.postgres_settings or {})
+        for wl in study.workloads.values()
+        if wl.tool in ("pgbench", "sysbench")
+    )
+
+
 def jobs(study: Study) -> list[Job]:
     """Every notebook the study runs, in the paper's order."""
     series = series_workloads(study)
@@ -149,6 +160,8 @@ def jobs(study: Study) -> list[Job]:
     if series:
         out += [Job(n, n) for n in ("variance_significance", "precision", "dirty_memory_checkpoints", "scaling")]
         out.append(Job("exchangeability", "exchangeability"))
+    if sets_io_method(study):
+        out.append(Job("io_methods", "io_methods"))
     if "fsmicro" in study.tools():
         out.append(Job("fs_micro", "fs_micro"))
     if comparable(study):

@@ -29,6 +29,7 @@ PG_TOOLS = ("pgbench", "sysbench")
 # the executed notebooks whose results the paper shows, in this order (per-workload ones first)
 RESULT_ORDER = [
     "seed_verdicts",
+    "io_methods",  # the aio study's question (issue 32): which file systems gain from asynchronous I/O
     "throughput_stability",
     "sysbench_qps",
     "latency_percentiles",

@@ -13,6 +13,8 @@ in tests/test_answers_*.py with hand-made frames:
 * `micro`: file-system micro-benchmarks per operation and target (fs_micro);
 * `published`: this lab's numbers beside the seed documents' (local_vs_published);
 * `scaling`: throughput against data-set size (scaling);
+* `io_methods`: PostgreSQL 18's io_method variants against sync per target, with reads and CPU beside
+  (io_methods);
 * `percentiles`: latency bands per second and over the run (latency_percentiles);
 * `precision`: each cell's interval over repeats and what a non-significant comparison could detect
   (precision).

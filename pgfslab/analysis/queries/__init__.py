@@ -53,6 +53,7 @@ from pgfslab.analysis.queries.published_results import (
 from pgfslab.analysis.queries.samplers import (
     cpu_stat,
     meminfo,
+    pg_io_reads,
     pgstat,
     run_clock_origin,
     run_folders,
@@ -116,6 +117,7 @@ __all__ = [
     "meminfo",
     "memory_facts",
     "of_ok_runs",
+    "pg_io_reads",
     "pgstat",
     "progress",
     "published",

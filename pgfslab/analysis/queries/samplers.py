@@ -85,6 +85,36 @@ def pgstat(db: str | Path, study: str, targets: Sequence[str] | None = None) -> 
     )
 
 
+def pg_io_reads(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """pg_stat_io's reads per successful run (PostgreSQL 16+, table `pgstat_io`): every (backend type, object,
+    context) row's increase from the run's first sample to its last, summed, over the seconds between them:
+    `pg_reads_per_s` (read operations: PostgreSQL 18 may combine several blocks into one) and
+    `pg_read_bytes_per_s`. Empty when the table is absent (older servers, older raw folders)."""
+    if not has_table(db, "pgstat_io"):
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "pg_reads_per_s": pl.Float64, "pg_read_bytes_per_s": pl.Float64})
+    tc, tp = target_condition(targets)
+    return frame(
+        db,
+        f"""
+        WITH k AS (
+            SELECT i.run_id, i.backend_type, i.object, i.context,
+                   arg_max(i.reads, i.ts) - arg_min(i.reads, i.ts) AS reads,
+                   arg_max(i.read_bytes, i.ts) - arg_min(i.read_bytes, i.ts) AS read_bytes
+            FROM pgstat_io i JOIN runs r USING (run_id)
+            WHERE r.study = ? AND r.status = 'ok' {tc}
+            GROUP BY ALL),
+        span AS (
+            SELECT run_id, epoch(max(ts)) - epoch(min(ts)) AS seconds FROM pgstat_io GROUP BY run_id)
+        SELECT k.run_id,
+               (sum(k.reads) / nullif(any_value(span.seconds), 0))::DOUBLE AS pg_reads_per_s,
+               (sum(k.read_bytes) / nullif(any_value(span.seconds), 0))::DOUBLE AS pg_read_bytes_per_s
+        FROM k JOIN span USING (run_id)
+        GROUP BY k.run_id
+        ORDER BY k.run_id""",
+        [study, *tp],
+    )
+
+
 def throughput_on_sampler_clock(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
     """Transactions per second of every successful PostgreSQL run on the samplers' clock (`t_s` =
     seconds since the run's first /proc sample, the end of each interval), so that it lines up with

@@ -12,6 +12,7 @@ Per run (`run_measures`), from the study database:
   cgroup's usage covers, the busier direction; the larger of the two is `device_busy`);
 * `read_await_ms` (reads' mean time queued and in service, iostat's r_await) and `read_await_var` (the
   variance of its per-second values, the seed 004 post's "variance in the service times");
+* `reads_per_s`: reads the data device completed per second over the sampled interval (iostat's r/s);
 * `written_bytes` to the data device and `commits` (xact_commit's increase over the run): their ratio is
   `written_per_tx`;
 * `cpu_idle`, `cpu_iowait`, `cpu_steal`: the shares of all CPU time (every CPU, /proc/stat's aggregate
@@ -74,6 +75,7 @@ MEASURES: dict[str, Any] = {
     "read_await_ms": pl.Float64,
     "read_await_var": pl.Float64,
     "written_bytes": pl.Float64,
+    "reads_per_s": pl.Float64,
     "commits": pl.Float64,
     "hit_ratio": pl.Float64,
     "cpu_busy": pl.Float64,
@@ -149,10 +151,11 @@ def throttle_busy(rec: dict[str, Any]) -> float | None:
 
 def device_measures(samples: pl.DataFrame) -> pl.DataFrame:
     """Per run, from its data device's diskstats samples (run_id, epoch_s, reads_completed, read_ms, io_ms,
-    sectors_written): device_busy, read_await_ms, read_await_var, written_bytes (module docstring)."""
+    sectors_written): device_busy, read_await_ms, read_await_var, written_bytes, reads_per_s (module docstring)."""
     if samples.height == 0:
         return pl.DataFrame(schema={k: MEASURES[k] for k in
-                                    ("run_id", "device_busy", "read_await_ms", "read_await_var", "written_bytes")})  # fmt: skip
+                                    ("run_id", "device_busy", "read_await_ms", "read_await_var", "written_bytes",
+                                     "reads_per_s")})  # fmt: skip
     s = samples.sort("run_id", "epoch_s")
     per_second = s.with_columns(
         (
@@ -170,6 +173,7 @@ def device_measures(samples: pl.DataFrame) -> pl.DataFrame:
             (d("read_ms") / d("reads_completed").replace(0, None)).cast(pl.Float64).alias("read_await_ms"),
             pl.col("await_s").drop_nulls().var().alias("read_await_var"),
             (d("sectors_written") * 512).cast(pl.Float64).alias("written_bytes"),
+            (d("reads_completed") / d("epoch_s").replace(0, None)).cast(pl.Float64).alias("reads_per_s"),
             pl.len().alias("_n"),
         )
         .filter(pl.col("_n") >= 2)
