@@ -95,10 +95,36 @@ def test_two_studies(tmp_path: Path, page: Path) -> None:
     assert "2026-11-24 – 2026-11-25" in micro
     assert "`aaaaaaaaaaaa` (1 runs), `bbbbbbbbbbbb` (1 runs)" in micro
     assert "2 h 0 min 1 s" in micro
-    # each study's rows in words, the verdict as the table says it, further text columns carried along
-    assert "| `s000-xfs-ext4` | xfs / ext4 · tpcb-like, 4 clients | 0.97 [0.90, 1.06] (96.0 %) | 9+9 |" in text
-    assert "| `s000-zfs-snap` |" in text and "| – | 9+9 | HL | not tested in this study |" in text
-    assert "| agrees | holds |" in text
+    # each study's rows in words: compared, estimate, the A/A band (none here), runs, the verdict, its notes
+    assert (
+        "| `s000-xfs-ext4` | xfs / ext4 · tpcb-like, 4 clients | 0.97 [0.90, 1.06] (96.0 %) | – | 9+9 | not resolved | – |"
+        in text
+    )
+    assert (
+        "| `s000-zfs-snap` | xfs / ext4 · tpcb-like, 4 clients | – | – | 9+9 | not tested in this study | – |" in text
+    )
+
+
+def test_only_the_seeds_own_condition_and_the_verdicts_sentence(tmp_path: Path, page: Path) -> None:
+    # a claim's primary cell gives its verdict; a context cell is in the paper, not in the summary; "only a
+    # figure: <which>" counts as "only a figure"
+    said = "holds: the seed's 1.45 is inside [1.20, 1.60]"
+    make_study(
+        tmp_path,
+        "default",
+        [
+            verdict("s000-a", 1.4, 1.2, 1.6, "holds", role="primary", verdict_text=said, aa_lo=0.97, aa_hi=1.03),
+            verdict("s000-a", 0.9, 0.8, 1.0, "opposite direction", role="context", verdict_text="opposite direction"),
+            verdict("s000-b", None, None, None, "only a figure: throughput", role=None, verdict_text="only a figure"),
+        ],
+        [(timedelta(0), timedelta(seconds=20), "ok", COMMIT)],
+    )
+    assert main(["seed-summary", "--root", str(tmp_path), "--page", str(page)]) == 0
+    text = page.read_text()
+    assert f"| 1.40 [1.20, 1.60] (96.0 %) | [0.97, 1.03] | 9+9 | {said} | – |" in text
+    assert "opposite direction" not in text
+    header = next(ln for ln in text.splitlines() if ln.startswith("| seed | study"))
+    assert header.rstrip(" |").endswith("| holds | only a figure")
     # a second run writes the same page
     before = page.read_text()
     seed_summary.write(tmp_path, page)

@@ -25,7 +25,6 @@ NOT_YET = (
     "Run a seed study (`make run CONFIG=config/<name>.yaml`), then `pgfslab seed-summary`."
 )
 # columns shown in other forms (the comparison and its interval) or only used to compute them
-_FOLDED = {"claim", "seed", "cell", "compared", "a", "b", "n_a", "n_b", "estimate", "lo", "hi", "coverage", "verdict"}
 
 
 @dataclass(frozen=True)
@@ -117,11 +116,11 @@ def _interval(est: float | None, lo: float | None, hi: float | None, coverage: f
 def overview(studies: list[StudyVerdicts]) -> pl.DataFrame:
     """One row per study: its seeds, when and with which commit its runs ran, their span, and how many of its
     verdict table's rows carry each verdict (the verdict words as the table has them)."""
-    words = sorted({w for s in studies for w in s.verdicts["verdict"].drop_nulls().unique()})
+    words = sorted({w for s in studies for w in _kinds(_own(s.verdicts)).drop_nulls().unique()})
     rows = []
     for s in studies:
         seeds = sorted(s.verdicts["seed"].drop_nulls().unique()) if "seed" in s.verdicts.columns else []
-        counts = s.verdicts["verdict"].value_counts()
+        counts = _kinds(_own(s.verdicts)).value_counts()
         count = dict(zip(counts["verdict"], counts["count"]))
         rows.append(
             {
@@ -137,11 +136,22 @@ def overview(studies: list[StudyVerdicts]) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def _own(v: pl.DataFrame) -> pl.DataFrame:
+    """The rows of the seed's own condition (role primary) and the claims without a cell; context cells are
+    in the study's paper, never part of a claim's verdict."""
+    return v.filter(pl.col("role").is_null() | (pl.col("role") == "primary")) if "role" in v.columns else v
+
+
+def _kinds(v: pl.DataFrame) -> pl.Series:
+    """The verdict's kind: its words before a colon ("only a figure: <which>" is "only a figure")."""
+    return v["verdict"].str.split(":").list.first().alias("verdict")
+
+
 def study_rows(s: StudyVerdicts) -> pl.DataFrame:
-    """The study's verdict table, one row per claim and cell, in words: what was compared in which cell, the
-    estimate with its interval and coverage, the runs per side, every further text column the table has, and
-    the verdict."""
-    v = s.verdicts
+    """The study's verdicts in the seed's own condition, one row per claim and primary cell, in words: what
+    was compared in which cell, the estimate with its interval and coverage, the cell's A/A band, the runs per
+    side, the verdict's sentence and its notes."""
+    v = _own(s.verdicts)
     col = lambda name: v[name] if name in v.columns else pl.Series(name, [None] * v.height)  # noqa: E731
     compared = [
         _text(" · ".join(x for x in (c, cell) if x) or None) for c, cell in zip(col("compared"), col("cell"))
@@ -151,15 +161,17 @@ def study_rows(s: StudyVerdicts) -> pl.DataFrame:
         "–" if nb is None else (str(nb) if not a or na is None else f"{na}+{nb}")
         for a, na, nb in zip(col("a"), col("n_a"), col("n_b"))
     ]
-    extra = [c for c in v.columns if c not in _FOLDED and v[c].dtype == pl.Utf8]
+    band = ["–" if lo is None or hi is None else f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(col("aa_lo"), col("aa_hi"))]
+    said = col("verdict_text") if "verdict_text" in v.columns else v["verdict"]
     return pl.DataFrame(
         {
             "claim": [f"`{c}`" for c in v["claim"]],
             "compared here": compared,
             "estimate [interval] (coverage)": here,
+            "A/A band": band,
             "runs": runs,
-            **{c: [_text(x) for x in v[c]] for c in extra},
-            "verdict": [_text(x) for x in v["verdict"]],
+            "verdict": [_text(x) for x in said],
+            "notes": [_text(x) for x in col("unchecked")],
         }
     )
 
@@ -169,9 +181,10 @@ def summary_markdown(studies: list[StudyVerdicts]) -> str:
     if not studies:
         return NOT_YET
     parts = [
-        "Each study's verdicts as its verdict table has them (`build/<study>/tables/seed_verdicts.parquet`); dates, "
+        "Each study's verdicts in the seed's own condition as its verdict table has them "
+        "(`build/<study>/tables/seed_verdicts.parquet`; the other cells, context, are in the study's paper); dates, "
         "commits and the runs' span from its database (`data/<study>.duckdb`, runs that ran). "
-        "Counts are rows of the table: one per claim and cell.",
+        "Counts are rows of the table: one per claim and primary cell.",
         markdown_table(overview(studies), align={"runs": "right"}),
     ]
     for s in studies:
