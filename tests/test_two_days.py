@@ -162,7 +162,8 @@ def test_exchangeability_notebook_says_whether_two_days_agree(two_days_db: Path,
         tps = {t: [raw_tps(d) for d in run_dirs(raw) if d.name.startswith(f"{t}.")] for t in ("ext4", "xfs")}
         ratios[raw.name] = statistics.median(sorted(b / a for a in tps["ext4"] for b in tps["xfs"]))
     assert "whether the two days agree" in text or "the days agree when their intervals overlap" in text
-    assert f"{ratios['h1']:.3f}" in text and f"{ratios['h2']:.3f}" in text
+    # the table's row: day 1 (h2, whose runs started first) with its interval, then day 2 (h1)
+    assert re.search(rf"\| {ratios['h2']:.2f} \| \[[0-9., ]+\] \| {ratios['h1']:.2f} \| \[[0-9., ]+\] \|", text)
     assert re.search(r"On two days \(1 comparisons against ext4\), [01] agree and [01] differ", text)
 
 
