@@ -30,7 +30,7 @@ PAPER_FIGURES = ("device_ceiling", "wal_commits_per_flush", "wal_device")
 def flat(text: str) -> str:
     """PDF text as one line: hyphenation at line ends undone, whitespace collapsed."""
     text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
-    return " ".join(text.split())
+    return " ".join(text.replace("\u2019", "'").split())  # the typographic apostrophe read as the typed one
 
 
 def words(text: str) -> str:
