@@ -220,8 +220,12 @@ def _missing_cases(st: dict[str, Study]) -> dict[str, tuple[Path, str, str | Non
     by_tool = {name: {w["tool"] for w in s.cfg["workloads"].values()} for name, s in st.items()}
     fs_db = next(s for n, s in st.items() if by_tool[n] == {"fsmicro"})
     pg_db = next(s for n, s in st.items() if by_tool[n] & {"pgbench", "sysbench"})
-    no_aio = next(
-        s for n, s in st.items() if by_tool[n] & {"pgbench", "sysbench"} and not registry.sets_io_method(s.typed)
+    no_aio = next(  # one PostgreSQL major, no io_method variants
+        s
+        for n, s in st.items()
+        if by_tool[n] & {"pgbench", "sysbench"}
+        and not registry.sets_io_method(s.typed)
+        and not registry.spans_versions(s.typed)
     )
     # a study without runs (only its config) and one without the published reference results
     empty_raw = workdir() / "empty" / "empty-study"
@@ -242,6 +246,7 @@ def _missing_cases(st: dict[str, Study]) -> dict[str, tuple[Path, str, str | Non
         "dirty_memory_checkpoints": (fs_db.db, fs_db.study, None),
         "scaling": (fs_db.db, fs_db.study, None),
         "io_methods": (no_aio.db, no_aio.study, None),
+        "pg_versions": (no_aio.db, no_aio.study, None),
         "fs_micro": (pg_db.db, pg_db.study, None),
         "compression_footprint": (empty_db, "empty-study", None),
         "local_vs_published": (nopub_db, fs_db.study, None),

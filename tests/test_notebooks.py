@@ -517,6 +517,36 @@ def test_io_methods_table(st: dict[str, recorded.Study]) -> None:
     assert checked >= 2
 
 
+def test_pg_versions_table(st: dict[str, recorded.Study]) -> None:
+    """Each major's median tps per file system and its ratio to the oldest major's (the middle of the pairwise
+    ratios), from the raw pgbench summaries and the server version each run.json recorded."""
+    checked = 0
+    for s in st.values():
+        if "pg_versions" not in s.executions:
+            continue
+        table = pl.read_parquet(s.tables / "pg_versions.parquet").filter(pl.col("reading") == "major")
+        tps: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+        for d, rec in raw_runs(s).items():
+            major = int(rec["postgres_build"]["version"].split(".")[0])
+            fs = rec["target"].removesuffix(f"-pg{major}")
+            tps[(rec["workload"].split(".d")[0], fs, major)].append(summary_tps(s.raw / d))
+        oldest = min(m for _, _, m in tps)
+        for (wl, fs, major), values in tps.items():
+            row = table.filter(
+                (pl.col("workload") == wl) & (pl.col("fs_target") == fs) & (pl.col("pg_major") == major)
+            ).row(0, named=True)
+            assert row["median_tps"] == pytest.approx(statistics.median(values), rel=1e-9)
+            if major == oldest:
+                assert row["ratio"] is None and row["finding"] == "the reference major"
+                continue
+            pairwise = sorted(b / a for a in tps[(wl, fs, oldest)] for b in values)
+            if len(pairwise) % 2:
+                assert row["ratio"] == pytest.approx(pairwise[len(pairwise) // 2], rel=1e-9)
+            assert row["lo"] <= row["ratio"] <= row["hi"]
+            checked += 1
+    assert checked >= 2
+
+
 def test_fs_micro_table(st: dict[str, recorded.Study]) -> None:
     s = study_with(st, "fsmicro")
     table = pl.read_parquet(s.tables / "fs_micro.parquet")

@@ -34,6 +34,28 @@ def test_a_known_ratio_under_a_known_steal_effect_is_recovered_exactly() -> None
     assert out["plain_sd"] > 0.1  # without the covariate the runs spread (the steal moved them)
 
 
+def test_a_slower_day_is_shifted_apart_not_read_as_a_target_difference() -> None:
+    # the same steal effect, day2 20 % slower as a whole, xfs's runs mostly on day2: without the day's shift the
+    # slow day would be charged to xfs; with it the built ratio 0.8 comes back exactly
+    rows = [("ext4", "day1", 0.02), ("ext4", "day1", 0.10), ("ext4", "day2", 0.25),
+            ("xfs", "day1", 0.05), ("xfs", "day2", 0.15), ("xfs", "day2", 0.30)]  # fmt: skip
+    level = {"ext4": 1000.0, "xfs": 800.0}
+    day = {"day1": 1.0, "day2": 0.8}
+    f = pl.DataFrame(
+        {
+            "target": [t for t, _, _ in rows],
+            "host": [d for _, d, _ in rows],
+            "value": [level[t] * day[d] * math.exp(-2 * c) for t, d, c in rows],
+            "contention": [c for _, _, c in rows],
+        }
+    )
+    shifted = steal_adjusted.fit(f, "ext4", block="host").row(0, named=True)
+    assert shifted["ratio"] == pytest.approx(0.8) and shifted["slope"] == pytest.approx(-2.0)
+    assert shifted["blocks"] == 2
+    pooled = steal_adjusted.fit(f, "ext4").row(0, named=True)
+    assert pooled["ratio"] < 0.79 and pooled["blocks"] == 1  # the slow day read as xfs being slower
+
+
 def test_against_the_within_target_regression_by_hand() -> None:
     rng = np.random.default_rng(7)
     con = {t: list(rng.uniform(0, 0.3, 5)) for t in ("ext4", "xfs", "btrfs")}

@@ -12,6 +12,7 @@ tools its workloads use):
     dirty_memory_checkpoints    any pgbench/sysbench workload (meminfo is always sampled)
     scaling                     any pgbench/sysbench workload
     io_methods                  a workload that sets io_method (PostgreSQL 18): its variants against sync
+    pg_versions                 targets on more than one PostgreSQL major (`postgres.versions`)
     compression_footprint       always
     fs_micro                    fsmicro workloads
     local_vs_published          a workload or target a seed document also measured (`comparable`)
@@ -41,6 +42,7 @@ STUDY_WIDE = (
     "dirty_memory_checkpoints",
     "scaling",
     "io_methods",
+    "pg_versions",
     "fs_micro",
     "local_vs_published",
     "seed_verdicts",
@@ -150,6 +152,12 @@ def sets_io_method(study: Study) -> bool:
     )
 
 
+def spans_versions(study: Study) -> bool:
+    """Do the study's targets run more than one PostgreSQL major (`postgres.versions`, or targets that name
+    their own)?"""
+    return len({study.pg_version_of(t) for t in study.targets}) > 1
+
+
 def jobs(study: Study) -> list[Job]:
     """Every notebook the study runs, in the paper's order."""
     series = series_workloads(study)
@@ -162,6 +170,8 @@ def jobs(study: Study) -> list[Job]:
         out.append(Job("exchangeability", "exchangeability"))
     if sets_io_method(study):
         out.append(Job("io_methods", "io_methods"))
+    if series and spans_versions(study):
+        out.append(Job("pg_versions", "pg_versions"))
     if "fsmicro" in study.tools():
         out.append(Job("fs_micro", "fs_micro"))
     if comparable(study):

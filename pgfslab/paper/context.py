@@ -30,6 +30,7 @@ PG_TOOLS = ("pgbench", "sysbench")
 RESULT_ORDER = [
     "seed_verdicts",
     "io_methods",  # the aio study's question (issue 32): which file systems gain from asynchronous I/O
+    "pg_versions",  # the pg-versions study's question (issue 32): does a file-system choice hold on a newer major
     "throughput_stability",
     "sysbench_qps",
     "latency_percentiles",

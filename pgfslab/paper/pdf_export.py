@@ -223,6 +223,7 @@ class TypstPDFExporter(Exporter):
         _Images(work, resources, self._search_paths(resources)).rewrite(ast)
         _shift_headings(ast)
         _keep_with_heading(ast)
+        _apostrophes_after_digits(ast)
         typ = _pandoc(json.dumps(ast), "typst", "json", ["--standalone", f"--template={self.typst_template}"])
         typ = re.sub(r"\\@((?:fig|tbl|sec|eq)-[\w:.-]*\w)", r"#ref(<\1>)", typ)  # @fig-x -> "Figure 1"
         typ = re.sub(r"(caption: \[)\s+", r"\1", typ)  # pandoc's line break after "[" would print a space
@@ -358,6 +359,44 @@ def _keep_with_heading(ast: dict[str, Any]) -> None:
             if b.get("t") == "Div":
                 walk(b["c"][1])
 
+    walk(ast["blocks"])
+
+
+_DIGIT_APOSTROPHE = re.compile(r"(?<=\d)[’']")
+
+
+def _apostrophes_after_digits(ast: dict[str, Any]) -> None:
+    """An apostrophe after a digit ("PostgreSQL 18's") stays an apostrophe. Pandoc's Typst writer writes
+    every apostrophe as ASCII `'`, and Typst's smart quotes set one after a digit as a prime (18′s, as for
+    feet); the typographic apostrophe as raw Typst is left alone. Everywhere: the metadata (the title) too."""
+
+    def pieces(text: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for i, part in enumerate(_DIGIT_APOSTROPHE.split(text)):
+            if i:
+                out.append({"t": "RawInline", "c": ["typst", "’"]})
+            if part:
+                out.append({"t": "Str", "c": part})
+        return out
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            i = 0
+            while i < len(node):
+                item = node[i]
+                if isinstance(item, dict) and item.get("t") == "Str" and _DIGIT_APOSTROPHE.search(item["c"]):
+                    new = pieces(item["c"])
+                    node[i : i + 1] = new
+                    i += len(new)
+                    continue
+                walk(item)
+                i += 1
+        elif isinstance(node, dict):
+            for value in node.values():
+                if isinstance(value, (list, dict)):
+                    walk(value)
+
+    walk(ast.get("meta", {}))
     walk(ast["blocks"])
 
 

@@ -100,7 +100,8 @@ def steal_adjusted_comparisons(
 ) -> pl.DataFrame:
     """Per cell, every target against the baseline adjusted for each run's CPU contention (its steal over the
     CPU time it wanted; `cpu` holds pgfslab.analysis.cpu_time's per-run measures); empty where /proc/stat was
-    not sampled or a cell cannot carry the model (stats.steal_adjusted)."""
+    not sampled or a cell cannot carry the model (stats.steal_adjusted). A study of several days or hosts gets a
+    shift per day (the runs' `host`) in the model."""
     if baseline is None or cpu.height == 0:
         return pl.DataFrame()
     contention = cpu.filter(pl.col("cpu_busy") > 0).select(
@@ -108,7 +109,7 @@ def steal_adjusted_comparisons(
     )
     f = counted(runs).join(contention, on="run_id")
     parts = [
-        steal_adjusted.fit(part, baseline, alpha).with_columns(
+        steal_adjusted.fit(part, baseline, alpha, block="host" if "host" in runs.columns else None).with_columns(
             pl.lit(key[0]).alias("workload"), pl.lit(key[1]).cast(runs.schema["clients"]).alias("clients")
         )
         for key, part in f.group_by(list(CELL), maintain_order=True)

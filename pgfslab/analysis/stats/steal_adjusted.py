@@ -7,9 +7,11 @@ Per cell, each run's contention is its steal over the CPU time the guest wanted 
 `cpu_steal / cpu_busy`, pgfslab.analysis.cpu_time, so a target that keeps the CPUs busier is not charged more
 for it), and the model is
 
-    log(value) = a_target + b * contention + e
+    log(value) = a_target + d_block + b * contention + e
 
-with one slope for every target, fitted by least squares. The adjusted ratio B/A is exp(a_B - a_A) with its
+with one slope for every target, fitted by least squares; `d_block` is a shift per block (a study's days or
+hosts, `block`) when the runs come from more than one, so that a day that was slower as a whole is not read
+as noise or, where the targets' runs fall unevenly on the days, as a difference between targets. The adjusted ratio B/A is exp(a_B - a_A) with its
 t interval; `resid_sd` is the residual standard deviation on the log scale (about the run-to-run CV once the
 steal is accounted for), `plain_sd` the same without the covariate (the pooled within-target spread).
 
@@ -38,13 +40,14 @@ SCHEMA = {
     "plain_sd": pl.Float64,
     "contention_target": pl.Float64,  # the side's mean contention
     "contention_baseline": pl.Float64,
+    "blocks": pl.Int64,  # days or hosts the model shifted apart (1: none)
 }
 
 
-def fit(frame: pl.DataFrame, baseline: str, alpha: float = 0.05) -> pl.DataFrame:
-    """One cell's runs (target, value, contention) -> per target other than `baseline`: SCHEMA. Empty when
-    the cell cannot carry the model: fewer than two runs of a target with contention, no spread in the
-    contention, or no residual degrees of freedom."""
+def fit(frame: pl.DataFrame, baseline: str, alpha: float = 0.05, block: str | None = None) -> pl.DataFrame:
+    """One cell's runs (target, value, contention, and the `block` column when given) -> per target other
+    than `baseline`: SCHEMA. Empty when the cell cannot carry the model: fewer than two runs of a target with
+    contention, no spread in the contention, or no residual degrees of freedom."""
     f = frame.filter(pl.col("value").is_not_null() & (pl.col("value") > 0) & pl.col("contention").is_not_null())
     sizes = dict(f.group_by("target").len().iter_rows())
     if baseline not in sizes or min(sizes.values()) < 2 or f["contention"].n_unique() < 2:
@@ -52,7 +55,9 @@ def fit(frame: pl.DataFrame, baseline: str, alpha: float = 0.05) -> pl.DataFrame
     targets = [baseline] + sorted(t for t in sizes if t != baseline)
     y = np.log(f["value"].to_numpy())
     c = f["contention"].to_numpy().astype(float)
-    x = np.column_stack([(f["target"] == t).to_numpy().astype(float) for t in targets] + [c])
+    blocks = sorted(f[block].drop_nulls().unique().to_list()) if block and block in f.columns else []
+    shifts = [(f[block] == b).fill_null(False).to_numpy().astype(float) for b in blocks[1:]]
+    x = np.column_stack([(f["target"] == t).to_numpy().astype(float) for t in targets] + shifts + [c])
     n, k = x.shape
     if n - k < 1 or np.linalg.matrix_rank(x) < k:
         return pl.DataFrame(schema=SCHEMA)
@@ -83,6 +88,7 @@ def fit(frame: pl.DataFrame, baseline: str, alpha: float = 0.05) -> pl.DataFrame
                 "plain_sd": plain_sd,
                 "contention_target": mean_c[t],
                 "contention_baseline": mean_c[baseline],
+                "blocks": max(1, len(blocks)),
             }
         )
     return pl.DataFrame(rows, schema=SCHEMA)
