@@ -108,6 +108,7 @@ SCHEMA = {
     "change_hi": pl.Float64,
     "change_finding": pl.Utf8,
     **{m: pl.Float64 for m in MEASURES},
+    "dataset_bytes": pl.Float64,  # the cell's median data set (the database's size after the load)
 }
 
 
@@ -123,6 +124,11 @@ def compare(runs: pl.DataFrame, fs_order: list[str], alpha: float = 0.05) -> pl.
             *[pl.col(m).median() for m in MEASURES],
         )
         .sort([*CELL, "pg_major"])
+    )
+    data = (  # the cell's data set as loaded (the same scale is a few MB larger on some majors)
+        runs.group_by(CELL).agg(pl.col("dataset_bytes").median())
+        if "dataset_bytes" in runs.columns
+        else per.select(CELL).unique().with_columns(pl.lit(None, pl.Float64).alias("dataset_bytes"))
     )
     values = {(r["workload"], r["rung"], r["clients"], r["fs_target"], r["pg_major"]): r["values"]
               for r in per.iter_rows(named=True)}  # fmt: skip
@@ -170,7 +176,8 @@ def compare(runs: pl.DataFrame, fs_order: list[str], alpha: float = 0.05) -> pl.
         else:
             row["finding"] = f"not compared: {r['n']} run(s) against {len(base)} on {ref_fs}"
         rows.append(row)
-    out = pl.DataFrame(rows, schema=SCHEMA)
+    out = pl.DataFrame(rows, schema=SCHEMA).drop("dataset_bytes")
+    out = out.join(data.with_columns(pl.col("dataset_bytes").cast(pl.Float64)), on=CELL, how="left")
     return out.sort(
         "reading",
         *CELL,
@@ -189,14 +196,20 @@ def _interval(est: float | None, lo: float | None, hi: float | None) -> str:
     return "–" if est is None else f"{_num(est)} [{_num(lo)}, {_num(hi)}]"
 
 
-def cell_label(cfg: StudyConfig, workload: str, rung: int, clients: int) -> str:
-    """`rw, 4 clients, scale 45` (the data set from the ladder's rung)."""
+def cell_label(cfg: StudyConfig, workload: str, rung: int, clients: int, dataset_bytes: float | None = None) -> str:
+    """`rw (tpcb-like), 4 clients, scale 45 (678 MB, beyond the 384 MiB limit)`: the data set from the ladder's
+    rung, its size as loaded and where it stands against the study's memory limit."""
     wl = cfg.workloads[workload]
     target = next(iter(cfg.targets))
     data = ""
     if wl.tool == "pgbench":
-        ds = cfg.dataset_for(target, rung or None)
-        data = f", scale {ds.scale}"
+        data = f", scale {cfg.dataset_for(target, rung or None).scale}"
+    if dataset_bytes is not None and math.isfinite(dataset_bytes):
+        limit = cfg.ladder.memory_limit_mb if cfg.ladder is not None else None
+        where = ""
+        if limit:
+            where = f", {'within' if dataset_bytes <= limit * 2**20 else 'beyond'} the {limit} MiB limit"
+        data += f" ({dataset_bytes / 1e6:.0f} MB{where})"
     return f"{workload} ({wl.builtin or wl.tool}), {clients} client{'s' if clients != 1 else ''}{data}"
 
 
@@ -214,7 +227,7 @@ def table(comp: pl.DataFrame, cfg: StudyConfig) -> pl.DataFrame:
     for r in both.iter_rows(named=True):
         rows.append(
             {
-                "cell": cell_label(cfg, r["workload"], r["rung"], r["clients"]),
+                "cell": cell_label(cfg, r["workload"], r["rung"], r["clients"], r["dataset_bytes"]),
                 "file system": r["fs_target"],
                 "major": r["pg_major"],
                 "runs": r["n"],
@@ -267,7 +280,7 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
     system's standing against the reference one changed between majors."""
     paragraphs = []
     for key, part in comp.group_by(CELL, maintain_order=True):
-        label = cell_label(cfg, *key)  # type: ignore[arg-type]
+        label = cell_label(cfg, *key, part["dataset_bytes"].first())  # type: ignore[arg-type]
         said = []
         major = part.filter((pl.col("reading") == "major") & pl.col("ratio").is_not_null())
         for (m,), mp in major.group_by("pg_major", maintain_order=True):
@@ -315,5 +328,12 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
             "a cell's run counts allow when they allow no 95 % interval); a change of a file system's ratio is a "
             "ratio of ratios with a percentile-bootstrap interval over runs. Faster, slower or changed is said only "
             "where the whole interval lies on one side of 1."
+        )
+    fewest = comp.filter(pl.col("change").is_not_null())["n"].min()
+    if fewest is not None and fewest < 5:  # type: ignore[operator]
+        paragraphs.append(
+            f"With {fewest} runs in a group the bootstrap resamples only {fewest} values, and its interval is "
+            "narrower than its nominal coverage: read a changed standing as a lead to repeat with more rounds, "
+            "not as a finding."
         )
     return "\n\n".join(paragraphs) if paragraphs else "No cell ran on more than one PostgreSQL major."
