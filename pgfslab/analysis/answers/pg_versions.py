@@ -213,35 +213,36 @@ def cell_label(cfg: StudyConfig, workload: str, rung: int, clients: int, dataset
     return f"{workload} ({wl.builtin or wl.tool}), {clients} client{'s' if clients != 1 else ''}{data}"
 
 
-def table(comp: pl.DataFrame, cfg: StudyConfig) -> pl.DataFrame:
-    """The reader's table: per cell, file system and major, the median tps, the major over the reference
-    major, the file system over the reference file system, and how that changed from the reference major."""
+def tables(comp: pl.DataFrame, cfg: StudyConfig) -> list[tuple[str, pl.DataFrame]]:
+    """The reader's tables, one per cell (its label, `cell_label`, for the caption): per file system and major,
+    runs, the median tps, the major's tps over the oldest major's, the file system's over the first file
+    system's, how that changed from the oldest major, and the CPU and device beside. The directions in words
+    are the summary's; a table keeps to numbers so that it fits a page."""
     major = comp.filter(pl.col("reading") == "major")
     fs = comp.filter(pl.col("reading") == "fs").select(
         *CELL, "fs_target", "pg_major", pl.col("ratio").alias("fs_ratio"), pl.col("lo").alias("fs_lo"),
-        pl.col("hi").alias("fs_hi"), pl.col("finding").alias("fs_finding"), pl.col("reference").alias("ref_fs"),
-        "change", "change_lo", "change_hi", "change_finding",
+        pl.col("hi").alias("fs_hi"), "change", "change_lo", "change_hi",
     )  # fmt: skip
     both = major.join(fs, on=[*CELL, "fs_target", "pg_major"], how="left", maintain_order="left")
-    rows = []
-    for r in both.iter_rows(named=True):
-        rows.append(
+    out = []
+    for key, part in both.group_by(CELL, maintain_order=True):
+        rows = [
             {
-                "cell": cell_label(cfg, r["workload"], r["rung"], r["clients"], r["dataset_bytes"]),
                 "file system": r["fs_target"],
                 "major": r["pg_major"],
                 "runs": r["n"],
                 "tps": r["median_tps"],
-                "vs oldest major": _interval(r["ratio"], r["lo"], r["hi"]),
-                "major's effect": r["finding"],
-                "vs first fs": _interval(r["fs_ratio"], r["fs_lo"], r["fs_hi"]),
-                "fs ratio's change": _interval(r["change"], r["change_lo"], r["change_hi"]),
+                "over the oldest major": _interval(r["ratio"], r["lo"], r["hi"]),
+                "over the first fs": _interval(r["fs_ratio"], r["fs_lo"], r["fs_hi"]),
+                "change of that ratio": _interval(r["change"], r["change_lo"], r["change_hi"]),
                 "CPU busy %": None if r["cpu_busy"] is None else 100 * r["cpu_busy"],
                 "I/O wait %": None if r["cpu_iowait"] is None else 100 * r["cpu_iowait"],
                 "device reads/s": r["reads_per_s"],
             }
-        )
-    return pl.DataFrame(rows)
+            for r in part.iter_rows(named=True)
+        ]
+        out.append((cell_label(cfg, *key, part["dataset_bytes"].first()), pl.DataFrame(rows)))  # type: ignore[arg-type]
+    return out
 
 
 def chart(comp: pl.DataFrame, cfg: StudyConfig) -> Any:
@@ -252,7 +253,8 @@ def chart(comp: pl.DataFrame, cfg: StudyConfig) -> Any:
         pl.when(pl.col("hi").is_finite()).then(pl.col("hi")).alias("hi"),
         pl.col("pg_major").cast(pl.Utf8).alias("major"),
     )
-    df = df.with_columns(pl.Series("panel", [cell_label(cfg, *k) for k in df.select(CELL).iter_rows()], pl.Utf8))
+    panels = [cell_label(cfg, *k) for k in df.select(*CELL, "dataset_bytes").iter_rows()]
+    df = df.with_columns(pl.Series("panel", panels, pl.Utf8))
     lo = min([*df["lo"].drop_nulls().to_list(), *df["ratio"].to_list(), 1.0])
     hi = max([*df["hi"].drop_nulls().to_list(), *df["ratio"].to_list(), 1.0])
     x_scale = alt.Scale(type="log", domain=[lo / 1.05, hi * 1.05], nice=False)
