@@ -99,6 +99,18 @@ def test_the_summary_names_each_fs_with_its_interval() -> None:
     assert "90 % coverage" in text
 
 
+def test_the_tables_carry_both_readings_per_row() -> None:
+    rows = [("ext4", 15, v) for v in BASE] + [("ext4", 18, v) for v in DOUBLE]
+    rows += [("xfs", 15, v) for v in BASE] + [("xfs", 18, v) for v in BASE]
+    st = config.Study.from_dict(config.load(REPO / "config" / "pg-versions.yaml"))
+    [(cell, table)] = pv.tables(pv.compare(runs(rows), ["ext4", "xfs"]), st)
+    assert cell.startswith("ro (select-only), 4 clients, scale 10")
+    xfs18 = table.filter((pl.col("file system") == "xfs") & (pl.col("major") == 18)).row(0, named=True)
+    assert xfs18["over the oldest major"] == "1.00 [0.83, 1.20]"
+    assert xfs18["over the first fs"] == "0.50 [0.42, 0.60]"
+    assert xfs18["change of that ratio"].startswith("0.50 [")
+
+
 def test_the_registry_schedules_the_notebook_only_across_majors() -> None:
     crossed = config.Study.from_dict(config.load(REPO / "config" / "pg-versions.yaml"))
     assert "pg_versions" in [j.name for j in registry.jobs(crossed)]

@@ -218,10 +218,11 @@ def tables(comp: pl.DataFrame, cfg: StudyConfig) -> list[tuple[str, pl.DataFrame
     runs, the median tps, the major's tps over the oldest major's, the file system's over the first file
     system's, how that changed from the oldest major, and the CPU and device beside. The directions in words
     are the summary's; a table keeps to numbers so that it fits a page."""
-    major = comp.filter(pl.col("reading") == "major")
+    change = ["change", "change_lo", "change_hi"]  # the fs reading's: a major row has none
+    major = comp.filter(pl.col("reading") == "major").drop(change)
     fs = comp.filter(pl.col("reading") == "fs").select(
         *CELL, "fs_target", "pg_major", pl.col("ratio").alias("fs_ratio"), pl.col("lo").alias("fs_lo"),
-        pl.col("hi").alias("fs_hi"), "change", "change_lo", "change_hi",
+        pl.col("hi").alias("fs_hi"), *change,
     )  # fmt: skip
     both = major.join(fs, on=[*CELL, "fs_target", "pg_major"], how="left", maintain_order="left")
     out = []
