@@ -88,6 +88,15 @@ def _direction(ci: RatioCI, alpha: float, up: str, down: str, none: str) -> str:
     return words
 
 
+def _against(ref: list[float], values: list[float], ref_label: str, alpha: float) -> dict[str, Any]:
+    """values over ref: the ratio, its interval and coverage and the finding in words, or why not compared."""
+    if len(ref) < MIN_RUNS or len(values) < MIN_RUNS:
+        return {"finding": f"not compared: {len(values)} run(s) against {len(ref)} on {ref_label}"}
+    ci = ratio_ci(ref, values, alpha)
+    return {"ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "coverage": ci.confidence,
+            "finding": _direction(ci, alpha, "faster", "slower", "no difference")}  # fmt: skip
+
+
 SCHEMA = {
     "reading": pl.Utf8,  # "major" (a major against the oldest on one fs) or "fs" (a fs against the first on one major)
     "workload": pl.Utf8,
@@ -144,12 +153,8 @@ def compare(runs: pl.DataFrame, fs_order: list[str], alpha: float = 0.05) -> pl.
         row = {**common, "reading": "major", "reference": str(ref_major)}
         if r["pg_major"] == ref_major:
             row["finding"] = "the reference major"
-        elif len(ref) >= MIN_RUNS and r["n"] >= MIN_RUNS:
-            ci = ratio_ci(ref, r["values"], alpha)
-            row.update(ratio=ci.ratio, lo=ci.lo, hi=ci.hi, coverage=ci.confidence,
-                       finding=_direction(ci, alpha, "faster", "slower", "no difference"))  # fmt: skip
         else:
-            row["finding"] = f"not compared: {r['n']} run(s) against {len(ref)} on {ref_major}"
+            row.update(_against(ref, r["values"], str(ref_major), alpha))
         rows.append(row)
         # the file system on this major
         present = [fs for fs in fs_order if (*cell, fs, r["pg_major"]) in values]
@@ -160,10 +165,10 @@ def compare(runs: pl.DataFrame, fs_order: list[str], alpha: float = 0.05) -> pl.
         row = {**common, "reading": "fs", "reference": ref_fs}
         if r["fs_target"] == ref_fs:
             row["finding"] = "the reference file system"
-        elif len(base) >= MIN_RUNS and r["n"] >= MIN_RUNS:
-            ci = ratio_ci(base, r["values"], alpha)
-            row.update(ratio=ci.ratio, lo=ci.lo, hi=ci.hi, coverage=ci.confidence,
-                       finding=_direction(ci, alpha, "faster", "slower", "no difference"))  # fmt: skip
+            rows.append(row)
+            continue
+        row.update(_against(base, r["values"], ref_fs, alpha))
+        if row.get("ratio") is not None:
             a0 = values.get((*cell, ref_fs, ref_major), [])
             b0 = values.get((*cell, r["fs_target"], ref_major), [])
             if r["pg_major"] != ref_major and a0 and b0:
@@ -173,8 +178,6 @@ def compare(runs: pl.DataFrame, fs_order: list[str], alpha: float = 0.05) -> pl.
                     f"not resolved: under 3 runs in a group (point {ch.ratio:.2f})" if not math.isfinite(ch.confidence)
                     else _direction(ch, alpha, "changed: larger", "changed: smaller", "no change")
                 )  # fmt: skip
-        else:
-            row["finding"] = f"not compared: {r['n']} run(s) against {len(base)} on {ref_fs}"
         rows.append(row)
     out = pl.DataFrame(rows, schema=SCHEMA).drop("dataset_bytes")
     out = out.join(data.with_columns(pl.col("dataset_bytes").cast(pl.Float64)), on=CELL, how="left")
