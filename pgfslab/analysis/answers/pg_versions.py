@@ -68,8 +68,8 @@ def runs_by_major(headline: pl.DataFrame, runs: pl.DataFrame, measures: pl.DataF
         )
         .filter(pl.col("pg_major").is_not_null())
     )
-    out = out.with_columns(
-        pl.Series("fs_target", [fs_of(t, m) for t, m in out.select("target", "pg_major").iter_rows()], pl.Utf8)
+    out = out.with_columns(  # as fs_of, per run
+        pl.col("target").str.strip_suffix(pl.format("-pg{}", "pg_major")).alias("fs_target")
     )
     cols = [m for m in MEASURES if m in measures.columns]
     out = out.join(measures.select("run_id", *cols), on="run_id", how="left") if cols else out
