@@ -202,7 +202,8 @@ if adjusted.height:
         ),
         caption="A sensitivity analysis, not used by the verdicts: per cell, each target over the baseline with "
         "every run's CPU contention (the share of the CPU time the guest wanted that the hypervisor gave to other "
-        "guests, /proc/stat) as a covariate: log(tps) = target + slope x contention, least squares, t interval. "
+        "guests, /proc/stat) as a covariate: log(tps) = target + slope x contention (and a shift per day or host where "
+        "the runs come from several), least squares, t interval. "
         "Spread: the runs' standard deviation on the log scale (about the run-to-run CV) within targets before, "
         "and around the model after. It assumes the file system under test does not change what the hypervisor "
         "takes, and a log-linear effect the same for every target.",
