@@ -31,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis.charts import alt
-from pgfslab.analysis.verdicts.ratio import RatioCI, ratio_ci
+from pgfslab.analysis.verdicts.ratio import RatioCI, direction_words, ratio_ci
 from pgfslab.config.model import StudyConfig, Workload
 
 SYNC = "sync"
@@ -149,15 +149,7 @@ def finding(ci: RatioCI, n_base: int, n_variant: int, alpha: float) -> str:
     """The direction in words (the size is the ratio beside it), or why there is none."""
     if n_base < MIN_RUNS or n_variant < MIN_RUNS:
         return f"not compared: {n_variant} run(s) against {n_base} of sync ({MIN_RUNS} a side needed)"
-    if ci.lo > 1:
-        words = "gained"
-    elif ci.hi < 1:
-        words = "lost"
-    else:
-        words = f"no difference resolved at ±{ci.half_width_pct:.0f} %"
-    if ci.confidence < 1 - alpha - 1e-9:
-        words += f" ({100 * ci.confidence:.0f} % interval)"
-    return words
+    return direction_words(ci, alpha, "gained", "lost", "no difference")
 
 
 COMPARISON_SCHEMA = {

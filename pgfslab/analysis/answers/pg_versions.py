@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis.charts import alt
-from pgfslab.analysis.verdicts.ratio import RatioCI, interaction_ci, ratio_ci
+from pgfslab.analysis.verdicts.ratio import direction_words, interaction_ci, ratio_ci
 from pgfslab.config.model import StudyConfig
 
 MIN_RUNS = 2  # a side, for any interval at all
@@ -76,25 +76,13 @@ def runs_by_major(headline: pl.DataFrame, runs: pl.DataFrame, measures: pl.DataF
     return out.with_columns(pl.lit(None, pl.Float64).alias(m) for m in MEASURES if m not in out.columns)
 
 
-def _direction(ci: RatioCI, alpha: float, up: str, down: str, none: str) -> str:
-    if ci.lo > 1:
-        words = up
-    elif ci.hi < 1:
-        words = down
-    else:
-        words = f"{none} resolved at ±{ci.half_width_pct:.0f} %"
-    if math.isfinite(ci.confidence) and ci.confidence < 1 - alpha - 1e-9:
-        words += f" ({100 * ci.confidence:.0f} % interval)"
-    return words
-
-
 def _against(ref: list[float], values: list[float], ref_label: str, alpha: float) -> dict[str, Any]:
     """values over ref: the ratio, its interval and coverage and the finding in words, or why not compared."""
     if len(ref) < MIN_RUNS or len(values) < MIN_RUNS:
         return {"finding": f"not compared: {len(values)} run(s) against {len(ref)} on {ref_label}"}
     ci = ratio_ci(ref, values, alpha)
     return {"ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "coverage": ci.confidence,
-            "finding": _direction(ci, alpha, "faster", "slower", "no difference")}  # fmt: skip
+            "finding": direction_words(ci, alpha, "faster", "slower", "no difference")}  # fmt: skip
 
 
 SCHEMA = {
@@ -176,7 +164,7 @@ def compare(runs: pl.DataFrame, fs_order: list[str], alpha: float = 0.05) -> pl.
                 row.update(change=ch.ratio, change_lo=ch.lo, change_hi=ch.hi)
                 row["change_finding"] = (
                     f"not resolved: under 3 runs in a group (point {ch.ratio:.2f})" if not math.isfinite(ch.confidence)
-                    else _direction(ch, alpha, "changed: larger", "changed: smaller", "no change")
+                    else direction_words(ch, alpha, "changed: larger", "changed: smaller", "no change")
                 )  # fmt: skip
         rows.append(row)
     out = pl.DataFrame(rows, schema=SCHEMA).drop("dataset_bytes")

@@ -179,6 +179,20 @@ def interval_text(ci: RatioCI) -> str:
     return f"{_num(ci.ratio)} [{_num(ci.lo)}, {_num(ci.hi)}]"
 
 
+def direction_words(ci: RatioCI, alpha: float, up: str, down: str, none: str) -> str:
+    """Where the interval lies against 1 in the caller's words (`up` above, `down` below), else `none` and the
+    precision it had ("<none> resolved at ±X %"); with the interval's coverage when it is below 1 - alpha."""
+    if ci.lo > 1:
+        words = up
+    elif ci.hi < 1:
+        words = down
+    else:
+        words = f"{none} resolved at ±{ci.half_width_pct:.0f} %"
+    if math.isfinite(ci.confidence) and ci.confidence < 1 - alpha - 1e-9:
+        words += f" ({100 * ci.confidence:.0f} % interval)"
+    return words
+
+
 def _side(lo: float, hi: float, expect: str) -> str:
     """Where the interval lies against 1, for a claim that B/A is greater (or less) than 1."""
     above, below = lo > 1, hi < 1
