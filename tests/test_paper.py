@@ -56,7 +56,7 @@ def publications(st: recorded.Study) -> list[dict]:
 
 def test_one_paper_per_kind_of_study(papers: dict[str, tuple[recorded.Study, str]]) -> None:
     tools = [{w["tool"] for w in st.cfg["workloads"].values()} for st, _ in papers.values()]
-    for tool in ("pgbench", "sysbench", "fsmicro"):
+    for tool in ("pgbench", "sysbench", "fsmicro", "durability"):
         assert {tool} in tools, f"no recorded {tool}-only study: the paper must work for one"
 
 

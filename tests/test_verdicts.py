@@ -222,6 +222,26 @@ def test_the_verdict_table_says_the_coverage_of_an_interval_below_95_percent() -
     assert t["expects"][0].startswith("B/A within 1 ± 0.1 (the lab's band: the talk itself calls")
 
 
+def test_the_charts_legends_list_only_the_verdicts_drawn() -> None:
+    """A legend of all sixteen categories was wider than the chart and shrank the figure on the page."""
+    row = dict.fromkeys(evaluate.RESULT_SCHEMA)
+    row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "cell": "tpcb-like, c=4", "a": "ext4", "b": "xfs"}
+    row |= {"compared": "xfs / ext4", "role": "primary", "n_a": 6, "n_b": 6, "test": "Hodges-Lehmann"}
+    rows = [
+        row | {"estimate": 1.05, "lo": 0.99, "hi": 1.1, "coverage": 0.95, "verdict": R.UNRESOLVED},
+        row
+        | {"cell": "tpcb-like, c=8", "estimate": 0.5, "lo": 0.4, "hi": 0.6, "coverage": 0.95, "verdict": R.OPPOSITE},
+    ]
+    res = pl.DataFrame(rows, schema=evaluate.RESULT_SCHEMA)
+    shipped = list(claims.claims())
+    forest = table.forest(res, shipped).to_dict()
+    scales = [layer["encoding"]["color"]["scale"] for layer in forest["layer"] if "color" in layer.get("encoding", {})]
+    assert scales and all(sorted(s["domain"]) == sorted([R.UNRESOLVED, R.OPPOSITE]) for s in scales)
+    assert all(s["range"] == [table.VERDICT_COLORS[d] for d in s["domain"]] for s in scales)
+    status = table.status_chart(res, shipped).to_dict()["encoding"]["color"]["scale"]
+    assert set(status["domain"]) == {f"{R.UNRESOLVED} / {R.OPPOSITE}", "not reproducible here"}
+
+
 def test_a_cell_is_labelled_by_the_settings_it_does_not_leave_at_their_default() -> None:
     group = {"kind": "tpcb-like", "clients": 8, "rung": None, "regime": "fits_ram"}
     group |= {"synchronous_commit": "on", "full_page_writes": "on", "commit_delay": "1000", "fsync": None}

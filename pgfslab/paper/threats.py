@@ -75,14 +75,15 @@ def threats(ctx: Context) -> None:
     counted = ctx.runs.filter((pl.col("status") == "ok") & ~pl.col("burn_in").fill_null(False)).height
     if counted:  # what the hypervisor took: one measured limit of the instrument's precision (issue 30)
         per_run = cpu_time.per_run(ctx.db, ctx.study)
-        wl, clients = ctx.headline_cell()
-        cell = ctx.ok.filter((pl.col("workload") == wl) & (pl.col("clients").eq_missing(clients)))
-        effect = cpu_time.steal_and_throughput(cell.select("run_id", "target", "value"), per_run)
-        label = f"{wl}, {clients} client{'s' if clients != 1 else ''}" if clients is not None else wl
-        items.append(
-            f"**Neighbours.** {cpu_time.steal_sentence(per_run['cpu_steal'].to_list(), counted)}."
-            + cpu_time.steal_effect_sentence(effect, label)
-        )
+        effect = ""
+        if ctx.ok.height:  # a study of crashes (durability) has runs but no throughput to set steal against
+            wl, clients = ctx.headline_cell()
+            cell = ctx.ok.filter((pl.col("workload") == wl) & (pl.col("clients").eq_missing(clients)))
+            label = f"{wl}, {clients} client{'s' if clients != 1 else ''}" if clients is not None else wl
+            effect = cpu_time.steal_effect_sentence(
+                cpu_time.steal_and_throughput(cell.select("run_id", "target", "value"), per_run), label
+            )
+        items.append(f"**Neighbours.** {cpu_time.steal_sentence(per_run['cpu_steal'].to_list(), counted)}." + effect)
     limit_req = [((ctx.records.get(r) or {}).get("resources") or {}).get("memory_limit_mb") for r in ctx.records]
     applied = [bool(((ctx.records.get(r) or {}).get("cgroup") or {}).get("applied")) for r in ctx.records]
     if any(limit_req) and not all(applied):

@@ -190,6 +190,18 @@ def forest_rows(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     )
 
 
+# A legend of every category a verdict can take is wider than the chart and shrinks the figure on the page:
+# it lists only the categories drawn, wrapped below the chart.
+_LEGEND = {"orient": "bottom", "columns": 3, "labelLimit": 320, "symbolLimit": 0}
+
+
+def _present(domain: list[str], colors: list[str], drawn: pl.Series) -> tuple[list[str], list[str]]:
+    """The scale's domain and colours cut to the categories drawn, in the scale's order (colours stay fixed)."""
+    keep = set(drawn.drop_nulls().to_list())
+    pairs = [(d, c) for d, c in zip(domain, colors, strict=True) if d in keep]
+    return [d for d, _ in pairs], [c for _, c in pairs]
+
+
 def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     """Each judged claim and cell: B/A (or the ratio of ratios) with its interval on a log axis, coloured by
     verdict; a grey rule at 1, a black tick at the seed's own number, grey ticks at an equivalence band."""
@@ -211,8 +223,9 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     )
     y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600, labelExpr="split(datum.label, '\\n')"))
     x = alt.X("estimate:Q", scale=alt.Scale(type="log"), title="B / A (log scale), with its interval")
+    shown = _present(list(VERDICT_COLORS), list(VERDICT_COLORS.values()), df["verdict"])
     color = alt.Color(
-        "verdict:N", scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())), title=None
+        "verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=alt.Legend(**_LEGEND)
     )
     base = alt.Chart(df)
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#bbb").encode(x="x:Q")
@@ -263,13 +276,16 @@ def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
     order = [*VERDICT_COLORS, "context only", "not tested in this study", "only a figure", "not reproducible here"]
     extra = [s for s in counts["status"].unique().to_list() if s not in order]  # mixed primary cells
     colors = [*VERDICT_COLORS.values(), "#ced4da", "#48cae4", "#c77dff", "#7b2cbf", *["#6c757d"] * len(extra)]
+    shown = _present([*order, *extra], colors, counts["status"])
     return (
         alt.Chart(counts)
         .mark_bar()
         .encode(
             y=alt.Y("seed:N", title="seed"),
             x=alt.X("findings:Q", title="findings"),
-            color=alt.Color("status:N", scale=alt.Scale(domain=[*order, *extra], range=colors), title=None),
+            color=alt.Color(
+                "status:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=alt.Legend(**_LEGEND)
+            ),
             order=alt.Order("status:N"),
             tooltip=["seed", "status", "findings"],
         )
