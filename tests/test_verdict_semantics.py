@@ -349,7 +349,10 @@ def test_durability_claims_read_the_crash_check() -> None:
     )
     out = evaluate.durability(async_claim, rows).row(0, named=True)
     assert out["verdict"] == R.HOLDS and out["role"] == "primary"
-    assert out["verdict_text"] == "holds: 2 crashes lost 8 committed transactions, all within the documented window (8)"
+    assert out["verdict_text"] == (
+        "holds: 2 crashes lost 8 committed transactions, each committed within the documented window "
+        "(3 x wal_writer_delay) before the crash"
+    )
     bad = rows.with_columns(pl.Series("violations", [0, 1, 0, 0]))
     assert evaluate.durability(async_claim, bad)["verdict"][0] == R.VIOLATED
     sync_claim = claim(quantity="durability", expect=None, b={"synchronous_commit": "on"}, match={"tool": "durability"})
@@ -448,3 +451,11 @@ def test_a_throughput_claim_without_the_steady_precondition_notes_an_unsteady_si
     row = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim(seed_value=2.0)).row(0, named=True)
     assert row["verdict"] == R.HOLDS  # the claim does not need steady runs: a verdict, with the note beside it
     assert row["unchecked"].startswith("not steady: 4 of 4 runs of side B")
+    short = runs("ext4", "ext4", [100.0, 101, 102, 103], steady=False, steady_n=6)
+    short += runs("btrfs", "btrfs", [200.0, 201, 202, 203], steady=True, steady_n=18)
+    row = evaluate.evaluate(pl.DataFrame(short, infer_schema_length=None), claim(seed_value=2.0)).row(0, named=True)
+    assert row["verdict"] == R.HOLDS
+    assert row["unchecked"] == (
+        "the steady state of side A could not be checked: 6 samples per run, too few for MSER-5 ever to find "
+        "a steady state (15 at least)"
+    )

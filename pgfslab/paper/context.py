@@ -23,7 +23,7 @@ from pgfslab.config.model import Workload
 from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
 
-PG_TOOLS = ("pgbench", "sysbench")
+PG_TOOLS = ("pgbench", "sysbench", "durability")  # the tools that run a PostgreSQL server
 
 
 # the executed notebooks whose results the paper shows, in this order (per-workload ones first)
@@ -163,6 +163,9 @@ def workload_what(spec: Workload) -> str:
         return f"pgbench {what}"
     if spec.tool == "sysbench":
         return f"sysbench {spec.test}"
+    if spec.tool == "durability":
+        # the schema's defaults: power-loss, after 3 s
+        return f"durability {spec.crash or 'power-loss'} crash after {spec.crash_after_s or 3:g} s of TPC-B"
     return f"fsmicro {spec.op}"
 
 

@@ -37,7 +37,7 @@ def threats(ctx: Context) -> None:
             f"**Fallback targets.** {names(fallback)} ran on plain directories, not on their own file systems."
         )
     dur = int(ctx.runs["duration_s"].max() or 0)
-    if ctx.uses_postgres:
+    if ctx.uses_postgres and ctx.ok.height:  # a crash check measures no throughput: nothing to warm up
         rec = ctx.first_record(PG_TOOLS)
         ct = ((rec.get("postgres") or {}).get("settings") or {}).get("checkpoint_timeout") or {}
         ct_s = int(ct.get("setting", 300)) if str(ct.get("setting", "")).isdigit() else 300
