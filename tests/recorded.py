@@ -27,6 +27,7 @@ import yaml
 from conftest import SESSION
 
 from pgfslab.analysis import registry
+from pgfslab.analysis.kernel import START_TIMEOUT_S
 from pgfslab.config import study as labcfg
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,6 +123,7 @@ def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int,
             log_output=False,
             # as pgfslab.analysis.execute runs it: the executed copy is written once, at the end
             request_save_on_cell_execute=False,
+            start_timeout=START_TIMEOUT_S,
         )
     except pm.PapermillExecutionError as exc:
         return 1, f"{exc.ename}: {exc.evalue}"

@@ -12,7 +12,7 @@ from typing import Any
 import papermill as pm
 
 from pgfslab import paths
-from pgfslab.analysis.kernel import private_sockets
+from pgfslab.analysis.kernel import START_TIMEOUT_S, private_sockets
 from pgfslab.analysis.registry import Job
 from pgfslab.errors import LabError
 
@@ -34,6 +34,7 @@ def run(job: Job, params: dict[str, Any], out: Path, *, kernel_cwd: Path = paths
                 # every cell's start and end: each write serialises and validates the whole notebook
                 request_save_on_cell_execute=False,
                 config=kernel_config,
+                start_timeout=START_TIMEOUT_S,
             )
         except pm.PapermillExecutionError as exc:
             raise LabError(

@@ -15,6 +15,11 @@ from contextlib import contextmanager
 
 from traitlets.config import Config
 
+# papermill's `start_timeout`: how long a new kernel may take to answer. Its default, 60 s, is exceeded on a
+# 2-CPU machine while notebooks, the paper and a test suite start kernels side by side (a CI run beside
+# re-analyses lost every recorded-study test to one "Kernel didn't respond in 60 seconds").
+START_TIMEOUT_S = 300
+
 
 @contextmanager
 def private_sockets() -> Iterator[Config]:

@@ -55,7 +55,7 @@ def build(
     # here, not at the top: the paper notebook's kernel imports this module (write_meta) and needs neither
     import papermill
 
-    from pgfslab.analysis.kernel import private_sockets
+    from pgfslab.analysis.kernel import START_TIMEOUT_S, private_sockets
     from pgfslab.paper import pdf_export
 
     executed, pdf, html = Path(executed), Path(pdf), Path(html)
@@ -71,6 +71,7 @@ def build(
                 progress_bar=False,
                 request_save_on_cell_execute=False,  # written once at the end (as analysis.execute)
                 config=kernel_config,  # analysis.kernel: no port shared with a notebook started beside it
+                start_timeout=START_TIMEOUT_S,
                 # absolute: the notebook resolves relative paths against the repository, not this directory
                 parameters={
                     "db": str(Path(db).absolute()),
