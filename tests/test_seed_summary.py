@@ -74,7 +74,10 @@ def test_two_studies(tmp_path: Path, page: Path) -> None:
     make_study(
         tmp_path,
         "fs-micro",
-        [verdict("s003-deletes", 0.30, 0.27, 0.32, "holds") | {"seed": "003", "direction": "agrees"}],
+        [
+            verdict("s003-deletes", 0.30, 0.27, 0.32, "holds") | {"seed": "003", "direction": "agrees"},
+            verdict("s003-creates", 0.80, 0.70, 0.90, "same direction, smaller effect") | {"seed": "003"},
+        ],
         # over midnight, two commits
         [(13 * 3600 * s, 3600 * s, "ok", "aaaaaaaaaaaaaaaa"), (14 * 3600 * s, 3601 * s, "ok", "bbbbbbbbbbbbbbbb")],
     )
@@ -87,10 +90,11 @@ def test_two_studies(tmp_path: Path, page: Path) -> None:
     lines = text.splitlines()
     default = next(ln for ln in lines if ln.startswith("| 000 | `default`"))
     cells = [c.strip() for c in default.strip("|").split("|")]
-    # seed, study, date, commit, runs, span, then one count per verdict word of either table (sorted)
-    assert cells == ["000", "`default`", "2026-11-24", "`0123456789ab`", "2", "35 min 22 s", "1", "1", "1"]
+    # seed, study, date, commit, runs, span, then one count per verdict word of either table, from agreement
+    # to no test (not alphabetical: a smaller effect comes right after "holds")
+    assert cells == ["000", "`default`", "2026-11-24", "`0123456789ab`", "2", "35 min 22 s", "1", "0", "1", "1"]
     header = [c.strip() for c in lines[lines.index(default) - 2].strip("|").split("|")]
-    assert header[-3:] == ["holds", "not resolved", "not tested in this study"]
+    assert header[-4:] == ["holds", "same direction, smaller effect", "not resolved", "not tested in this study"]
     micro = next(ln for ln in lines if ln.startswith("| 003 | `fs-micro`"))
     assert "2026-11-24 – 2026-11-25" in micro
     assert "`aaaaaaaaaaaa` (1 runs), `bbbbbbbbbbbb` (1 runs)" in micro
