@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pgfslab import paths
 from pgfslab.config import workflow_config
 from pgfslab.errors import LabError
 
@@ -126,3 +127,16 @@ def test_the_run_config_is_written_at_parse_time_only_when_it_changed(tmp_path: 
     assert json.loads(path.read_text())["run"] == {"duration_s": 6}
     host = workflow_config.run_config({**cfg, "host": "h1"}, tmp_path)
     assert host.name == "run-config-h1.json" and path.exists()
+
+
+def test_a_changed_claim_or_schema_reruns_its_stage() -> None:
+    """Snakemake re-runs a stage when its code changes: the seeds' claims and the ingest's schema are code
+    too (an edited claims.yaml once left a study's verdict table as it was)."""
+    from pgfslab.analysis import registry
+
+    code = {
+        stage: {p.relative_to(paths.LAB).as_posix() for p in files} for stage, files in registry.stage_code().items()
+    }
+    assert "pgfslab/analysis/verdicts/claims.yaml" in code["analyse"] & code["paper"]
+    assert "pgfslab/ingest/schema.sql" in code["ingest"]
+    assert "pgfslab/analysis/verdicts/evaluate.py" in code["analyse"]

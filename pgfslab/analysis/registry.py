@@ -193,7 +193,11 @@ def job(study: Study, name: str) -> Job:
 def stage_code() -> dict[str, list[Path]]:
     """The package code each stage runs (Snakemake re-runs a stage when it changes)."""
     pkg = paths.LAB / "pgfslab"
-    ingest = sorted((pkg / "ingest").rglob("*.py"))
-    analysis = sorted((pkg / "analysis").rglob("*.py"))
-    paper = sorted((pkg / "paper").rglob("*.py")) + [paths.PAPER_TEMPLATE]
+
+    def code(folder: str) -> list[Path]:
+        # the data a stage reads is its code too: the ingest's schema.sql, the seeds' claims.yaml
+        return sorted(p for p in (pkg / folder).rglob("*") if p.suffix in (".py", ".sql", ".yaml"))
+
+    ingest, analysis = code("ingest"), code("analysis")
+    paper = code("paper") + [paths.PAPER_TEMPLATE]
     return {"ingest": ingest, "analyse": analysis, "paper": [*paper, *analysis]}
