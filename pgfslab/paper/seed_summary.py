@@ -15,7 +15,7 @@ import polars as pl
 
 from pgfslab import paths
 from pgfslab.analysis.report import markdown_table
-from pgfslab.analysis.verdicts.table import VERDICT_COLORS
+from pgfslab.analysis.verdicts.table import STATUS_ORDER
 from pgfslab.errors import LabError
 
 START = "<!-- seed-summary:start (written by `pgfslab seed-summary` from the studies' verdict tables; do not edit) -->"
@@ -114,15 +114,11 @@ def _interval(est: float | None, lo: float | None, hi: float | None, coverage: f
     return f"{est:.2f} [{ends[0]}, {ends[1]}]{share}"
 
 
-# the verdict columns from agreement to no test at all, as the verdict tables' legend orders them
-_ORDER = [*VERDICT_COLORS, "context only", "not tested in this study", "only a figure", "not reproducible here"]
-
-
 def overview(studies: list[StudyVerdicts]) -> pl.DataFrame:
     """One row per study: its seeds, when and with which commit its runs ran, their span, and how many of its
     verdict table's rows carry each verdict (the verdict words as the table has them)."""
     found = {w for s in studies for w in _kinds(_own(s.verdicts)).drop_nulls().unique()}
-    words = [w for w in _ORDER if w in found] + sorted(found - set(_ORDER))
+    words = [w for w in STATUS_ORDER if w in found] + sorted(found - set(STATUS_ORDER))  # agreement first
     rows = []
     for s in studies:
         seeds = sorted(s.verdicts["seed"].drop_nulls().unique()) if "seed" in s.verdicts.columns else []

@@ -25,6 +25,8 @@ VERDICT_COLORS = {
     R.NOT_IN_REGIME: "#457b9d",
     R.ONCE: "#e9c46a",
 }
+# every status a claim can have, from agreement to no test at all: the verdicts, then why there is none
+STATUS_ORDER = [*VERDICT_COLORS, "context only", "not tested in this study", "only a figure", "not reproducible here"]
 # quantities drawn on the forest's B/A axis (a saving is B's own; the rank-test floor and the crash check are
 # not ratios)
 NOT_ON_AXIS = ("saving", "rank_test_floor", "durability", "qualitative")
@@ -273,7 +275,7 @@ def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
     import altair as alt
 
     counts = status_counts(results, claims)
-    order = [*VERDICT_COLORS, "context only", "not tested in this study", "only a figure", "not reproducible here"]
+    order = STATUS_ORDER
     extra = [s for s in counts["status"].unique().to_list() if s not in order]  # mixed primary cells
     colors = [*VERDICT_COLORS.values(), "#ced4da", "#48cae4", "#c77dff", "#7b2cbf", *["#6c757d"] * len(extra)]
     shown = _present([*order, *extra], colors, counts["status"])
