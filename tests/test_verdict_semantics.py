@@ -374,7 +374,7 @@ def write(tmp_path: Path, **changes) -> Path:
     item = {
         "id": "x", "seed": "004", "claim": "c", "where": "-", "seed_number": "-", "quantity": "ratio",
         "a": {"fs": "ext4"}, "b": {"fs": "ext4"}, "workload": "-", "expect": "greater",
-        "match": {"tool": "pgbench"},
+        "match": {"tool": "pgbench"}, "no_preconditions_why": "w",
     }  # fmt: skip
     item.update(changes)
     p = tmp_path / "claims.yaml"
@@ -392,6 +392,8 @@ def write(tmp_path: Path, **changes) -> Path:
         ({"match": {}}, "needs match, or figure"),
         ({"preconditions": ["hot"]}, "preconditions: unknown hot"),
         ({"b": {"fs": "ext4", "device": "Intel P4610"}}, "side b: keys device"),
+        ({"no_preconditions_why": None}, "name its preconditions, or no_preconditions_why"),
+        ({"preconditions": ["steady"]}, "names preconditions and no_preconditions_why"),
     ],
 )
 def test_a_claim_the_lab_cannot_read_exactly_is_an_error_naming_it(tmp_path, changes, message) -> None:

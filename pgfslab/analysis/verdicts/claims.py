@@ -7,7 +7,8 @@ the run facts know), which quantity, and what it expects of B/A: `greater` or `l
 condition (its cell: regime, clients, workload kind, settings): only that cell gives the claim's verdict,
 the others are context. `preconditions` name what must hold for the seed's mechanism to act (I/O-bound,
 steady, a magnetic-class device, ...; `regime.PRECONDITIONS`), checked per cell from what the samplers
-recorded. `interaction` makes the claim a ratio of ratios: B/A at `to` against B/A at `from` of one
+recorded; a claim whose mechanism acts in every cell says why in `no_preconditions_why` (a reader of its
+verdict should not have to guess why no regime was checked). `interaction` makes the claim a ratio of ratios: B/A at `to` against B/A at `from` of one
 setting. A claim without `match` says in `figure` why only a figure can speak to it.
 `reproducible_here: false` claims need what no machine of this kind has and say why (`why_not`); their
 sides may name the seed's own hardware (SEED_ONLY_KEYS), which a reproducible claim may not.
@@ -58,7 +59,7 @@ PRIMARY_KEYS = ("regime", "clients", "kind", "rung", *RUN_KEYS)
 REQUIRED = ("id", "seed", "claim", "where", "seed_number", "quantity", "a", "b", "workload", "expect")
 OPTIONAL = (
     "seed_value", "band", "band_why", "reproducible_here", "why_not", "match", "primary", "preconditions",
-    "interaction", "figure",
+    "interaction", "figure", "no_preconditions_why",
 )  # fmt: skip
 MATCH_KEYS = ("tool", "kinds", "ops", "clients")
 
@@ -85,6 +86,7 @@ class Claim:
     preconditions: tuple[str, ...] = ()
     interaction: dict[str, Any] | None = None
     figure: str | None = None
+    no_preconditions_why: str | None = None  # a claim whose mechanism acts in every cell says why
 
 
 def _fail(path: Path, cid: Any, what: str) -> LabError:
@@ -133,6 +135,12 @@ def _check(item: dict[str, Any], path: Path) -> Claim:
     bad = sorted(set(pre) - set(PRECONDITIONS))
     if bad:
         raise _fail(path, cid, f"preconditions: unknown {', '.join(bad)} (known: {', '.join(PRECONDITIONS)})")
+    if pre and item.get("no_preconditions_why"):
+        raise _fail(path, cid, "names preconditions and no_preconditions_why: one or the other")
+    if reproducible and not pre and not item.get("no_preconditions_why"):
+        raise _fail(
+            path, cid, "name its preconditions, or no_preconditions_why: why the seed's mechanism acts in every cell"
+        )
     inter = item.get("interaction")
     if inter is not None and (set(inter) != {"key", "from", "to"} or inter["key"] not in (*PRIMARY_KEYS, "fsync")):
         raise _fail(path, cid, "interaction needs key (a run fact), from and to")

@@ -72,7 +72,8 @@ def _claim_frame(claims: list[Claim]) -> pl.DataFrame:
                 "seed_number": c.seed_number or "–",
                 "expects": expects(c),
                 "quantity": c.quantity,
-                "preconditions": "; ".join(PRECONDITIONS[p] for p in c.preconditions) or "–",
+                "preconditions": "; ".join(PRECONDITIONS[p] for p in c.preconditions)
+                or (f"none: {c.no_preconditions_why}" if c.no_preconditions_why else "–"),
             }
             for c in claims
         ],
