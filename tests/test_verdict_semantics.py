@@ -215,6 +215,40 @@ def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
     )
 
 
+def test_reads_held_at_their_own_throttle_budget_cannot_be_starved_by_writes() -> None:
+    """Seed 004's crossover: checkpoint writes starve the reads of one disk. A blkio throttle gives reads
+    and writes separate budgets; reads running at theirs measure reads per transaction, not contention."""
+    limits = {"read_iops": 150, "write_iops": 150, "read_bps": 100_000_000, "write_bps": 100_000_000}
+    assert regime.read_budget({"cgroup": {"limits": limits}}) == 150.0
+    assert regime.read_budget({"cgroup": {"limits": {"read_iops": 150}}}) is None  # one direction: no budgets
+    assert regime.read_budget({}) is None  # a real device
+    pinned = cell(reads_per_s=[150.2, 149.8, 151.0], read_budget_share=[150.2 / 150, 149.8 / 150, 151.0 / 150])
+    assert regime.check(["reads_compete"], pinned, pinned)[0] == [
+        "reads and writes do not compete for the data device: its throttle gives them separate budgets "
+        "(blkio, cgroup v1), and side A's reads ran at 100% of theirs (median 150 reads/s of 150 allowed), so "
+        "checkpoint writes could not take time from them as on the seed's one disk"
+    ]
+    # reads below their budget (something else held them), or a real disk: the mechanism can act
+    below = cell(reads_per_s=[60.0, 70.0, 65.0], read_budget_share=[0.4, 0.47, 0.43])
+    real = cell(reads_per_s=[900.0], read_budget_share=[None])
+    assert regime.check(["reads_compete"], below, below) == ([], [])
+    assert regime.check(["reads_compete"], real, real) == ([], [])
+    assert "side B's reads ran at 100%" in regime.check(["reads_compete"], below, pinned)[0][0]
+
+
+def test_a_small_data_set_read_from_the_device_is_not_one_held_in_memory() -> None:
+    """Seed 004's "below the memory threshold" means the data set in memory: runs from dropped caches that
+    read a block or two per transaction measure a cache filling, whatever the data set's size."""
+    cold = cell(reads_per_tx=[1.8, 2.0, 2.2])
+    warm = cell(reads_per_tx=[0.0, 0.02, 0.01])
+    assert regime.check(["from_memory"], warm, cold)[0] == [
+        "the data set was not served from memory: the data device read 2.0 blocks per transaction (median), so "
+        "the runs measured a cache filling from the device, not a data set held in memory"
+    ]
+    assert regime.check(["from_memory"], warm, warm) == ([], [])
+    assert "could not be checked" in regime.check(["from_memory"], cell(value=[1.0]), warm)[0][0]
+
+
 def test_mser_flags_stationary_short_runs_often_so_the_cell_rule_allows_for_it() -> None:
     # an independent simulation of the same definition (other seed): stationary series, MSER-5's verdict
     rng = np.random.default_rng(1)
@@ -333,6 +367,7 @@ def test_run_measures_of_a_recorded_study_match_its_raw_diskstats(tmp_path) -> N
         assert row["device_busy"] == pytest.approx((io1 - io0) / (1000 * (t1 - t0)), rel=1e-6)
         assert row["read_await_ms"] == pytest.approx((rm1 - rm0) / (r1 - r0), rel=1e-6)
         assert row["written_per_tx"] == pytest.approx((s1 - s0) * 512 / commits, rel=1e-6)
+        assert row["reads_per_tx"] == pytest.approx((r1 - r0) / (t1 - t0) / row["value"], rel=1e-6)
 
 
 # ------------------------------------------------------------------ the crash check and the rank-test floor

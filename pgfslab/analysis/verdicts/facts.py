@@ -124,7 +124,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     headline), `within_run` (`cv`, `variance`, `latency_p95`), `saving` (btrfs compression's, where compsize
     measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
     benchmark database's size at the end of the run), the regime measures of `regime.run_measures` and
-    `written_per_tx`. fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS and `file_bytes` say what it
+    `written_per_tx`, and for pgbench `reads_per_tx` (the data device's reads per second over tps). fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS and `file_bytes` say what it
     worked on, `value` is the timed operations per second (`micro.timed_rates`, seed 003's quantity),
     `bytes_per_s` (write_fsync) the bytes synced per second of sync latency, `tail_ratio` its p99 / p50."""
     head = queries.headline(db, study)
@@ -215,7 +215,13 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         .join(fsmicro_tails(db, study), on="run_id", how="left")
         .join(compression_saving(db, study), on="run_id", how="left")
         .join(measured.run_measures(str(db), study, trim_s, series), on="run_id", how="left")
-        .with_columns((pl.col("written_bytes") / pl.col("commits").replace(0, None)).alias("written_per_tx"))
+        .with_columns(
+            (pl.col("written_bytes") / pl.col("commits").replace(0, None)).alias("written_per_tx"),
+            # blocks the data device read per transaction (pgbench: value is tps), the from_memory precondition's
+            pl.when(pl.col("tool") == "pgbench")
+            .then(pl.col("reads_per_s") / pl.col("value").replace(0, None))
+            .alias("reads_per_tx"),
+        )
     )
 
 

@@ -24,7 +24,15 @@ Per run (`run_measures`), from the study database:
 * `steady`: MSER-5 found a steady state in the run's per-second throughput (after the fixed trim), and
   `steady_n` the samples it had;
 * `snapshots_alive`: the most snapshots alive at once (the snapshot scheduler's create/delete events);
-* `randread_qd1_iops`: the target's device baseline (fio, 8 kB random reads at QD1, O_DIRECT).
+* `randread_qd1_iops`: the target's device baseline (fio, 8 kB random reads at QD1, O_DIRECT);
+* `reads_per_tx` (in the run facts): blocks the data device read per pgbench transaction, reads_per_s over
+  tps; near 0 where the data set is held in memory (the `from_memory` precondition), 1-2 where each
+  transaction reads its account row from the device, as when a run starts from dropped caches and its cache
+  is still filling;
+* `read_budget_share`: on a data device throttled with separate read and write budgets (blkio read_iops and
+  write_iops, a device profile), reads_per_s over the read IOPS budget; null on a real device. Near 1, the
+  reads ran at their own budget, which writes cannot take from: seed 004's mechanism (checkpoint writes
+  starving the reads of one disk head) cannot act there.
 
 The lab's thresholds (stated beside each verdict): I/O-bound when the data device is busy at least
 `IO_BOUND` of the run (the talk: by ~75 % utilisation an I/O system is already saturated); the message of a
@@ -56,6 +64,8 @@ CPU_BOUND = 0.2
 CPU_BUSY = 0.8
 MAGNETIC_IOPS = 1000
 SNAPSHOTS_ALIVE = 3
+FROM_MEMORY_READS = 0.25  # blocks read from the data device per transaction: above it, the run read its data
+READ_BUDGET_FULL = 0.9  # reads at >= 90 % of a separate read budget: the budget, not the writes, held them
 STEADY_ALPHA = 0.05
 PRECONDITIONS = {
     "io_bound": f"I/O-bound: the data device busy >= {IO_BOUND:.0%} of the run (median of each side's runs)",
@@ -68,6 +78,11 @@ PRECONDITIONS = {
     "snapshots_alive": f"{SNAPSHOTS_ALIVE} snapshots alive at once during the run (the talk's schedule)",
     "checkpoints": "runs that span checkpoints: at least one completed in each run",
     "files_2mb": "the deleted files are 2 MB, as seed 003's (an unlink frees what the file holds)",
+    "from_memory": "the data set served from memory, as in the seed's runs below the memory threshold: the data "
+    f"device reads at most {FROM_MEMORY_READS:g} blocks per transaction (pgbench; median of each side's runs)",
+    "reads_compete": "reads and writes share the data device's time, as on the seed's one disk (checkpoint "
+    "writes can starve reads): not a throttle giving each its own budget while the reads run at theirs "
+    f"(>= {READ_BUDGET_FULL:.0%} of the read IOPS budget, median of each side's runs)",
 }
 MEASURES: dict[str, Any] = {
     "run_id": pl.Utf8,
@@ -89,6 +104,7 @@ MEASURES: dict[str, Any] = {
     "randread_qd1_iops": pl.Float64,
     "read_await_ckpt": pl.Float64,
     "read_await_quiet": pl.Float64,
+    "read_budget_share": pl.Float64,
 }
 
 
@@ -114,16 +130,26 @@ def _from_records(recs: dict[str, dict[str, Any]]) -> pl.DataFrame:
                 "commits": _delta(sb, sa, "xact_commit"),
                 "hit_ratio": hit / (hit + read) if hit is not None and read is not None and hit + read > 0 else None,
                 "checkpoints": int(sum(c for c in ckpt if c is not None)) if any(c is not None for c in ckpt) else None,
+                "read_iops_budget": read_budget(rec),
             }
         )
     schema = {"run_id": pl.Utf8, "throttle_busy": pl.Float64, "target": pl.Utf8, "commits": pl.Float64,
-              "hit_ratio": pl.Float64, "checkpoints": pl.Int64}  # fmt: skip
+              "hit_ratio": pl.Float64, "checkpoints": pl.Int64, "read_iops_budget": pl.Float64}  # fmt: skip
     return pl.DataFrame(rows, schema=schema)
 
 
 # the phases of a pgbench/sysbench run (run.json phases_s) from the cgroup's creation to the reading of its usage
 CGROUP_SPAN = ("server_start", "prewarm", "facts_before", "samplers_start", "measured", "tool_overhead",
                "samplers_stop", "facts_after")  # fmt: skip
+
+
+def read_budget(rec: dict[str, Any]) -> float | None:
+    """The read IOPS budget of a data device throttled with separate read and write IOPS budgets (None
+    otherwise: a real device, or a throttle on one direction only)."""
+    limits = (rec.get("cgroup") or {}).get("limits") or {}
+    if limits.get("read_iops") and limits.get("write_iops"):
+        return float(limits["read_iops"])
+    return None
 
 
 def throttle_busy(rec: dict[str, Any]) -> float | None:
@@ -278,6 +304,11 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
         if "device_busy" in out.columns
         else pl.col("throttle_busy").alias("device_busy")
     )
+    out = out.with_columns(
+        (pl.col("reads_per_s") / pl.col("read_iops_budget")).alias("read_budget_share")
+        if "reads_per_s" in out.columns
+        else pl.lit(None, pl.Float64).alias("read_budget_share")
+    )
     out = out.join(cpu_measures(data.cpu_stat(db, study)), on="run_id", how="left")
     out = out.join(steadiness(series, trim_s), on="run_id", how="left")
     out = out.join(alive_at_once(data.snapshot_events(db, study)), on="run_id", how="left")
@@ -369,6 +400,20 @@ def steady_check(label: str, side: pl.DataFrame) -> list[str]:
             f"stationary runs of {n:.0f} samples are flagged {null:.0%} of the time (binomial p = {p:.3f})"]  # fmt: skip
 
 
+def _separate_budgets(a: pl.DataFrame, b: pl.DataFrame) -> list[str]:
+    """The reads_compete precondition: a side whose throttled data device ran its reads at their own budget
+    measured how many reads each transaction needs, not how checkpoint writes starve reads."""
+    for label, side in (("A", a), ("B", b)):
+        share, rate = _median(side, "read_budget_share"), _median(side, "reads_per_s")
+        if share is not None and rate is not None and share >= READ_BUDGET_FULL:
+            budget = rate / share
+            return [f"reads and writes do not compete for the data device: its throttle gives them separate "
+                    f"budgets (blkio, cgroup v1), and side {label}'s reads ran at {share:.0%} of theirs "
+                    f"(median {rate:,.0f} reads/s of {budget:,.0f} allowed), so checkpoint writes could not "
+                    "take time from them as on the seed's one disk"]  # fmt: skip
+    return []
+
+
 def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
     """The cell's runs of side A and side B against the claim's preconditions: (what the cell misses, with
     the measured reason; notes on a check made with less than the lab samples today). A miss means "not
@@ -420,4 +465,14 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
                 miss.append("the file size could not be checked: not an fsmicro delete")
             elif min(size) < 2_000_000:  # type: ignore[type-var]
                 miss.append(f"files of {min(size) / 1024:,.0f} KiB were deleted, the seed's were 2 MB")  # type: ignore[operator]
+        elif name == "from_memory":
+            per_tx = [_median(s, "reads_per_tx") for s in (a, b)]
+            if any(x is None for x in per_tx):
+                miss.append("serving from memory could not be checked: no diskstats or no pgbench throughput")
+            elif max(per_tx) > FROM_MEMORY_READS:  # type: ignore[type-var]
+                miss.append(f"the data set was not served from memory: the data device read {max(per_tx):.1f} "  # type: ignore[type-var]
+                            "blocks per transaction (median), so the runs measured a cache filling from the "
+                            "device, not a data set held in memory")  # fmt: skip
+        elif name == "reads_compete":
+            miss += _separate_budgets(a, b)
     return miss, unchecked
