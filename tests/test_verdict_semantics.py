@@ -294,7 +294,7 @@ def test_device_measures_from_diskstats_samples_by_hand() -> None:
 
 def test_snapshots_alive_at_once_from_the_schedule() -> None:
     # one every 10 s kept 30 s over 25 s: creates at 0, 10, 20, deletes at 30...: three alive from 20 s on;
-    # over a 15 s run (creates at 0 and 10 only) two at most, as fs-compare's runs
+    # over a 15 s run (creates at 0 and 10 only) two at most, as fs-compare's runs before 2026-11-27
     ev = pl.DataFrame({"run_id": ["long"] * 4 + ["short"] * 2, "epoch_s": [0.0, 10.0, 20.0, 30.0, 0.0, 10.0],
                        "action": ["create", "create", "create", "delete", "create", "create"]})  # fmt: skip
     got = dict(regime.alive_at_once(ev).iter_rows())
