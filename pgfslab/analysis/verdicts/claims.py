@@ -8,10 +8,11 @@ condition (its cell: regime, clients, workload kind, settings): only that cell g
 the others are context. `preconditions` name what must hold for the seed's mechanism to act (I/O-bound,
 steady, a magnetic-class device, ...; `regime.PRECONDITIONS`), checked per cell from what the samplers
 recorded; a claim whose mechanism acts in every cell says why in `no_preconditions_why` (a reader of its
-verdict should not have to guess why no regime was checked). `interaction` makes the claim a ratio of ratios: B/A at `to` against B/A at `from` of one
-setting. A claim without `match` says in `figure` why only a figure can speak to it.
-`reproducible_here: false` claims need what no machine of this kind has and say why (`why_not`); their
-sides may name the seed's own hardware (SEED_ONLY_KEYS), which a reproducible claim may not.
+verdict should not have to guess why no regime was checked). `interaction` makes the claim a ratio of
+ratios: B/A at `to` against B/A at `from` of one setting. A claim without `match` says in `figure` why
+only a figure can speak to it. `reproducible_here: false` claims need what no machine of this kind has
+and say why (`why_not`); their sides may name the seed's own hardware (SEED_ONLY_KEYS), which a
+reproducible claim may not.
 
 Every key is checked at load: an unknown claim key, an unknown side key, or a side key a reproducible claim
 cannot use is an error naming the file and the claim (nothing is silently dropped).
