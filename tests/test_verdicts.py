@@ -238,8 +238,15 @@ def test_the_charts_legends_list_only_the_verdicts_drawn() -> None:
     scales = [layer["encoding"]["color"]["scale"] for layer in forest["layer"] if "color" in layer.get("encoding", {})]
     assert scales and all(sorted(s["domain"]) == sorted([R.UNRESOLVED, R.OPPOSITE]) for s in scales)
     assert all(s["range"] == [table.VERDICT_COLORS[d] for d in s["domain"]] for s in scales)
-    status = table.status_chart(res, shipped).to_dict()["encoding"]["color"]["scale"]
-    assert set(status["domain"]) == {f"{R.UNRESOLVED} / {R.OPPOSITE}", "not reproducible here"}
+    chart = table.status_chart(res, shipped).to_dict()
+    # a claim whose two primary cells disagree is one "mixed" category, after the others, and the bar's
+    # segments follow the legend's order
+    assert chart["encoding"]["color"]["scale"]["domain"] == ["not reproducible here", table.MIXED_STATUS]
+    assert chart["encoding"]["order"]["field"] == "rank"
+    data = pl.DataFrame(next(iter(chart["datasets"].values())))
+    ranks = dict(zip(data["status"], data["rank"], strict=True))
+    assert ranks["not reproducible here"] < ranks[table.MIXED_STATUS]
+    assert data.filter(pl.col("status") == table.MIXED_STATUS)["findings"].to_list() == [1]
 
 
 def test_a_cell_is_labelled_by_the_settings_it_does_not_leave_at_their_default() -> None:

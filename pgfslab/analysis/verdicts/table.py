@@ -27,6 +27,7 @@ VERDICT_COLORS = {
 }
 # every status a claim can have, from agreement to no test at all: the verdicts, then why there is none
 STATUS_ORDER = [*VERDICT_COLORS, "context only", "not tested in this study", "only a figure", "not reproducible here"]
+MIXED_STATUS = "mixed: the seed's cells disagree (each in the table)"
 # quantities drawn on the forest's B/A axis (a saving is B's own; the rank-test floor and the crash check are
 # not ratios)
 NOT_ON_AXIS = ("saving", "rank_test_floor", "durability", "qualitative")
@@ -275,11 +276,18 @@ def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
     opposite, are not resolved, were not in the seed's regime, were not or cannot be tested: a bar per seed."""
     import altair as alt
 
-    counts = status_counts(results, claims)
-    order = STATUS_ORDER
-    extra = [s for s in counts["status"].unique().to_list() if s not in order]  # mixed primary cells
-    colors = [*VERDICT_COLORS.values(), "#ced4da", "#48cae4", "#c77dff", "#7b2cbf", *["#6c757d"] * len(extra)]
-    shown = _present([*order, *extra], colors, counts["status"])
+    # a claim whose primary cells disagree (e.g. "not resolved / opposite direction") is one category here:
+    # each combination in its own grey was unreadable, and the verdict table beside the chart has every cell
+    domain = [*STATUS_ORDER, MIXED_STATUS]
+    colors = [*VERDICT_COLORS.values(), "#ced4da", "#48cae4", "#c77dff", "#7b2cbf", "#6c757d"]
+    counts = (
+        status_counts(results, claims)
+        .with_columns(pl.when(pl.col("status").is_in(STATUS_ORDER)).then("status").otherwise(pl.lit(MIXED_STATUS)))
+        .group_by("seed", "status", maintain_order=True)
+        .agg(pl.col("findings").sum())
+        .with_columns(pl.col("status").replace_strict({d: i for i, d in enumerate(domain)}).alias("rank"))
+    )
+    shown = _present(domain, colors, counts["status"])
     return (
         alt.Chart(counts)
         .mark_bar()
@@ -289,7 +297,7 @@ def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
             color=alt.Color(
                 "status:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=alt.Legend(**_LEGEND)
             ),
-            order=alt.Order("status:N"),
+            order=alt.Order("rank:Q"),  # the bar's segments in the legend's order
             tooltip=["seed", "status", "findings"],
         )
         .properties(width=420, height=160)
