@@ -124,9 +124,10 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     headline), `within_run` (`cv`, `variance`, `latency_p95`), `saving` (btrfs compression's, where compsize
     measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
     benchmark database's size at the end of the run), the regime measures of `regime.run_measures` and
-    `written_per_tx`, and for pgbench `reads_per_tx` (the data device's reads per second over tps). fsmicro runs: `kind` is the op (`fsmicro_facts`), FS_KEYS and `file_bytes` say what it
-    worked on, `value` is the timed operations per second (`micro.timed_rates`, seed 003's quantity),
-    `bytes_per_s` (write_fsync) the bytes synced per second of sync latency, `tail_ratio` its p99 / p50."""
+    `written_per_tx`, and for pgbench `reads_per_tx` (the data device's reads per second over tps). fsmicro runs:
+    `kind` is the op (`fsmicro_facts`), FS_KEYS and `file_bytes` say what it worked on, `value` is the timed
+    operations per second (`micro.timed_rates`, seed 003's quantity), `bytes_per_s` (write_fsync) the bytes synced
+    per second of sync latency, `tail_ratio` its p99 / p50."""
     head = queries.headline(db, study)
     recs = queries.run_records(db, study)
     rows = []
