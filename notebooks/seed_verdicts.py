@@ -74,7 +74,10 @@ if chart is not None:
         f"Each judged claim and cell (primary: the seed's own condition; context: the others): B/A, or the ratio "
         f"of ratios, with its {100 * (1 - alpha):g} % interval on a log axis, coloured by verdict; the grey rule is "
         "1, the black tick the seed's own number, grey ticks the lab's equivalence band (where the claim says 'the "
-        "same'). Where too few runs allow no such interval the widest there is is drawn, and resolves nothing.",
+        "same'), the wide pale bar the cell's A/A band (two identical targets' spread, where the study has a twin): "
+        "an interval inside it is no finding. A hollow, faint cell was not in the seed's regime: its estimate is "
+        "shown, not judged. Where too few runs allow no such interval the widest there is is drawn, and resolves "
+        "nothing.",
     )
 
 # %%

@@ -222,6 +222,30 @@ def test_the_verdict_table_says_the_coverage_of_an_interval_below_95_percent() -
     assert t["expects"][0].startswith("B/A within 1 ± 0.1 (the lab's band: the talk itself calls")
 
 
+def test_the_forest_draws_the_aa_band_and_leaves_cells_outside_the_regime_hollow() -> None:
+    """A cell not in the seed's regime was drawn as strongly as a judged one, and the A/A band was only in
+    the table: a reader of the figure could take an estimate inside the noise, or never judged, as a finding."""
+    row = dict.fromkeys(evaluate.RESULT_SCHEMA)
+    row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "a": "ext4", "b": "xfs", "compared": "xfs / ext4"}
+    row |= {"role": "primary", "n_a": 4, "n_b": 4, "test": "Hodges-Lehmann", "coverage": 0.95}
+    rows = [
+        row | {"cell": "c=4 judged", "estimate": 1.2, "lo": 0.9, "hi": 1.5, "verdict": R.NOISE}
+        | {"aa_lo": 0.6, "aa_hi": 1.7},
+        row | {"cell": "c=4 unsteady", "estimate": 0.5, "lo": 0.4, "hi": 0.6, "verdict": R.NOT_IN_REGIME},
+    ]
+    spec = table.forest(pl.DataFrame(rows, schema=evaluate.RESULT_SCHEMA), list(claims.claims())).to_dict()
+    data = {r["cell"]: r for rows_ in spec["datasets"].values() for r in rows_ if "cell" in r}
+    noise = [lay for lay in spec["layer"] if lay.get("encoding", {}).get("x", {}).get("field") == "aa_lo"]
+    assert len(noise) == 1 and noise[0]["encoding"]["x2"]["field"] == "aa_hi"
+    # the band is drawn from the cell's own aa_lo/aa_hi, and only where the cell has one
+    assert (data["c=4 judged"]["aa_lo"], data["c=4 judged"]["aa_hi"]) == (0.6, 1.7)
+    assert data["c=4 unsteady"]["aa_lo"] is None
+    dots = next(lay for lay in spec["layer"] if "fill" in lay.get("encoding", {}))
+    fill = dots["encoding"]["fill"]
+    assert fill["value"] == "white" and fill["condition"]["test"] == "datum.judged"
+    assert (data["c=4 judged"]["judged"], data["c=4 unsteady"]["judged"]) == (True, False)
+
+
 def test_the_charts_legends_list_only_the_verdicts_drawn() -> None:
     """A legend of all sixteen categories was wider than the chart and shrank the figure on the page."""
     row = dict.fromkeys(evaluate.RESULT_SCHEMA)

@@ -208,7 +208,9 @@ def _present(domain: list[str], colors: list[str], drawn: pl.Series) -> tuple[li
 
 def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     """Each judged claim and cell: B/A (or the ratio of ratios) with its interval on a log axis, coloured by
-    verdict; a grey rule at 1, a black tick at the seed's own number, grey ticks at an equivalence band."""
+    verdict; a grey rule at 1, a black tick at the seed's own number, grey ticks at an equivalence band, a wide
+    pale bar at the cell's A/A band. A cell outside the seed's regime is drawn hollow and faint: its estimate is
+    shown, not judged."""
     import altair as alt
 
     marks = pl.DataFrame(
@@ -224,6 +226,7 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
         (pl.col("claim") + " (" + pl.col("role") + ")\n" + pl.col("compared") + " · " + pl.col("cell")).alias("row"),
         cap("lo").alias("lo"),
         cap("hi").alias("hi"),
+        (pl.col("verdict") != R.NOT_IN_REGIME).alias("judged"),
     )
     y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600, labelExpr="split(datum.label, '\\n')"))
     x = alt.X("estimate:Q", scale=alt.Scale(type="log"), title="B / A (log scale), with its interval")
@@ -231,17 +234,25 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     color = alt.Color(
         "verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=alt.Legend(**_LEGEND)
     )
+    fill = alt.Fill("verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), legend=None)
     base = alt.Chart(df)
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#bbb").encode(x="x:Q")
     seed = base.mark_tick(color="black", thickness=2, size=14).encode(y=y, x="seed_tick:Q")
     band = base.mark_tick(color="#888", thickness=1, size=14).encode(y=y, x="band_lo:Q") + base.mark_tick(
         color="#888", thickness=1, size=14
     ).encode(y=y, x="band_hi:Q")
-    bars = base.mark_rule(strokeWidth=4).encode(y=y, x=alt.X("lo:Q"), x2="hi:Q", color=color)
-    dots = base.mark_point(filled=True, size=110).encode(
-        y=y, x=x, color=color, tooltip=["claim", "role", "a", "b", "cell", "estimate", "lo", "hi", "verdict_text"]
+    # the instrument's own noise under each cell, so an interval inside it reads as no finding at a glance
+    noise = base.transform_filter("isValid(datum.aa_lo) && isValid(datum.aa_hi)").mark_rule(
+        color="#dee2e6", strokeWidth=14
+    ).encode(y=y, x="aa_lo:Q", x2="aa_hi:Q")
+    # a cell outside the seed's regime keeps its estimate for the reader, but must not look like a verdict
+    faint = alt.condition("datum.judged", alt.value(1.0), alt.value(0.35))
+    bars = base.mark_rule(strokeWidth=4).encode(y=y, x=alt.X("lo:Q"), x2="hi:Q", color=color, opacity=faint)
+    tip = ["claim", "role", "a", "b", "cell", "estimate", "lo", "hi", "aa_lo", "aa_hi", "verdict_text"]
+    dots = base.mark_point(size=110, strokeWidth=2).encode(
+        y=y, x=x, color=color, fill=alt.condition("datum.judged", fill, alt.value("white")), tooltip=tip
     )
-    return alt.layer(one, bars, band, seed, dots).properties(width=360, height=alt.Step(30))
+    return alt.layer(one, noise, bars, band, seed, dots).properties(width=360, height=alt.Step(30))
 
 
 def claim_status(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
