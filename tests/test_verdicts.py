@@ -229,7 +229,8 @@ def test_the_forest_draws_the_aa_band_and_leaves_cells_outside_the_regime_hollow
     row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "a": "ext4", "b": "xfs", "compared": "xfs / ext4"}
     row |= {"role": "primary", "n_a": 4, "n_b": 4, "test": "Hodges-Lehmann", "coverage": 0.95}
     rows = [
-        row | {"cell": "c=4 judged", "estimate": 1.2, "lo": 0.9, "hi": 1.5, "verdict": R.NOISE}
+        row
+        | {"cell": "c=4 judged", "estimate": 1.2, "lo": 0.9, "hi": 1.5, "verdict": R.NOISE}
         | {"aa_lo": 0.6, "aa_hi": 1.7},
         row | {"cell": "c=4 unsteady", "estimate": 0.5, "lo": 0.4, "hi": 0.6, "verdict": R.NOT_IN_REGIME},
     ]

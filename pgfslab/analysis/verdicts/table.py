@@ -242,9 +242,11 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
         color="#888", thickness=1, size=14
     ).encode(y=y, x="band_hi:Q")
     # the instrument's own noise under each cell, so an interval inside it reads as no finding at a glance
-    noise = base.transform_filter("isValid(datum.aa_lo) && isValid(datum.aa_hi)").mark_rule(
-        color="#dee2e6", strokeWidth=14
-    ).encode(y=y, x="aa_lo:Q", x2="aa_hi:Q")
+    noise = (
+        base.transform_filter("isValid(datum.aa_lo) && isValid(datum.aa_hi)")
+        .mark_rule(color="#dee2e6", strokeWidth=14)
+        .encode(y=y, x="aa_lo:Q", x2="aa_hi:Q")
+    )
     # a cell outside the seed's regime keeps its estimate for the reader, but must not look like a verdict
     faint = alt.condition("datum.judged", alt.value(1.0), alt.value(0.35))
     bars = base.mark_rule(strokeWidth=4).encode(y=y, x=alt.X("lo:Q"), x2="hi:Q", color=color, opacity=faint)
