@@ -222,7 +222,11 @@ def test_reads_held_at_their_own_throttle_budget_cannot_be_starved_by_writes() -
     assert regime.read_budget({"cgroup": {"limits": limits}}) == 150.0
     assert regime.read_budget({"cgroup": {"limits": {"read_iops": 150}}}) is None  # one direction: no budgets
     assert regime.read_budget({}) is None  # a real device
-    pinned = cell(reads_per_s=[150.2, 149.8, 151.0], read_budget_share=[150.2 / 150, 149.8 / 150, 151.0 / 150])
+    pinned = cell(
+        reads_per_s=[150.2, 149.8, 151.0],
+        read_budget_share=[150.2 / 150, 149.8 / 150, 151.0 / 150],
+        read_iops_budget=[150.0, 150.0, 150.0],  # the budget as run.json recorded it, quoted as such
+    )
     assert regime.check(["reads_compete"], pinned, pinned)[0] == [
         "reads and writes do not compete for the data device: its throttle gives them separate budgets "
         "(blkio, cgroup v1), and side A's reads ran at 100% of theirs (median 150 reads/s of 150 allowed), so "

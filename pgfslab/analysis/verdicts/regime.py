@@ -406,7 +406,8 @@ def _separate_budgets(a: pl.DataFrame, b: pl.DataFrame) -> list[str]:
     for label, side in (("A", a), ("B", b)):
         share, rate = _median(side, "read_budget_share"), _median(side, "reads_per_s")
         if share is not None and rate is not None and share >= READ_BUDGET_FULL:
-            budget = rate / share
+            # the budget run.json recorded (one per target), not the ratio of two medians from different runs
+            budget = _median(side, "read_iops_budget") or rate / share
             return [f"reads and writes do not compete for the data device: its throttle gives them separate "
                     f"budgets (blkio, cgroup v1), and side {label}'s reads ran at {share:.0%} of theirs "
                     f"(median {rate:,.0f} reads/s of {budget:,.0f} allowed), so checkpoint writes could not "
