@@ -75,9 +75,9 @@ if chart is not None:
         f"of ratios, with its {100 * (1 - alpha):g} % interval on a log axis, coloured by verdict; the grey rule is "
         "1, the black tick the seed's own number, grey ticks the lab's equivalence band (where the claim says 'the "
         "same'), the wide pale bar the cell's A/A band (two identical targets' spread, where the study has a twin): "
-        "an interval inside it is no finding. A hollow, faint cell was not in the seed's regime: its estimate is "
-        "shown, not judged. Where too few runs allow no such interval the widest there is is drawn, and resolves "
-        "nothing.",
+        "an estimate inside it is no finding beyond the instrument's noise. A hollow, faint cell was not in the "
+        "seed's regime: its estimate is shown, not judged. Where too few runs allow no such interval the widest "
+        "there is is drawn, and resolves nothing.",
     )
 
 # %%
