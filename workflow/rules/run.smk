@@ -13,6 +13,10 @@ RUNS = {r.run_id: r for r in PLAN}
 
 if not RAW_ONLY:
 
+    # a re-analysis (raw_only) has no freeze_config to name local
+    localrules:
+        freeze_config,
+
     rule freeze_config:
         """The resolved study config travels with the raw data (data/raw/<study>/study.yaml); every
         later stage reads it, so what ran is exactly what is recorded."""
