@@ -89,6 +89,21 @@ class Claim:
     figure: str | None = None
     no_preconditions_why: str | None = None  # a claim whose mechanism acts in every cell says why
 
+    @property
+    def seed_range(self) -> tuple[float, float] | None:
+        """The seed's own size of the effect as B/A: (v, v) for one number; None where the seed gave none (the
+        claim is then tested for its direction only)."""
+        if self.seed_value is None:
+            return None
+        return float(self.seed_value), float(self.seed_value)
+
+    @property
+    def band_range(self) -> tuple[float, float] | None:
+        """An equivalence claim's band of B/A: (1 - band, 1 + band)."""
+        if self.band is None:
+            return None
+        return 1 - float(self.band), 1 + float(self.band)
+
 
 def _fail(path: Path, cid: Any, what: str) -> LabError:
     return LabError(f"{path}: claim {cid!r}: {what}")
