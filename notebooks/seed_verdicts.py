@@ -74,8 +74,8 @@ if chart is not None:
         f"Each judged claim and cell (primary: the seed's own condition; context: the others): B/A, or the ratio "
         f"of ratios, with its {100 * (1 - alpha):g} % interval on a log axis, coloured by verdict; the grey rule is "
         "1, the black tick the seed's own number, grey ticks the lab's equivalence band (where the claim says 'the "
-        "same'), the wide pale bar the cell's A/A band (two identical targets' spread, where the study has a twin): "
-        "an estimate inside it is no finding beyond the instrument's noise. A hollow, faint cell was not in the "
+        "same'), the wide pale bar the A/A control (A's identical twin against A, with its interval, where the "
+        "study has a twin; the comparison is then made against A and the twin together). A hollow, faint cell was not in the "
         "seed's regime: its estimate is shown, not judged. Where too few runs allow no such interval the widest "
         "there is is drawn, and resolves nothing.",
     )
@@ -87,9 +87,9 @@ if tested.height:
         tested,
         caption="Each finding tested by this study, per cell, the seed's own condition (primary) first: what was "
         "compared, what the claim expects (the seed's number, or direction only, or the lab's equivalence band and "
-        "why), this lab's estimate with its interval, the cell's A/A band (two identical targets' spread, where the "
-        "study carries a twin of A: a ratio inside it is no finding, an interval reaching into it is not separated "
-        "from the noise), the runs per side, the test, the verdict in words, and its notes (a precondition checked "
+        "why), this lab's estimate with its interval (where the study carries a twin of A: "
+        "against A and the twin together, so that B must differ from both), the A/A control (the twin against A), "
+        "the runs per side, the test, the verdict in words, and its notes (a precondition checked "
         "with less than today's samplers, a side whose runs were not steady). Context cells are shown, never pooled into the verdict. Footprints "
         "and compression ratios are one measurement per load (the runs re-read the same load): no interval.",
     )

@@ -64,21 +64,23 @@ def test_cpu_bound_needs_busy_cpus_where_sampled() -> None:
     quiet_busy = cell(device_busy=[0.05, 0.06, 0.07], cpu_busy=[0.95, 0.92, 0.90], cpu_idle=[0.04, 0.07, 0.09],
                       cpu_iowait=[0.01, 0.01, 0.01], cpu_steal=[0.03, 0.03, 0.03])  # fmt: skip
     assert regime.check(["cpu_bound"], quiet_busy, quiet_busy) == ([], [])
-    # the device is quiet, but side B's CPUs idle half the time: something else holds the clients back
+    # the device is quiet, but the reference side's CPUs idle half the time: something else holds the clients
+    # back; the same idle CPUs on side B are its response, not the condition
     idle = cell(device_busy=[0.05, 0.06, 0.07], cpu_busy=[0.40, 0.50, 0.60], cpu_idle=[0.55, 0.45, 0.30],
                 cpu_iowait=[0.05, 0.05, 0.10], cpu_steal=[0.0, 0.0, 0.0])  # fmt: skip
-    assert regime.check(["cpu_bound"], quiet_busy, idle) == (
+    assert regime.check(["cpu_bound"], idle, quiet_busy) == (
         [
             "not CPU-bound: the data device busy 6% of the run, the CPUs busy 50% of their time (idle 45%, I/O "
-            "wait 5%) (medians; the lab calls CPU-bound a device busy <= 20% and the CPUs busy >= 80%)"
+            "wait 5%) (medians of A's runs; the lab calls CPU-bound a device busy <= 20% and the CPUs busy >= 80%)"
         ],
         [],
     )
+    assert regime.check(["cpu_bound"], quiet_busy, idle) == ([], [])
     # a busy device misses whatever the CPUs do; the CPU numbers are given beside it
     loud = cell(device_busy=[0.6], cpu_busy=[0.85], cpu_idle=[0.10], cpu_iowait=[0.05], cpu_steal=[0.0])
     assert regime.check(["cpu_bound"], loud, quiet_busy)[0] == [
         "not CPU-bound: the data device busy 60% of the run, the CPUs busy 85% of their time (idle 10%, I/O wait "
-        "5%) (medians; the lab calls CPU-bound a device busy <= 20% and the CPUs busy >= 80%)"
+        "5%) (medians of A's runs; the lab calls CPU-bound a device busy <= 20% and the CPUs busy >= 80%)"
     ]
 
 
@@ -86,13 +88,13 @@ def test_without_cpu_samples_the_device_decides_and_says_so() -> None:
     old_quiet, old_loud = cell(device_busy=[0.1]), cell(device_busy=[0.3])
     note = "cpu-bound: CPU time was not sampled (no /proc/stat samples, stat.log): the data device alone decided"
     assert regime.check(["cpu_bound"], old_quiet, old_quiet) == ([], [note])
-    assert regime.check(["cpu_bound"], old_quiet, old_loud) == (
-        ["not CPU-bound: the data device busy 30% of the run (median; the lab calls <= 20% CPU-bound)"],
+    assert regime.check(["cpu_bound"], old_loud, old_quiet) == (
+        ["not CPU-bound: the data device busy 30% of the run (median of A's runs; the lab calls <= 20% CPU-bound)"],
         [note],
     )
-    # one side sampled, the other not: not checked from the CPUs either
+    # the reference side not sampled: not checked from the CPUs, whatever B's samples say
     new = cell(device_busy=[0.1], cpu_busy=[0.3], cpu_idle=[0.6], cpu_iowait=[0.1], cpu_steal=[0.0])
-    assert regime.check(["cpu_bound"], new, old_quiet) == ([], [note])
+    assert regime.check(["cpu_bound"], old_quiet, new) == ([], [note])
 
 
 def test_io_bound_gives_iowait_as_evidence() -> None:
@@ -102,14 +104,14 @@ def test_io_bound_gives_iowait_as_evidence() -> None:
              cpu_steal=[0.0] * 3)  # fmt: skip
     assert regime.check(["io_bound"], a, b) == (
         [
-            "not I/O-bound: the data device busy 30% of the run (median; the lab calls >= 50% I/O-bound); the CPUs "
-            "in I/O wait 12% (A) and 45% (B) of their time"
+            "not I/O-bound: the data device busy 30% of side A's run (median; the lab calls >= 50% I/O-bound); the "
+            "CPUs in I/O wait 12% of their time"
         ],
         [],
     )
     assert regime.check(["io_bound"], b, b) == ([], [])  # the device decides: I/O wait is evidence only
     assert regime.check(["io_bound"], cell(device_busy=[0.1]), cell(device_busy=[0.9]))[0] == [
-        "not I/O-bound: the data device busy 10% of the run (median; the lab calls >= 50% I/O-bound)"
+        "not I/O-bound: the data device busy 10% of side A's run (median; the lab calls >= 50% I/O-bound)"
     ]
 
 

@@ -30,30 +30,30 @@ def ci(est: float, lo: float, hi: float) -> RatioCI:
 
 
 def test_an_exact_replication_reads_holds_with_the_seeds_number_inside() -> None:
-    v = judge(ci(1.45, 1.20, 1.60), "greater", seed_value=1.45)
+    v = judge(ci(1.45, 1.20, 1.60), "greater", seed_range=(1.45, 1.45))
     assert v.category == R.HOLDS and v.direction == "agrees" and v.magnitude == "inside"
     assert v.text == "holds: the seed's 1.45 is inside [1.20, 1.60]"
 
 
 def test_a_smaller_effect_in_the_same_direction_is_never_a_refutation() -> None:
     # the seed's 10k deletes: zfs at 0.46 of ext4; the lab's zfs at 0.85 [0.80, 0.90] is slower too, less so
-    v = judge(ci(0.85, 0.80, 0.90), "less", seed_value=0.46)
+    v = judge(ci(0.85, 0.80, 0.90), "less", seed_range=(0.46, 0.46))
     assert v.category == R.SMALLER and v.direction == "agrees" and v.magnitude == "smaller"
     assert v.text == "same direction, smaller effect: 0.85 [0.80, 0.90] against the seed's 0.46"
     assert "not hold" not in v.text and v.category not in (R.OPPOSITE, R.DIFFERS)
-    up = judge(ci(1.25, 1.10, 1.40), "greater", seed_value=1.66)  # create+fsync: zfs faster, by less
+    up = judge(ci(1.25, 1.10, 1.40), "greater", seed_range=(1.66, 1.66))  # create+fsync: zfs faster, by less
     assert up.category == R.SMALLER
 
 
 def test_a_larger_effect_and_the_opposite_direction() -> None:
-    assert judge(ci(3.0, 2.5, 3.6), "greater", seed_value=2.0).category == R.LARGER
-    assert judge(ci(0.2, 0.15, 0.3), "less", seed_value=0.46).category == R.LARGER
-    opp = judge(ci(0.7, 0.6, 0.8), "greater", seed_value=1.45)
+    assert judge(ci(3.0, 2.5, 3.6), "greater", seed_range=(2.0, 2.0)).category == R.LARGER
+    assert judge(ci(0.2, 0.15, 0.3), "less", seed_range=(0.46, 0.46)).category == R.LARGER
+    opp = judge(ci(0.7, 0.6, 0.8), "greater", seed_range=(1.45, 1.45))
     assert opp.category == R.OPPOSITE and opp.text == "opposite direction: 0.70 [0.60, 0.80] against the seed's 1.45"
 
 
 def test_an_interval_covering_one_is_not_resolved_at_its_precision() -> None:
-    v = judge(ci(0.97, 0.90, 1.06), "greater", seed_value=1.1)
+    v = judge(ci(0.97, 0.90, 1.06), "greater", seed_range=(1.1, 1.1))
     half = 100 * (1.06 - 0.90) / 2 / 0.97  # 8.2 %
     assert v.category == R.UNRESOLVED and v.text == f"not resolved at ±{half:.0f} %: 0.97 [0.90, 1.06] covers 1"
 
@@ -65,37 +65,67 @@ def test_a_verbal_claim_is_tested_for_its_direction_only() -> None:
 
 
 def test_the_same_is_an_equivalence_test_against_the_stated_band() -> None:
-    assert judge(ci(1.02, 0.95, 1.08), "same", band=0.10).category == R.HOLDS
-    assert judge(ci(1.3, 1.15, 1.45), "same", band=0.10).category == R.DIFFERS
-    straddle = judge(ci(0.97, 0.90, 1.06), "same", band=0.05)
-    assert straddle.category == R.UNRESOLVED and "1 ± 0.05 (the lab's band)" in straddle.text
+    assert judge(ci(1.02, 0.95, 1.08), "same", band_range=(0.9, 1.1)).category == R.HOLDS
+    assert judge(ci(1.3, 1.15, 1.45), "same", band_range=(0.9, 1.1)).category == R.DIFFERS
+    straddle = judge(ci(0.97, 0.90, 1.06), "same", band_range=(0.95, 1.05))
+    assert straddle.category == R.UNRESOLVED and "[0.95, 1.05] (the band from the seed's words)" in straddle.text
     with pytest.raises(ValueError):
         judge(ci(1.0, 0.9, 1.1), "same")
 
 
-def test_an_effect_inside_the_aa_band_is_no_finding() -> None:
-    v = judge(ci(1.05, 1.02, 1.08), "greater", seed_value=1.45, aa_band=(0.98, 1.10))
-    assert v.category == R.NOISE and "the ratio inside the A/A band [0.98, 1.10]" in v.text
-    # the ratio inside the band, the interval beyond it and clear of 1: still the instrument's noise
-    wide = judge(ci(1.08, 1.02, 1.15), "greater", seed_value=1.45, aa_band=(0.91, 1.10))
-    assert wide.category == R.NOISE and wide.direction == "agrees"
-    # the ratio beyond the band, the interval reaching into it: not separated from the noise
-    reach = judge(ci(1.14, 1.05, 1.24), "greater", seed_value=1.45, aa_band=(0.91, 1.10))
-    assert reach.category == R.UNRESOLVED and "reaches into the A/A band [0.91, 1.10]" in reach.text
-    # clear of the band, the ordinary verdict
-    assert judge(ci(1.30, 1.20, 1.40), "greater", seed_value=1.45, aa_band=(0.98, 1.10)).category == R.SMALLER
-    assert judge(ci(0.70, 0.60, 0.80), "greater", seed_value=1.45, aa_band=(0.91, 1.10)).category == R.OPPOSITE
+def test_a_range_from_the_seed_is_met_where_the_interval_reaches_it() -> None:
+    """A seed that gave a range (a saving of 60-80 %, 53-93x): the interval overlapping it holds, nearer 1 is a
+    smaller effect, beyond it a larger one; the same for a claim that B/A is less than 1."""
+    assert judge(ci(1.7, 1.5, 1.9), "greater", seed_range=(1.8, 2.5)).category == R.HOLDS
+    assert judge(ci(1.3, 1.2, 1.4), "greater", seed_range=(1.8, 2.5)).category == R.SMALLER
+    assert judge(ci(3.0, 2.6, 3.4), "greater", seed_range=(1.8, 2.5)).category == R.LARGER
+    # "a bit slower" as B/A in [0.8, 1): 0.44 [0.38, 0.53] is far slower than a bit
+    assert judge(ci(0.44, 0.38, 0.53), "less", seed_range=(0.8, 1.0)).category == R.LARGER
+    assert judge(ci(0.9, 0.85, 0.95), "less", seed_range=(0.8, 1.0)).category == R.HOLDS
+    # an asymmetric band (seed 003's 2-3 / 20-30 / 200-300 ms: linear within 0.67-1.5)
+    assert judge(ci(1.3, 1.1, 1.45), "same", band_range=(0.67, 1.5)).category == R.HOLDS
+    assert judge(ci(1.3, 1.1, 1.6), "same", band_range=(0.67, 1.5)).category == R.UNRESOLVED
 
 
-def test_the_aa_band_is_symmetric_on_the_log_scale() -> None:
-    # twin/baseline [0.95, 1.04]: h = max(1.04, 1/0.95 = 1.0526), band [1/1.0526, 1.0526] = [0.95, 1.0526]
-    lo, hi = R.aa_band(0.95, 1.04)
-    assert (lo, hi) == pytest.approx((0.95, 1 / 0.95))
-    assert R.aa_band(0.0, 1.2) == (0.0, math.inf)
+def test_the_twin_is_a_second_reference_and_the_interval_spans_both() -> None:
+    """B against A and against A's twin, each with its interval; one interval from the lower of the lower ends
+    to the higher of the upper ends (intersection-union: B must differ from both to get a direction)."""
+    to_a, to_twin = RatioCI(1.20, 1.10, 1.30, 6, 6, 0.95), RatioCI(1.10, 1.02, 1.19, 6, 6, 0.96)
+    both = R.both_references(to_a, to_twin)
+    assert (both.lo, both.hi) == (1.02, 1.30)
+    assert both.ratio == pytest.approx(math.sqrt(1.20 * 1.10))
+    assert (both.n_a, both.n_b, both.confidence) == (12, 6, 0.95)
+    # a twin that reads higher than B: no direction, whatever B/A alone says
+    fails = R.both_references(to_a, RatioCI(0.95, 0.88, 1.03, 6, 6, 0.95))
+    assert judge(fails, "greater").category == R.UNRESOLVED
+
+
+def test_the_twin_used_once_keeps_the_level_and_decides_more_than_the_band_did() -> None:
+    """An independent simulation: A, its twin and B drawn alike (no effect), the joined interval gives a
+    direction in at most alpha of the repeats; with B 12 % above both, it decides far more often than the old
+    rule (B/A's interval clear of the symmetric A/A band [1/h, h], the noise counted twice)."""
+    rng = np.random.default_rng(7)
+
+    def decides(effect: float) -> tuple[float, float]:
+        new = old = 0
+        for _ in range(300):
+            a, twin = rng.lognormal(0, 0.05, 6), rng.lognormal(0, 0.05, 6)
+            b = effect * rng.lognormal(0, 0.05, 6)
+            to_a, to_twin, aa = R.ratio_ci(a, b), R.ratio_ci(twin, b), R.ratio_ci(a, twin)
+            both = R.both_references(to_a, to_twin)
+            new += both.lo > 1 or both.hi < 1
+            h = max(aa.hi, 1 / aa.lo)
+            old += to_a.lo > h or to_a.hi < 1 / h
+        return new / 300, old / 300
+
+    null_new, null_old = decides(1.0)
+    assert null_new <= 0.05 + 0.03 and null_old <= null_new
+    power_new, power_old = decides(1.12)
+    assert power_new > 0.8 and power_new > power_old + 0.2
 
 
 def test_one_measurement_per_load_has_no_interval() -> None:
-    v = R.judge_once(1.43, "greater", 2.1, None)
+    v = R.judge_once(1.43, "greater", (2.1, 2.1), None)
     assert v.category == R.ONCE and v.magnitude == "smaller" and "no interval" in v.text
 
 
@@ -155,17 +185,45 @@ def test_interaction_interval_by_bootstrap_covers_the_hand_ratio() -> None:
     assert math.isinf(few.hi) and judge(few, "less").category == R.UNRESOLVED
 
 
-def test_the_aa_twin_gives_the_noise_band_and_is_never_a_side() -> None:
-    base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2]
-    twin = [x * f for x, f in zip(base, (1.04, 0.95, 1.05, 0.96, 1.03, 0.97))]
-    rows = runs("ext4", "ext4", base) + runs("xfs", "xfs", [x * 1.01 for x in base])
-    rows += [r | {"aa_twin_of": "ext4", "target_label": "ext4-twin"} for r in runs("ext4-twin", "ext4", twin)]
-    c = claim(b={"fs": "xfs"}, expect="greater", seed_value=1.1)
+def test_the_aa_twin_is_a_second_reference_and_never_a_side() -> None:
+    # constant runs: every pairwise ratio is the same, so each interval is a point, worked by hand:
+    # B/A = 120/100 = 1.2, B/twin = 120/110 = 1.0909, twin/A = 1.1
+    rows = runs("ext4", "ext4", [100.0] * 6) + runs("xfs", "xfs", [120.0] * 6)
+    rows += [r | {"aa_twin_of": "ext4", "target_label": "ext4-twin"} for r in runs("ext4-twin", "ext4", [110.0] * 6)]
+    c = claim(b={"fs": "xfs"}, expect="greater", seed_value=1.45)
     out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c)
     assert out.height == 1 and out["b"][0] == "xfs"  # ext4-twin is no side
-    assert out["verdict"][0] == R.NOISE and "A/A band" in out["verdict_text"][0]
-    # the row carries the band it was read against: symmetric on the log scale, around 1
-    assert out["aa_lo"][0] * out["aa_hi"][0] == pytest.approx(1.0) and out["aa_hi"][0] > 1.01
+    row = out.row(0, named=True)
+    assert (row["lo"], row["hi"]) == pytest.approx((120 / 110, 1.2))
+    assert row["estimate"] == pytest.approx(math.sqrt(1.2 * 120 / 110))
+    assert row["verdict"] == R.SMALLER  # above 1 against both references, below the seed's 1.45
+    assert (row["aa_lo"], row["aa_hi"]) == pytest.approx((1.1, 1.1))  # the A/A control itself, shown
+    assert "against A's A/A twin" in row["unchecked"]
+    # a twin that reads above B: B differs from A but not from A's identical twin, so no direction
+    rows = runs("ext4", "ext4", [100.0] * 6) + runs("xfs", "xfs", [120.0] * 6)
+    rows += [r | {"aa_twin_of": "ext4", "target_label": "ext4-twin"} for r in runs("ext4-twin", "ext4", [130.0] * 6)]
+    out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c)
+    assert out["verdict"][0] == R.UNRESOLVED
+
+
+def test_a_claims_primary_cells_share_its_error_rate() -> None:
+    """Two primary cells (client counts 4 and 8, both the seed's condition): each interval at 1 - 0.05 / 2.
+    With 6+6 runs the exact 97.5 % interval drops the most extreme pairwise ratio one further than the 95 %
+    one: B = 1.1 A exactly, plus a small spread, covers 1 at 97.5 % and not at 95 % (checked by hand below)."""
+    a = [100.0, 101.0, 102.0, 103.0, 104.0, 105.0]
+    b = [101.0, 106.0, 107.0, 108.0, 109.0, 110.0]
+    rows = runs("ext4", "ext4", a) + runs("xfs", "xfs", b)
+    rows += [r | {"clients": 4, "run_id": r["run_id"] + "c4"} for r in runs("ext4", "ext4", a) + runs("xfs", "xfs", b)]
+    # the 36 pairwise ratios b_j / a_i sorted: the exact 95 % interval of 6+6 drops the 5 lowest (U critical
+    # value 5), the 97.5 % one the 3 lowest (critical value 3). The lowest are 101/105, 101/104, 101/103,
+    # 101/102, 101/101 = 1.0 and then 106/105 > 1: the 95 % lower end is 106/105 > 1, the 97.5 % one 101/102 < 1
+    one = claim(b={"fs": "xfs"}, match={"tool": "pgbench", "kinds": ["tpcb-like"], "clients": 8})
+    alone = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), one).row(0, named=True)
+    assert alone["lo"] == pytest.approx(106 / 105) and alone["verdict"] == R.DIRECTION_ONLY
+    both = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), claim(b={"fs": "xfs"}))
+    assert both.height == 2 and set(both["role"]) == {"primary"}
+    assert both["lo"].to_list() == pytest.approx([101 / 102] * 2) and set(both["verdict"]) == {R.UNRESOLVED}
+    assert "Bonferroni over the claim's 2 primary cells" in both["test"][0]
 
 
 # ------------------------------------------------------------------ preconditions, measured
@@ -186,14 +244,17 @@ def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
     miss, unchecked = regime.check(["io_bound", "steady", "magnetic_device", "snapshots_alive", "checkpoints"], a, b)
     assert unchecked == []
     assert miss == [
-        "not I/O-bound: the data device busy 12% of the run (median; the lab calls >= 50% I/O-bound)",
+        "not I/O-bound: the data device busy 12% of side A's run (median; the lab calls >= 50% I/O-bound)",
         f"not steady: 2 of 3 runs of side A found no steady state (MSER-5), where stationary runs of 118 samples "
         f"are flagged {r:.0%} of the time (binomial p = {p2:.3f})",
         "not a magnetic-class device: the data device does 12,000 random 8 kB reads/s at QD1 (device baseline; a "
         "magnetic disk does 100-200)",
         "at most 2 snapshots alive at once (the talk kept 3 alive)",
-        "the runs span no checkpoint (median 0 completed per run)",
+        "side A's runs span no checkpoint (median 0 completed per run)",
     ]
+    # the same cell with the sides swapped: B's idle device and unsteady runs are the response under test,
+    # and do not silence a reference side that was I/O-bound and steady
+    assert regime.check(["io_bound", "steady"], b, a)[0] == []
     slow = cell(device_busy=[0.9], randread_qd1_iops=[150.0], file_bytes=[16384])
     assert regime.check(["io_bound", "magnetic_device"], slow, slow) == ([], [])
     # one side on a throttled (magnetic-class) device, the other on the real one: not the seed's set-up
@@ -237,7 +298,8 @@ def test_reads_held_at_their_own_throttle_budget_cannot_be_starved_by_writes() -
     real = cell(reads_per_s=[900.0], read_budget_share=[None])
     assert regime.check(["reads_compete"], below, below) == ([], [])
     assert regime.check(["reads_compete"], real, real) == ([], [])
-    assert "side B's reads ran at 100%" in regime.check(["reads_compete"], below, pinned)[0][0]
+    # B's reads at their budget are B's response, not the condition: only the reference side A decides
+    assert regime.check(["reads_compete"], below, pinned) == ([], [])
 
 
 def test_a_small_data_set_read_from_the_device_is_not_one_held_in_memory() -> None:
@@ -245,9 +307,10 @@ def test_a_small_data_set_read_from_the_device_is_not_one_held_in_memory() -> No
     read a block or two per transaction measure a cache filling, whatever the data set's size."""
     cold = cell(reads_per_tx=[1.8, 2.0, 2.2])
     warm = cell(reads_per_tx=[0.0, 0.02, 0.01])
-    assert regime.check(["from_memory"], warm, cold)[0] == [
-        "the data set was not served from memory: the data device read 2.0 blocks per transaction (median), so "
-        "the runs measured a cache filling from the device, not a data set held in memory"
+    assert regime.check(["from_memory"], warm, cold) == ([], [])  # B's reads are its response, not the condition
+    assert regime.check(["from_memory"], cold, warm)[0] == [
+        "the data set was not served from memory: side A's data device read 2.0 blocks per transaction (median), "
+        "so the runs measured a cache filling from the device, not a data set held in memory"
     ]
     assert regime.check(["from_memory"], warm, warm) == ([], [])
     assert "could not be checked" in regime.check(["from_memory"], cell(value=[1.0]), warm)[0][0]
@@ -266,6 +329,7 @@ def test_mser_flags_stationary_short_runs_often_so_the_cell_rule_allows_for_it()
     # 4 of 4 flagged: P = r^4 < 0.05: not steady
     warm = cell(steady=[False] * 4, steady_n=[18] * 4)
     assert regime.check(["steady"], warm, flagged)[0][0].startswith("not steady: 4 of 4 runs of side A")
+    assert regime.check(["steady"], flagged, warm)[0] == []  # B unsettled is the finding, not a miss
     short = cell(steady=[False] * 4, steady_n=[12] * 4)
     assert "too few for MSER-5" in regime.check(["steady"], short, short)[0][0]
 
@@ -277,8 +341,8 @@ def test_a_cell_that_misses_a_precondition_gets_no_verdict() -> None:
     row = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c).row(0, named=True)
     assert row["verdict"] == R.NOT_IN_REGIME and row["direction"] is None
     assert row["verdict_text"] == (
-        "not tested in the seed's regime: not I/O-bound: the data device busy 10% of the run (median; the lab "
-        "calls >= 50% I/O-bound)"
+        "not tested in the seed's regime: not I/O-bound: the data device busy 12% of side A's run (median; the "
+        "lab calls >= 50% I/O-bound)"
     )
 
 

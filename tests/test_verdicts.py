@@ -35,8 +35,8 @@ def test_too_few_runs_give_the_widest_interval_with_its_coverage_and_no_verdict(
     ci = ratio_ci([1.0, 1.1, 0.9], [2.0, 2.1, 1.9], 0.05)
     assert (ci.lo, ci.hi) == pytest.approx((1.9 / 1.1, 2.1 / 0.9))
     assert ci.confidence == pytest.approx(0.9)
-    assert judge(ci, "greater", 2.0).category == R.UNRESOLVED
-    assert judge(ci, "greater", 2.0, level=0.9).category == R.HOLDS  # the seed's 2.0 inside [1.73, 2.33]
+    assert judge(ci, "greater", (2.0, 2.0)).category == R.UNRESOLVED
+    assert judge(ci, "greater", (2.0, 2.0), level=0.9).category == R.HOLDS  # the seed's 2.0 inside [1.73, 2.33]
     one = ratio_ci([1.0], [2.0], 0.05)  # a single pair: no interval at all
     assert one.lo == 0.0 and math.isinf(one.hi)
 
@@ -230,7 +230,7 @@ def test_the_forest_draws_the_aa_band_and_leaves_cells_outside_the_regime_hollow
     row |= {"role": "primary", "n_a": 4, "n_b": 4, "test": "Hodges-Lehmann", "coverage": 0.95}
     rows = [
         row
-        | {"cell": "c=4 judged", "estimate": 1.2, "lo": 0.9, "hi": 1.5, "verdict": R.NOISE}
+        | {"cell": "c=4 judged", "estimate": 1.2, "lo": 0.9, "hi": 1.5, "verdict": R.UNRESOLVED}
         | {"aa_lo": 0.6, "aa_hi": 1.7},
         row | {"cell": "c=4 unsteady", "estimate": 0.5, "lo": 0.4, "hi": 0.6, "verdict": R.NOT_IN_REGIME},
     ]

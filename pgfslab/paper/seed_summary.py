@@ -151,7 +151,7 @@ def _kinds(v: pl.DataFrame) -> pl.Series:
 
 def study_rows(s: StudyVerdicts) -> pl.DataFrame:
     """The study's verdicts in the seed's own condition, one row per claim and primary cell, in words: what
-    was compared in which cell, the estimate with its interval and coverage, the cell's A/A band, the runs per
+    was compared in which cell, the estimate with its interval and coverage, the A/A control (twin/A), the runs per
     side, the verdict's sentence and its notes."""
     v = _own(s.verdicts)
     col = lambda name: v[name] if name in v.columns else pl.Series(name, [None] * v.height)  # noqa: E731
@@ -170,7 +170,7 @@ def study_rows(s: StudyVerdicts) -> pl.DataFrame:
             "claim": [f"`{c}`" for c in v["claim"]],
             "compared here": compared,
             "estimate [interval] (coverage)": here,
-            "A/A band": band,
+            "A/A twin/A": band,
             "runs": runs,
             "verdict": [_text(x) for x in said],
             "notes": [_text(x) for x in col("unchecked")],

@@ -7,8 +7,9 @@ disk, the state the host was in. `aa_ratios` computes twin/baseline per cell wit
 lab uses for target comparisons (`verdicts.ratio.ratio_ci`: the Hodges-Lehmann ratio with the exact
 Mann-Whitney interval), so an A/A interval and a comparison's interval mean the same thing.
 
-The band (`aa_band` and `against_noise` live with the verdicts, pgfslab.analysis.verdicts.ratio, which read
-every comparison against it). Which of two identical targets is called the twin is arbitrary, so the noise band is symmetric on
+The band (`aa_band`, `against_noise`) describes the noise in the exchangeability section; the verdicts do
+not read comparisons against it (that would count A's noise twice: they use the twin once, as a second
+reference, verdicts.ratio.both_references). Which of two identical targets is called the twin is arbitrary, so the noise band is symmetric on
 the log scale: h = max(hi, 1/lo) of the A/A interval, band [1/h, h]. An A/A interval of [0.97, 1.02] gives
 the band [0.971, 1.031]: the two identical targets could come out 3 % apart either way.
 
@@ -31,17 +32,40 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from pgfslab.analysis.verdicts.ratio import RatioCI, aa_band, against_noise, ratio_ci
+from pgfslab.analysis.verdicts.ratio import RatioCI, ratio_ci
 
 CELL = ("workload", "clients")
 CONFIG_KEY = "aa_twin_of"  # targets.<twin>.aa_twin_of = <baseline> (the verdicts read the same key)
 T = TypeVar("T")
+Noise = Literal["outside the A/A band", "inside the A/A band", "overlaps the A/A band"]
+
+
+def aa_band(lo: float, hi: float) -> tuple[float, float]:
+    """The symmetric band [1/h, h], h = max(hi, 1/lo), of an A/A interval [lo, hi] (which of two identical
+    targets is called the twin is arbitrary); (0, inf) for none."""
+    if not (lo > 0 and math.isfinite(hi)):
+        return 0.0, math.inf
+    h = max(hi, 1 / lo)
+    return 1 / h, h
+
+
+def against_noise(ratio: float, lo: float, hi: float, band_lo: float, band_hi: float) -> Noise | None:
+    """Where a comparison's ratio and interval lie against an A/A band: outside (the whole interval clears
+    it), inside (the ratio lies within it) or overlapping (the ratio outside, the interval reaching in); None
+    when either is unknown."""
+    if any(v is None or math.isnan(v) for v in (ratio, lo, hi, band_lo, band_hi)):
+        return None
+    if lo > band_hi or hi < band_lo:
+        return "outside the A/A band"
+    if band_lo <= ratio <= band_hi:
+        return "inside the A/A band"
+    return "overlaps the A/A band"
 
 
 def twins_from_config(cfg: Mapping[str, Any]) -> dict[str, str]:

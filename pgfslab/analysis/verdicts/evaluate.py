@@ -3,12 +3,14 @@ against what the study measured: per cell and pair of targets, B/A (or a ratio o
 interval, and a verdict that says the direction and the magnitude apart (`ratio.judge`).
 
 The runs that fit the claim's workload (`match`) are grouped by everything else that defines a cell
-(workload kind, clients, data-set rung and regime, the settings the claim does not name). The cell that is
-the seed's own condition (`primary`) gives the claim's verdict; every other cell is context, shown and never
-pooled into it. A cell whose runs miss one of the claim's preconditions (`regime.check`: not I/O-bound, not
-steady, not the seed's device class, ...) gets "not tested in the seed's regime" with the measured reason,
-never a verdict. Where the study carries an A/A twin of a target (a target with the same spec, `aa_twin_of`
-naming it), the twin's B/A against it is the instrument's noise band: an effect inside it is no finding.
+(workload kind, clients, data-set rung and regime, the settings the claim does not name). The cells that are
+the seed's own condition (`primary`) give the claim's verdict, their intervals Bonferroni-adjusted over the
+claim's primary cells; every other cell is context, shown at the plain level and never pooled into it. A cell
+that misses one of the claim's preconditions (`regime.check`, measured on the conditions and on the
+reference side A, never on the response under test) gets "not tested in the seed's regime" with the
+measured reason, never a verdict. Where the study carries an A/A twin of A (a target with the same spec,
+`aa_twin_of` naming it), B is compared with A and with the twin, and the interval spans both
+(`ratio.both_references`): the twin is used once, as a second reference.
 
 Footprint, compression ratio and saving are properties of a load, not of a run: each load (target and rung)
 gives one measurement (the median of its runs' readings, which re-read the same load), compared with an
@@ -89,7 +91,7 @@ RESULT_SCHEMA: dict[str, Any] = {
     "lo": pl.Float64,
     "hi": pl.Float64,
     "coverage": pl.Float64,
-    "aa_lo": pl.Float64,  # the A/A band of the cell (ratio.aa_band of the twin against A), where A has a twin
+    "aa_lo": pl.Float64,  # the A/A control in the cell: A's twin against A (its interval), where A has a twin
     "aa_hi": pl.Float64,
     "seed_value": pl.Float64,
     "test": pl.Utf8,
@@ -104,7 +106,7 @@ RESULT_SCHEMA: dict[str, Any] = {
 def scope(facts: pl.DataFrame, claim: Claim, twins: bool = False) -> pl.DataFrame:
     """The runs a claim speaks of: its tool and workload kinds (or fsmicro ops), its client count (`max`:
     the study's largest per kind; a number). A target marked as another's A/A twin is never a side (kept
-    only with `twins`, for the A/A band)."""
+    only with `twins`, as A's second reference)."""
     m = claim.match
     f = facts
     if "aa_twin_of" in f.columns and not twins:
@@ -165,27 +167,22 @@ def _values(part: pl.DataFrame, target: str, column: str, per_load: bool) -> np.
     return rows[column].to_numpy()
 
 
-def _aa_band(facts: pl.DataFrame, group: dict[str, Any], target: str, column: str, alpha: float):
-    """The A/A band of `target` in this cell: the symmetric band (ratio.aa_band) of its twin's values against
-    its own (None without a twin, or with too few runs for an interval at the study's level)."""
+def _twin_values(facts: pl.DataFrame, group: dict[str, Any], target: str, column: str) -> np.ndarray | None:
+    """The values of `target`'s A/A twin in this cell (None when it has no twin that ran there)."""
     if "aa_twin_of" not in facts.columns:
         return None
     names = facts.filter(pl.col("target_label") == target)["target"].unique().to_list()
     twins = facts.filter(pl.col("aa_twin_of").is_in(names))  # the twin names its baseline by target name
-    if twins.height == 0:
-        return None
     same = pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items() if d in facts.columns])
-    a = facts.filter(same & (pl.col("target_label") == target))[column].drop_nulls().to_numpy()
-    b = twins.filter(same)[column].drop_nulls().to_numpy()
-    ci = R.ratio_ci(a, b, alpha)
-    return R.aa_band(ci.lo, ci.hi) if ci.confidence >= 1 - alpha - 1e-9 else None
+    values = twins.filter(same)[column].drop_nulls().to_numpy() if twins.height else np.array([])
+    return values if len(values) else None
 
 
-def _judged(claim: Claim, ci: R.RatioCI, per_load_once: bool, aa, alpha: float) -> R.Verdict:
+def _judged(claim: Claim, ci: R.RatioCI, per_load_once: bool, alpha: float) -> R.Verdict:
     expect = claim.expect or "greater"
     if per_load_once:
-        return R.judge_once(ci.ratio, expect, claim.seed_value, claim.band)  # type: ignore[arg-type]
-    return R.judge(ci, expect, claim.seed_value, claim.band, aa, 1 - alpha)  # type: ignore[arg-type]
+        return R.judge_once(ci.ratio, expect, claim.seed_range, claim.band_range)  # type: ignore[arg-type]
+    return R.judge(ci, expect, claim.seed_range, claim.band_range, 1 - alpha)  # type: ignore[arg-type]
 
 
 def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataFrame:
@@ -220,7 +217,7 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     side_a, side_b = f.filter(side_filter(claim.a)), f.filter(side_filter(claim.b))
     if claim.quantity == "saving":  # B's own saving: an uncompressed A has none to compare, B alone decides
         side_a = side_b
-    rows = []
+    cells = []
     for key, part_a in side_a.group_by(dims, maintain_order=True):
         group = dict(zip(dims, key))
         match = pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items()])
@@ -230,28 +227,39 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
                 if (claim.quantity == "saving" and ta != tb) or (claim.quantity != "saving" and across and ta == tb):
                     continue
                 pa, pb = part_a.filter(pl.col("target_label") == ta), part_b.filter(pl.col("target_label") == tb)
-                row = _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, differ)
-                if row is not None:
-                    rows.append(row)
+                cells.append((group, pa, pb, ta, tb, is_primary(claim, group, f)))
+    # the claim's verdict rests on all its primary cells at once: their intervals are Bonferroni-adjusted so
+    # that the chance of any of them misleading stays at alpha (context cells are shown at the plain level)
+    k = max(1, sum(primary for *_, primary in cells))
+    rows = [
+        _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha / k if primary else alpha, primary, k,
+             shared, differ)
+        for group, pa, pb, ta, tb, primary in cells
+    ]  # fmt: skip
+    rows = [r for r in rows if r is not None]
     return pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
 
 
-def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, differ) -> dict[str, Any] | None:
+def _row(
+    claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, primary, k, shared, differ
+) -> dict[str, Any] | None:
     cell = _cell_label(group, shared)
     inter = claim.interaction
     per_load = claim.quantity in PER_LOAD
-    role = "primary" if is_primary(claim, group, f) else "context"
+    role = "primary" if primary else "context"
+    notes: list[str] = []
+    aa: R.RatioCI | None = None
     if inter:
-        k, lv0, lv1 = inter["key"], inter["from"], inter["to"]
-        norm = (lambda v: v) if k == "regime" else (lambda v: _normal(k, v))  # noqa: E731
-        at = lambda p, lv: p.filter(pl.col(k) == norm(lv))[column].to_numpy()  # noqa: E731
+        k_, lv0, lv1 = inter["key"], inter["from"], inter["to"]
+        norm = (lambda v: v) if k_ == "regime" else (lambda v: _normal(k_, v))  # noqa: E731
+        at = lambda p, lv: p.filter(pl.col(k_) == norm(lv))[column].to_numpy()  # noqa: E731
         a0, b0, a1, b1 = at(pa, lv0), at(pb, lv0), at(pa, lv1), at(pb, lv1)
         if min(len(a0), len(b0), len(a1), len(b1)) == 0:
             return None
         ci = R.interaction_ci(a0, b0, a1, b1, alpha)
-        test = f"ratio of ratios ({k} {setting_value(k, lv1) if k != 'regime' else lv1} against {lv0}), " \
+        test = f"ratio of ratios ({k_} {setting_value(k_, lv1) if k_ != 'regime' else lv1} against {lv0}), " \
                "bootstrap over runs"  # fmt: skip
-        cell = f"{cell}, {k}: {lv1} / {lv0}".replace("_", " ") if k == "regime" else f"{cell}, {k} {lv1} / {lv0}"
+        cell = f"{cell}, {k_}: {lv1} / {lv0}".replace("_", " ") if k_ == "regime" else f"{cell}, {k_} {lv1} / {lv0}"
     else:
         col_a, col_b = PAIRED.get(claim.quantity, (column, column))
         a, b = _values(pa, ta, col_a, per_load), _values(pb, tb, col_b, per_load)
@@ -260,21 +268,32 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
         else:
             ci = R.ratio_ci(a, b, alpha)
         test = "one measurement per load" if per_load and min(len(a), len(b)) < 3 else TEST.get(claim.quantity, "")
-    aa = None if inter or claim.quantity == "saving" else _aa_band(with_twins, group, ta, column, alpha)
+        twin = None if per_load or claim.quantity in PAIRED else _twin_values(with_twins, group, ta, column)
+        if twin is not None:
+            # A's A/A twin, used once: B must differ from A and from the twin (ratio.both_references)
+            to_twin = R.ratio_ci(twin, b, alpha)
+            notes.append(f"B against A {R.interval_text(ci)} and against A's A/A twin {R.interval_text(to_twin)}; "
+                         "the interval spans both")  # fmt: skip
+            aa = R.ratio_ci(a, twin, alpha)
+            ci = R.both_references(ci, to_twin)
+            test += "; against A and its A/A twin (intersection-union)"
+    if primary and k > 1:
+        test += f"; Bonferroni over the claim's {k} primary cells"
     miss, unchecked = regime.check(claim.preconditions, pa, pb)
     miss += regime.throttled_await(claim.quantity, pa, pb)
-    if claim.quantity in SERIES_QUANTITIES and "steady" not in claim.preconditions:
-        # the claim does not need steady runs, but a reader should know when a side measured a warm-up, or
-        # ran too briefly for anyone to tell (seed 001's -t 1000 runs last a few seconds here)
-        unchecked += [m for label, side in (("A", pa), ("B", pb)) for m in regime.steady_check(label, side)
+    if claim.quantity in SERIES_QUANTITIES:
+        # B's steadiness is the response under test, never a precondition: a reader sees it beside the
+        # verdict; A's is noted where the claim does not require it (seed 001's -t 1000 runs last seconds)
+        sides = (("B", pb),) if "steady" in claim.preconditions else (("A", pa), ("B", pb))
+        unchecked += [m for label, side in sides for m in regime.steady_check(label, side)
                       if m.startswith("not steady") or "too few for MSER-5" in m]  # fmt: skip
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":
-        v = _saving(ci.ratio, claim.seed_value)
+        v = _saving(ci.ratio, claim.seed_range)
     else:
         once = per_load and min(ci.n_a, ci.n_b) < 3
-        v = _judged(claim, ci, once, aa, alpha)
+        v = _judged(claim, ci, once, alpha)
     label_a, label_b = _side_label(ta, claim.a, differ), _side_label(tb, claim.b, differ)
     if claim.quantity == "saving":
         label_a = ""
@@ -283,19 +302,25 @@ def _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, shared, dif
         "compared": f"{ta}: seconds with checkpoint writes / the other seconds" if claim.quantity in PAIRED
         else _compared(claim, ta, tb, differ), "a": label_a, "b": label_b,
         "n_a": ci.n_a, "n_b": ci.n_b, "estimate": ci.ratio, "lo": ci.lo, "hi": ci.hi, "coverage": ci.confidence,
-        "aa_lo": aa[0] if aa else None, "aa_hi": aa[1] if aa else None,
-        "seed_value": claim.seed_value, "test": test, "direction": v.direction, "magnitude": v.magnitude,
-        "verdict": v.category, "verdict_text": v.text, "unchecked": "; ".join(unchecked) or None,
+        "aa_lo": aa.lo if aa else None, "aa_hi": aa.hi if aa else None,
+        "seed_value": claim.seed_range[0] if claim.seed_range and claim.seed_range[0] == claim.seed_range[1]
+        else None, "test": test, "direction": v.direction, "magnitude": v.magnitude,
+        "verdict": v.category, "verdict_text": v.text, "unchecked": "; ".join(notes + unchecked) or None,
     }  # fmt: skip
 
 
-def _saving(value: float, seed_value: float | None) -> R.Verdict:
-    """B's own saving (1 - on disk / logical), one measurement per load, against the seed's."""
+def _saving(value: float, seed_range: tuple[float, float] | None) -> R.Verdict:
+    """B's own saving (1 - on disk / logical), one measurement per load, against the seed's (a number or the
+    range it gave)."""
     text = f"measured once per load: saving {100 * value:.0f} %"
-    if seed_value is None:
+    if seed_range is None:
         return R.Verdict(R.ONCE, None, None, text)
-    word = "smaller" if value < seed_value else "larger"
-    return R.Verdict(R.ONCE, None, word, f"{text}, {word} than the seed's {100 * seed_value:.0f} %")
+    lo, hi = seed_range
+    seed = f"{100 * lo:.0f} %" if lo == hi else f"{100 * lo:.0f}–{100 * hi:.0f} %"
+    if lo <= value <= hi and lo != hi:
+        return R.Verdict(R.ONCE, None, "inside", f"{text}, within the seed's {seed}")
+    word = "smaller" if value < lo else "larger"
+    return R.Verdict(R.ONCE, None, word, f"{text}, {word} than the seed's {seed}")
 
 
 def durability(claim: Claim, runs: pl.DataFrame) -> pl.DataFrame:

@@ -14,16 +14,17 @@ with fsync off against fsync on: the point is the ratio of the two Hodges-Lehman
 percentile bootstrap that resamples the runs within each of the four groups (they are independent runs).
 
 `judge` says two things apart: the direction (agrees / opposite / unresolved: the interval lies on the
-claimed side of 1, on the other, or covers 1) and, where the seed gave a number, the magnitude (the seed's
-number inside the interval: holds; the whole interval nearer 1 than the seed's number: same direction,
-smaller effect; farther: larger effect). A verbal claim gets the direction only; a claim that two sides
-are "the same" is an equivalence test against a band the lab chose (and says why). No edge is ever placed
-at or next to the seed's own estimate.
+claimed side of 1, on the other, or covers 1) and, where the seed gave a size (`Claim.seed_range`: a number, a
+range, or its words of size by the lab's one rule), the magnitude (the interval overlapping the seed's
+range: holds; the whole interval nearer 1 than the range: same direction, smaller effect; farther: larger
+effect). A claim with no size gets the direction only; a claim that two sides are "the same" is an
+equivalence test against `Claim.band_range`. No edge is ever placed at or next to the seed's own estimate.
 
-Where an A/A band exists (`aa_band`: the symmetric band [1/h, h] of the interval between a target and its
-exact twin), a comparison is read against it first (`against_noise`): a ratio inside the band is no finding
-beyond the instrument's noise; a ratio outside it whose interval still reaches into it is not separated
-from the noise (not resolved); only an interval clear of the band gets a direction and a magnitude.
+Where A has an A/A twin (a target with A's exact spec), the twin is used once, as a second reference:
+`both_references` joins B/A and B/twin into one interval that spans both (an intersection-union test: a
+direction needs B to differ from A and from its twin, each at the interval's level, so the joined interval
+keeps that level without a correction, and the twin's own difference from A widens it only as far as it
+really goes). An interval that still covers 1 is not resolved, never "no finding".
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ import numpy as np
 from pgfslab.analysis.stats.power import critical_u, u_null_cdf
 
 Expect = Literal["greater", "less", "same"]
-Noise = Literal["outside the A/A band", "inside the A/A band", "overlaps the A/A band"]
 # the verdict's category (one word or phrase a reader cannot misread; the sentence says the numbers)
 HOLDS = "holds"
 SMALLER = "same direction, smaller effect"
@@ -46,7 +46,6 @@ DIRECTION_ONLY = "holds (direction)"
 OPPOSITE = "opposite direction"
 DIFFERS = "not the same"
 UNRESOLVED = "not resolved"
-NOISE = "no finding beyond the instrument's noise"
 NOT_IN_REGIME = "not tested in the seed's regime"
 ONCE = "measured once"
 VIOLATED = "violated"
@@ -59,7 +58,6 @@ CATEGORIES = (
     DIFFERS,
     VIOLATED,
     UNRESOLVED,
-    NOISE,
     NOT_IN_REGIME,
     ONCE,
 )
@@ -153,26 +151,24 @@ def _num(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 0.1 or abs(x) >= 100 else f"{x:.2f}"
 
 
-def aa_band(lo: float, hi: float) -> tuple[float, float]:
-    """The symmetric band [1/h, h], h = max(hi, 1/lo), of an A/A interval [lo, hi] (which of two identical
-    targets is called the twin is arbitrary); (0, inf) for none."""
-    if not (lo > 0 and math.isfinite(hi)):
-        return 0.0, math.inf
-    h = max(hi, 1 / lo)
-    return 1 / h, h
+def both_references(to_a: RatioCI, to_twin: RatioCI) -> RatioCI:
+    """B against A and against A's A/A twin as one interval: from the lower of the two lower ends to the higher
+    of the upper ends, the point their geometric mean, the coverage the lower of the two (module docstring:
+    an intersection-union test). n_a counts A's and the twin's runs."""
+    point = math.exp((math.log(to_a.ratio) + math.log(to_twin.ratio)) / 2)
+    return RatioCI(
+        point,
+        min(to_a.lo, to_twin.lo),
+        max(to_a.hi, to_twin.hi),
+        to_a.n_a + to_twin.n_a,
+        to_a.n_b,
+        min(to_a.confidence, to_twin.confidence),
+    )
 
 
-def against_noise(ratio: float, lo: float, hi: float, band_lo: float, band_hi: float) -> Noise | None:
-    """Where a comparison's ratio and interval lie against an A/A band: outside (the whole interval clears
-    it: a finding), inside (the ratio lies within it: the instrument alone moves two identical targets that
-    far), or overlapping (the ratio outside, the interval reaching in); None when either is unknown."""
-    if any(v is None or math.isnan(v) for v in (ratio, lo, hi, band_lo, band_hi)):
-        return None
-    if lo > band_hi or hi < band_lo:
-        return "outside the A/A band"
-    if band_lo <= ratio <= band_hi:
-        return "inside the A/A band"
-    return "overlaps the A/A band"
+def range_text(r: tuple[float, float]) -> str:
+    """A seed's size or a band as text: one number, or lo–hi (an open end as ∞)."""
+    return _num(r[0]) if r[0] == r[1] else f"{_num(r[0])}–{_num(r[1])}"
 
 
 def interval_text(ci: RatioCI) -> str:
@@ -201,16 +197,25 @@ def _side(lo: float, hi: float, expect: str) -> str:
     return "agrees" if (above if expect == "greater" else below) else "opposite"
 
 
+def _size(lo: float, hi: float, expect: str, seed: tuple[float, float]) -> str:
+    """Where an interval on the claimed side of 1 lies against the seed's range: inside (they overlap),
+    smaller (the whole interval nearer 1) or larger (farther from 1)."""
+    s_lo, s_hi = seed
+    if lo <= s_hi and s_lo <= hi:
+        return "inside"
+    nearer = hi < s_lo if expect == "greater" else lo > s_hi
+    return "smaller" if nearer else "larger"
+
+
 def judge(
     ci: RatioCI,
     expect: Expect,
-    seed_value: float | None = None,
-    band: float | None = None,
-    aa_band: tuple[float, float] | None = None,
+    seed_range: tuple[float, float] | None = None,
+    band_range: tuple[float, float] | None = None,
     level: float = 0.95,
 ) -> Verdict:
     """What the interval says of a claim that B/A is greater than 1, less than 1, or the same (within
-    1 ± band). See the module's docstring; `aa_band` (lo, hi) is the A/A control's interval of B/A."""
+    `band_range`). See the module's docstring."""
     if math.isnan(ci.ratio):
         return Verdict(UNRESOLVED, None, None, "no runs on one side")
     if not ci.confidence >= level - 1e-9:
@@ -223,58 +228,57 @@ def judge(
     lo, hi, shown = ci.lo, ci.hi, interval_text(ci)
     at = f"±{ci.half_width_pct:.0f} %"
     if expect == "same":
-        if band is None:
+        if band_range is None:
             raise ValueError("an equivalence claim needs its band")
-        edge = f"1 ± {band:g} (the lab's band)"
-        if 1 - band <= lo and hi <= 1 + band:
+        b_lo, b_hi = band_range
+        edge = f"[{_num(b_lo)}, {_num(b_hi)}] (the band from the seed's words)"
+        if b_lo <= lo and hi <= b_hi:
             return Verdict(HOLDS, None, None, f"holds: {shown} lies within {edge}")
-        if hi < 1 - band or lo > 1 + band:
+        if hi < b_lo or lo > b_hi:
             return Verdict(DIFFERS, None, None, f"not the same: {shown} lies outside {edge}")
         return Verdict(UNRESOLVED, None, None, f"not resolved at {at}: {shown} straddles an edge of {edge}")
-    where = against_noise(ci.ratio, lo, hi, *aa_band) if aa_band is not None else None
-    if where is not None and where != "outside the A/A band":
-        noise = f"[{_num(aa_band[0])}, {_num(aa_band[1])}]"  # type: ignore[index]
-        if where == "inside the A/A band":
-            return Verdict(NOISE, _side(lo, hi, expect), None, f"no finding beyond the instrument's noise: "
-                           f"{shown}, the ratio inside the A/A band {noise}")  # fmt: skip
-        return Verdict(UNRESOLVED, _side(lo, hi, expect), None, f"not separated from the instrument's noise: "
-                       f"{shown} reaches into the A/A band {noise}")  # fmt: skip
     direction = _side(lo, hi, expect)
     if direction == "unresolved":
         return Verdict(UNRESOLVED, direction, None, f"not resolved at {at}: {shown} covers 1")
+    seed = f" against the seed's {range_text(seed_range)}" if seed_range is not None else ""
     if direction == "opposite":
-        return Verdict(OPPOSITE, direction, None, f"opposite direction: {shown}" + (
-            f" against the seed's {_num(seed_value)}" if seed_value is not None else ""))  # fmt: skip
-    if seed_value is None:
+        return Verdict(OPPOSITE, direction, None, f"opposite direction: {shown}{seed}")
+    if seed_range is None:
         side = "above" if expect == "greater" else "below"
-        return Verdict(DIRECTION_ONLY, direction, None, f"holds (direction only; the seed gave no number): "
+        return Verdict(DIRECTION_ONLY, direction, None, f"holds (direction only; the seed gave no size): "
                        f"{shown} lies {side} 1")  # fmt: skip
-    if lo <= seed_value <= hi:
-        return Verdict(
-            HOLDS, direction, "inside", f"holds: the seed's {_num(seed_value)} is inside [{_num(lo)}, {_num(hi)}]"
+    size = _size(lo, hi, expect, seed_range)
+    if size == "inside":
+        said = (
+            f"the seed's {_num(seed_range[0])} is inside [{_num(lo)}, {_num(hi)}]"
+            if seed_range[0] == seed_range[1]
+            else f"{shown} overlaps the seed's {range_text(seed_range)}"
         )
-    # the effect's size is its distance from 1 on the log scale: the seed's number beyond the interval's far
-    # end means the lab's effect is smaller; between 1 and the interval's near end, larger
-    far = hi if expect == "greater" else lo
-    smaller = seed_value > far if expect == "greater" else seed_value < far
-    category, word = (SMALLER, "smaller") if smaller else (LARGER, "larger")
-    return Verdict(category, direction, word, f"same direction, {word} effect: {shown} against the seed's "
-                   f"{_num(seed_value)}")  # fmt: skip
+        return Verdict(HOLDS, direction, "inside", f"holds: {said}")
+    category = SMALLER if size == "smaller" else LARGER
+    return Verdict(category, direction, size, f"same direction, {size} effect: {shown}{seed}")
 
 
-def judge_once(value: float, expect: Expect, seed_value: float | None, band: float | None) -> Verdict:
+def judge_once(
+    value: float, expect: Expect, seed_range: tuple[float, float] | None, band_range: tuple[float, float] | None
+) -> Verdict:
     """One measurement per side (a footprint or compression ratio of one load each): the point compared
-    with 1 and the seed's number, said as one measurement, with no interval over repeats of one load."""
+    with 1 and the seed's size, said as one measurement, with no interval over repeats of one load."""
     shown = f"{_num(value)} (one measurement per load, no interval)"
     if expect == "same":
-        inside = band is not None and abs(value - 1) <= band
-        return Verdict(ONCE, None, None, f"measured once: {shown} {'within' if inside else 'outside'} 1 ± {band:g}")
+        if band_range is None:
+            raise ValueError("an equivalence claim needs its band")
+        inside = band_range[0] <= value <= band_range[1]
+        where = "within" if inside else "outside"
+        return Verdict(
+            ONCE, None, None, f"measured once: {shown} {where} [{_num(band_range[0])}, {_num(band_range[1])}]"
+        )
     agrees = value > 1 if expect == "greater" else value < 1
     if not agrees:
         return Verdict(ONCE, "opposite", None, f"measured once, opposite direction: {shown}")
-    if seed_value is None:
+    if seed_range is None:
         return Verdict(ONCE, "agrees", None, f"measured once, same direction: {shown}")
-    smaller = abs(math.log(value)) < abs(math.log(seed_value))
-    word = "smaller" if smaller else "larger"
-    return Verdict(ONCE, "agrees", word, f"measured once, same direction, {word} effect: {shown} against the "
-                   f"seed's {_num(seed_value)}")  # fmt: skip
+    size = _size(value, value, expect, seed_range)
+    words = "the seed's size" if size == "inside" else f"{size} effect"
+    return Verdict(ONCE, "agrees", size, f"measured once, same direction, {words}: {shown} against the "
+                   f"seed's {range_text(seed_range)}")  # fmt: skip

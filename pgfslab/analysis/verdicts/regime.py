@@ -68,21 +68,23 @@ FROM_MEMORY_READS = 0.25  # blocks read from the data device per transaction: ab
 READ_BUDGET_FULL = 0.9  # reads at >= 90 % of a separate read budget: the budget, not the writes, held them
 STEADY_ALPHA = 0.05
 PRECONDITIONS = {
-    "io_bound": f"I/O-bound: the data device busy >= {IO_BOUND:.0%} of the run (median of each side's runs)",
+    "io_bound": f"I/O-bound: the data device busy >= {IO_BOUND:.0%} of the run (median of the reference side A's runs)",
     "cpu_bound": f"CPU-bound: the data device busy <= {CPU_BOUND:.0%} of the run and the CPUs busy (neither idle "
-    f"nor in I/O wait) >= {CPU_BUSY:.0%} of all CPU time (/proc/stat; median of each side's runs): a run "
+    f"nor in I/O wait) >= {CPU_BUSY:.0%} of all CPU time (/proc/stat; median of the reference side A's runs): a run "
     "that leaves a fifth of the CPUs' time idle waits on something else",
-    "steady": "steady: no more of each side's runs flagged not steady by MSER-5 than stationary runs of their "
-    f"length are (one-sided binomial test, alpha {STEADY_ALPHA:g})",
+    "steady": "steady: no more of the reference side A's runs flagged not steady by MSER-5 than stationary runs "
+    f"of their length are (one-sided binomial test, alpha {STEADY_ALPHA:g}); B's steadiness is the response "
+    "under test, shown beside the verdict",
     "magnetic_device": f"a magnetic-class data device: <= {MAGNETIC_IOPS} random 8 kB reads/s at QD1 (device baseline)",
     "snapshots_alive": f"{SNAPSHOTS_ALIVE} snapshots alive at once during the run (the talk's schedule)",
-    "checkpoints": "runs that span checkpoints: at least one completed in each run",
+    "checkpoints": "runs that span checkpoints: at least one completed per run (median of the reference side A's runs)",
     "files_2mb": "the deleted files are 2 MB, as seed 003's (an unlink frees what the file holds)",
     "from_memory": "the data set served from memory, as in the seed's runs below the memory threshold: the data "
-    f"device reads at most {FROM_MEMORY_READS:g} blocks per transaction (pgbench; median of each side's runs)",
+    f"device reads at most {FROM_MEMORY_READS:g} blocks per transaction (pgbench; median of the reference side A's "
+    "runs)",
     "reads_compete": "reads and writes share the data device's time, as on the seed's one disk (checkpoint "
     "writes can starve reads): not a throttle giving each its own budget while the reads run at theirs "
-    f"(>= {READ_BUDGET_FULL:.0%} of the read IOPS budget, median of each side's runs)",
+    f"(>= {READ_BUDGET_FULL:.0%} of the read IOPS budget, median of the reference side A's runs)",
 }
 MEASURES: dict[str, Any] = {
     "run_id": pl.Utf8,
@@ -349,33 +351,30 @@ def _cpu_shares(s: pl.DataFrame) -> dict[str, float] | None:
     return None if any(v is None for v in m.values()) else m  # type: ignore[return-value]
 
 
-def _cpu_bound(busy: list[float], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
-    """The CPU-bound precondition: the data device quiet and, where CPU time was sampled, the CPUs busy on
-    both sides (the less busy side is quoted). Without CPU samples the device alone decides, as before the
-    lab sampled /proc/stat, and the check says so."""
-    device = f"the data device busy {max(busy):.0%} of the run"
-    side_a, side_b = _cpu_shares(a), _cpu_shares(b)
-    if side_a is None or side_b is None:
+def _cpu_bound(busy: float, a: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """The CPU-bound precondition on the reference side A: its data device quiet and, where CPU time was
+    sampled, its CPUs busy. Without CPU samples the device alone decides, as before the lab sampled
+    /proc/stat, and the check says so."""
+    device = f"the data device busy {busy:.0%} of the run"
+    shares = _cpu_shares(a)
+    if shares is None:
         unchecked = ["cpu-bound: CPU time was not sampled (no /proc/stat samples, stat.log): the data device "
                      "alone decided"]  # fmt: skip
-        if max(busy) <= CPU_BOUND:
+        if busy <= CPU_BOUND:
             return [], unchecked
-        return [f"not CPU-bound: {device} (median; the lab calls <= {CPU_BOUND:.0%} CPU-bound)"], unchecked
-    least = min(side_a, side_b, key=lambda m: m["cpu_busy"])
-    if max(busy) <= CPU_BOUND and least["cpu_busy"] >= CPU_BUSY:
+        return [f"not CPU-bound: {device} (median of A's runs; the lab calls <= {CPU_BOUND:.0%} CPU-bound)"], unchecked
+    if busy <= CPU_BOUND and shares["cpu_busy"] >= CPU_BUSY:
         return [], []
-    cpu = (f"the CPUs busy {least['cpu_busy']:.0%} of their time (idle {least['cpu_idle']:.0%}, I/O wait "
-           f"{least['cpu_iowait']:.0%})")  # fmt: skip
-    return [f"not CPU-bound: {device}, {cpu} (medians; the lab calls CPU-bound a device busy <= {CPU_BOUND:.0%} "
-            f"and the CPUs busy >= {CPU_BUSY:.0%})"], []  # fmt: skip
+    cpu = (f"the CPUs busy {shares['cpu_busy']:.0%} of their time (idle {shares['cpu_idle']:.0%}, I/O wait "
+           f"{shares['cpu_iowait']:.0%})")  # fmt: skip
+    return [f"not CPU-bound: {device}, {cpu} (medians of A's runs; the lab calls CPU-bound a device busy <= "
+            f"{CPU_BOUND:.0%} and the CPUs busy >= {CPU_BUSY:.0%})"], []  # fmt: skip
 
 
-def _iowait_evidence(a: pl.DataFrame, b: pl.DataFrame) -> str:
-    """The CPUs' I/O wait of each side beside the device's utilisation (empty when not sampled)."""
-    waits = [_median(s, "cpu_iowait") for s in (a, b)]
-    if any(w is None for w in waits):
-        return ""
-    return f"; the CPUs in I/O wait {waits[0]:.0%} (A) and {waits[1]:.0%} (B) of their time"
+def _iowait_evidence(a: pl.DataFrame) -> str:
+    """The CPUs' I/O wait of side A beside the device's utilisation (empty when not sampled)."""
+    wait = _median(a, "cpu_iowait")
+    return "" if wait is None else f"; the CPUs in I/O wait {wait:.0%} of their time"
 
 
 def steady_check(label: str, side: pl.DataFrame) -> list[str]:
@@ -400,45 +399,48 @@ def steady_check(label: str, side: pl.DataFrame) -> list[str]:
             f"stationary runs of {n:.0f} samples are flagged {null:.0%} of the time (binomial p = {p:.3f})"]  # fmt: skip
 
 
-def _separate_budgets(a: pl.DataFrame, b: pl.DataFrame) -> list[str]:
-    """The reads_compete precondition: a side whose throttled data device ran its reads at their own budget
-    measured how many reads each transaction needs, not how checkpoint writes starve reads."""
-    for label, side in (("A", a), ("B", b)):
-        share, rate = _median(side, "read_budget_share"), _median(side, "reads_per_s")
-        if share is not None and rate is not None and share >= READ_BUDGET_FULL:
-            # the budget run.json recorded (one per target), not the ratio of two medians from different runs
-            budget = _median(side, "read_iops_budget") or rate / share
-            return [f"reads and writes do not compete for the data device: its throttle gives them separate "
-                    f"budgets (blkio, cgroup v1), and side {label}'s reads ran at {share:.0%} of theirs "
-                    f"(median {rate:,.0f} reads/s of {budget:,.0f} allowed), so checkpoint writes could not "
-                    "take time from them as on the seed's one disk"]  # fmt: skip
-    return []
+def _separate_budgets(a: pl.DataFrame) -> list[str]:
+    """The reads_compete precondition on the reference side A: a throttled data device that ran A's reads at
+    their own budget measured how many reads each transaction needs, not how checkpoint writes starve
+    reads."""
+    share, rate = _median(a, "read_budget_share"), _median(a, "reads_per_s")
+    if share is None or rate is None or share < READ_BUDGET_FULL:
+        return []
+    # the budget run.json recorded (one per target), not the ratio of two medians from different runs
+    budget = _median(a, "read_iops_budget") or rate / share
+    return [f"reads and writes do not compete for the data device: its throttle gives them separate budgets "
+            f"(blkio, cgroup v1), and side A's reads ran at {share:.0%} of theirs (median {rate:,.0f} reads/s "
+            f"of {budget:,.0f} allowed), so checkpoint writes could not take time from them as on the seed's "
+            "one disk"]  # fmt: skip
 
 
 def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
-    """The cell's runs of side A and side B against the claim's preconditions: (what the cell misses, with
-    the measured reason; notes on a check made with less than the lab samples today). A miss means "not
-    tested in the seed's regime", and so does a precondition that could not be checked at all (no device
-    baseline, no diskstats, ...): the lab cannot say the seed's mechanism could act, so it draws no verdict.
-    The one note: CPU-bound judged from the device alone where CPU time was not sampled."""
+    """The cell's runs against the claim's preconditions: (what the cell misses, with the measured reason;
+    notes on a check made with less than the lab samples today). A miss means "not tested in the seed's
+    regime", and so does a precondition that could not be checked at all (no device baseline, no diskstats,
+    ...): the lab cannot say the seed's mechanism could act, so it draws no verdict.
+
+    A precondition asks whether the seed's mechanism could act, so it is measured on the conditions (the
+    device baseline, the snapshot schedule, the files' size: both sides) and on the reference side A, never
+    on the response under test: a treatment that idles the device or unsettles the throughput must not
+    silence its own finding."""
     miss: list[str] = []
     unchecked: list[str] = []
     for name in names:
         if name in ("io_bound", "cpu_bound"):
-            busy = [_median(s, "device_busy") for s in (a, b)]
-            if any(x is None for x in busy):
+            busy = _median(a, "device_busy")
+            if busy is None:
                 miss.append(f"{'I/O' if name == 'io_bound' else 'CPU'}-bound could not be checked: the data "
                             "device's diskstats were not sampled")  # fmt: skip
-            elif name == "io_bound" and min(busy) < IO_BOUND:  # type: ignore[type-var]
-                miss.append(f"not I/O-bound: the data device busy {min(busy):.0%} of the run (median; the lab "  # type: ignore[type-var]
-                            f"calls >= {IO_BOUND:.0%} I/O-bound){_iowait_evidence(a, b)}")  # fmt: skip
+            elif name == "io_bound" and busy < IO_BOUND:
+                miss.append(f"not I/O-bound: the data device busy {busy:.0%} of side A's run (median; the lab "
+                            f"calls >= {IO_BOUND:.0%} I/O-bound){_iowait_evidence(a)}")  # fmt: skip
             elif name == "cpu_bound":
-                m, u = _cpu_bound(busy, a, b)  # type: ignore[arg-type]
+                m, u = _cpu_bound(busy, a)
                 miss += m
                 unchecked += u
         elif name == "steady":
-            for label, s in (("A", a), ("B", b)):
-                miss += steady_check(label, s)
+            miss += steady_check("A", a)
         elif name == "magnetic_device":
             iops = [_median(s, "randread_qd1_iops") for s in (a, b)]
             known = [x for x in iops if x is not None]
@@ -455,11 +457,11 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
             elif most < SNAPSHOTS_ALIVE:
                 miss.append(f"at most {most:.0f} snapshots alive at once (the talk kept {SNAPSHOTS_ALIVE} alive)")
         elif name == "checkpoints":
-            ck = [_median(s, "checkpoints") for s in (a, b)]
-            if any(x is None for x in ck):
+            ck = _median(a, "checkpoints")
+            if ck is None:
                 miss.append("checkpoints could not be checked: pg_stat_bgwriter not recorded")
-            elif min(ck) < 1:  # type: ignore[type-var]
-                miss.append("the runs span no checkpoint (median 0 completed per run)")
+            elif ck < 1:
+                miss.append("side A's runs span no checkpoint (median 0 completed per run)")
         elif name == "files_2mb":
             size = [_median(s, "file_bytes") for s in (a, b)]
             if any(x is None for x in size):
@@ -467,13 +469,13 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
             elif min(size) < 2_000_000:  # type: ignore[type-var]
                 miss.append(f"files of {min(size) / 1024:,.0f} KiB were deleted, the seed's were 2 MB")  # type: ignore[operator]
         elif name == "from_memory":
-            per_tx = [_median(s, "reads_per_tx") for s in (a, b)]
-            if any(x is None for x in per_tx):
+            per_tx = _median(a, "reads_per_tx")
+            if per_tx is None:
                 miss.append("serving from memory could not be checked: no diskstats or no pgbench throughput")
-            elif max(per_tx) > FROM_MEMORY_READS:  # type: ignore[type-var]
-                miss.append(f"the data set was not served from memory: the data device read {max(per_tx):.1f} "  # type: ignore[type-var]
+            elif per_tx > FROM_MEMORY_READS:
+                miss.append(f"the data set was not served from memory: side A's data device read {per_tx:.1f} "
                             "blocks per transaction (median), so the runs measured a cache filling from the "
                             "device, not a data set held in memory")  # fmt: skip
         elif name == "reads_compete":
-            miss += _separate_budgets(a, b)
+            miss += _separate_budgets(a)
     return miss, unchecked

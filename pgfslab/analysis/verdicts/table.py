@@ -21,7 +21,6 @@ VERDICT_COLORS = {
     R.DIFFERS: "#f4a261",
     R.VIOLATED: "#9d0208",
     R.UNRESOLVED: "#8d99ae",
-    R.NOISE: "#adb5bd",
     R.NOT_IN_REGIME: "#457b9d",
     R.ONCE: "#e9c46a",
 }
@@ -105,8 +104,8 @@ def _interval(est: float | None, lo: float | None, hi: float | None, quantity: s
 
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     """Per tested claim and cell, the seed's own condition first: its role, what was compared, what the claim
-    expects, this lab's estimate with its interval, the cell's A/A band (the instrument's own noise, where the
-    study has a twin of A), the runs per side, the test, the verdict (its sentence) and its notes (a
+    expects, this lab's estimate with its interval (against A and its A/A twin together, where the study has
+    one), the A/A control itself (the twin against A: the instrument's own difference), the runs per side, the test, the verdict (its sentence) and its notes (a
     precondition checked with less than today's samplers, a side whose runs were not steady)."""
     df = results.filter(pl.col("role").is_not_null()).join(_claim_frame(claims), on="claim")
     text = [
@@ -121,7 +120,7 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     return (
         df.with_columns(
             pl.Series("here", text, dtype=pl.Utf8),
-            pl.Series("A/A band", band, dtype=pl.Utf8),
+            pl.Series("A/A twin/A", band, dtype=pl.Utf8),
             pl.col("claim").replace_strict(order, default=len(order)).alias("_order"),
             (pl.col("role") != "primary").alias("_context"),
         )
@@ -133,8 +132,8 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
             pl.concat_str([pl.col("compared"), pl.lit(" · "), pl.col("cell")]).alias("compared here"),
             "expects",
             pl.col("here").alias("here [interval]"),
-            # the instrument's own noise in this cell: two identical targets' spread (the A/A control)
-            "A/A band",
+            # the instrument's own difference in this cell: A's identical twin against A (the A/A control)
+            "A/A twin/A",
             pl.when(pl.col("a") == "")
             .then(pl.col("n_b").cast(pl.Utf8))
             .otherwise(pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]))
@@ -209,7 +208,7 @@ def _present(domain: list[str], colors: list[str], drawn: pl.Series) -> tuple[li
 def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     """Each judged claim and cell: B/A (or the ratio of ratios) with its interval on a log axis, coloured by
     verdict; a grey rule at 1, a black tick at the seed's own number, grey ticks at an equivalence band, a wide
-    pale bar at the cell's A/A band. A cell outside the seed's regime is drawn hollow and faint: its estimate is
+    pale bar at the cell's A/A control (A's twin against A, its interval). A cell outside the seed's regime is drawn hollow and faint: its estimate is
     shown, not judged."""
     import altair as alt
 
