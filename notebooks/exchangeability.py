@@ -78,6 +78,26 @@ pub.table(
 )
 
 # %%
+carried = ex.carry_over(every_run, alpha)
+if carried.height:
+    pub.table(
+        carried.select(
+            "cell",
+            pl.col("target_label").alias("target"),
+            pl.col("after").alias("after target"),
+            "runs",
+            pl.col("median_over_target").alias("median / target's"),
+            pl.col("carry_over_p").alias("Kruskal-Wallis p"),
+        ),
+        caption="Carry-over: each target's runs grouped by the target that ran just before (run.json "
+        "`predecessor`), each group's median over the target's own median, and a Kruskal-Wallis test across the "
+        f"groups of at least two runs (α = {alpha:g}, no adjustment for the number of cells). Under the Williams "
+        "order every target follows every other equally often; a group sitting apart is a carry-over from the "
+        "run before, which a comparison of targets would otherwise take for a file-system difference.",
+        digits={"median / target's": 3, "Kruskal-Wallis p": 3},
+    )
+
+# %%
 states = ex.start_states(every_run, data.run_records(db, study, targets=targets))
 if states.height:
     pub.table(

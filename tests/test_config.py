@@ -77,7 +77,7 @@ def test_plan_is_interleaved_and_counts_repeats():
     counts = Counter((r.workload, r.clients, r.target) for r in runs)
     assert counts[("w", 1, "a")] == 2 and counts[("w", 4, "c")] == 5
     assert len({r.run_id for r in runs}) == len(runs)
-    # A B C, B C A: within every cell, targets alternate (the order rotating per round, run.order) and
+    # A B C, B C A: within every cell, targets alternate (the first rows of the Williams order, run.order) and
     # repeat r of all targets precedes r+1
     cell4 = [r for r in runs if r.clients == 4]
     assert [r.target for r in cell4[:6]] == ["a", "b", "c", "b", "c", "a"]

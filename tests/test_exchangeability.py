@@ -425,3 +425,30 @@ def test_notebook_on_a_recorded_study(dbs: dict[str, Path], tmp_path: Path) -> N
     blocks = json.loads((tmp_path / "tables" / "exchangeability.json").read_text())["blocks"]
     text = " ".join(b.get("markdown", "") + b.get("caption", "") for b in blocks)
     assert "A/A band" in text and "zfs-gzip-walext4" in text
+
+
+def test_carry_over_groups_a_targets_runs_by_the_target_before_it() -> None:
+    """Target x after a: 100, 101, 102; after b: 120, 121, 122 (ranks 1-3 against 4-6). Kruskal-Wallis by hand:
+    H = 12 / (6 * 7) * (6^2 / 3 + 15^2 / 3) - 3 * 7 = 3.857, p = P(chi2_1 > H) = 0.0495; x's median over its six
+    runs is (102 + 120) / 2 = 111."""
+    from scipy.stats import chi2
+
+    from pgfslab.analysis.answers import exchangeability as ex
+
+    rows = []
+    for i, (before, v) in enumerate(zip("abababab", (100, 120, 101, 121, 102, 122, 90, 90))):
+        rows.append({"target": before, "value": 50.0, "plan_index": 2 * i, "predecessor": None})
+        rows.append({"target": "x", "value": float(v), "plan_index": 2 * i + 1, "predecessor": before})
+    frame = pl.DataFrame(rows).with_columns(
+        pl.col("target").alias("target_label"), pl.lit("w").alias("workload"), pl.lit(4).alias("clients"),
+        pl.lit(None, pl.Utf8).alias("host"), (pl.col("plan_index") >= 12).alias("burn_in"),
+    )  # fmt: skip
+    out = ex.carry_over(frame, 0.05).filter(pl.col("target") == "x").sort("after")
+    h = 12 / (6 * 7) * (6**2 / 3 + 15**2 / 3) - 3 * 7
+    assert out["after"].to_list() == ["a", "b"] and out["runs"].to_list() == [3, 3]  # burn-in rounds left out
+    assert out["carry_over_p"].to_list() == pytest.approx([chi2.sf(h, 1)] * 2, rel=1e-6)
+    assert out["median_over_target"].to_list() == pytest.approx([101 / 111, 121 / 111])
+    assert out["flagged"].to_list() == [True, True]
+    # an older raw folder records no predecessor: the previous run in plan order on the host stands in
+    older = frame.with_columns(pl.lit(None, pl.Utf8).alias("predecessor"))
+    assert ex.carry_over(older, 0.05).filter(pl.col("target") == "x").sort("after")["runs"].to_list() == [3, 3]

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from pgfslab.config import order
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
+from pgfslab.run import record
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,8 +35,50 @@ def study(cfg: dict[str, Any]) -> config.Study:
     return config.Study.from_dict(config.validate(cfg, "s.yaml"))
 
 
+def test_the_default_order_is_a_williams_design_balancing_positions_and_predecessors() -> None:
+    """Four targets: the rows a b d c / b c a d / c d b a / d a c b (the first row 0, 1, n-1, 2, each next one
+    shifted by one), worked by hand. Over the four rounds each target runs in each position once and follows
+    each other target once; a rotation makes d follow c in every round."""
+    cfg = base()
+    cfg["targets"]["d"] = {"fs": "ext4"}
+    cfg["workloads"]["w"]["repeats"] = 4
+    runs = [r for r in study(cfg).runs if r.workload == "w"]
+    rounds = [[r.target for r in runs if r.repeat == k] for k in (1, 2, 3, 4)]
+    assert rounds == [list("abdc"), list("bcad"), list("cdba"), list("dacb")]
+    assert Counter((r.target, r.position) for r in runs) == {(t, p): 1 for t in "abcd" for p in range(4)}
+    follows = Counter((x, y) for row in rounds for x, y in zip(row, row[1:]))
+    assert follows == {(x, y): 1 for x in "abcd" for y in "abcd" if x != y}
+    rotated = [r for r in study({**cfg, "run": {"order": "rotate"}}).runs if r.workload == "w"]
+    rot_rounds = [[r.target for r in rotated if r.repeat == k] for k in (1, 2, 3, 4)]
+    assert Counter((x, y) for row in rot_rounds for x, y in zip(row, row[1:]))[("c", "d")] == 3
+
+
+def test_an_odd_number_of_targets_needs_the_mirrored_rows() -> None:
+    # three targets: 0 1 2, 1 2 0, 2 0 1 and the same reversed; each ordered pair follows twice in six rounds
+    rows = order.williams_rows(3)
+    assert rows == [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0], [0, 2, 1], [1, 0, 2]]
+    follows = Counter((x, y) for row in rows for x, y in zip(row, row[1:]))
+    assert follows == {(x, y): 2 for x in range(3) for y in range(3) if x != y}
+    assert order.cycle_length(3, "williams") == 6 and order.cycle_length(4, "williams") == 4
+
+
+def test_a_run_records_the_run_that_ended_last_before_it(tmp_path: Path) -> None:
+    def put(rid: str, target: str, ended: str | None, status: str = "ok") -> None:
+        (tmp_path / rid).mkdir()
+        rec = {"run_id": rid, "target": target, "status": status, "ended_at": ended}
+        (tmp_path / rid / "run.json").write_text(json.dumps(rec))
+
+    assert record.predecessor(tmp_path, "x") is None
+    put("a.w.1", "a", "2026-11-28T10:00:00.000+00:00")
+    put("b.w.1", "b", "2026-11-28T10:01:00.000+00:00")
+    put("c.w.1", "c", "2026-11-28T10:02:00.000+00:00", status="skipped")  # nothing ran
+    put("d.w.1", "d", None)  # a run.json without an end: never finished
+    assert record.predecessor(tmp_path, "c.w.2") == {"run_id": "b.w.1", "target": "b"}
+    assert record.predecessor(tmp_path, "b.w.1") == {"run_id": "a.w.1", "target": "a"}  # not itself
+
+
 def test_round_r_starts_at_target_r_mod_n_and_every_position_is_taken_equally() -> None:
-    runs = [r for r in study(base()).runs if r.workload == "w"]
+    runs = [r for r in study(base(order="rotate")).runs if r.workload == "w"]
     rounds = [[r.target for r in runs if r.repeat == k] for k in (1, 2, 3)]
     assert rounds == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
     assert [r.position for r in runs] == [0, 1, 2] * 3
@@ -57,7 +101,7 @@ def test_burn_in_rounds_come_first_are_marked_and_skip_fsmicro() -> None:
     assert max(r.plan_index for r in burn) < min(r.plan_index for r in plan if not r.burn_in)
     counted = [r for r in plan if not r.burn_in and r.workload == "w"]
     assert sorted({r.repeat for r in counted}) == [1, 2, 3] and len(counted) == 9
-    # the burn-in rounds take part in the rotation: the first counted round starts at the third target
+    # the burn-in rounds take part in the order: the first counted round is the third row (c first)
     assert counted[0].target == "c"
 
 

@@ -269,7 +269,7 @@ class RunSettings(Node):
     timeout_grace_s: float | None = None
     # none of these three has a schema default either: an absent key keeps every existing run's fingerprint
     cache: str | None = None  # cold | warm; None: drop_caches and prewarm decide (the lab before the key)
-    order: str | None = None  # rotate | fixed target order within a round; None: rotate
+    order: str | None = None  # williams | rotate | fixed target order within a round; None: williams
     burn_in_rounds: int | None = None  # rounds run and shown, never compared; None: 0
 
 

@@ -1,9 +1,9 @@
 """A study: its validated config as one typed object (`Study`), expanded into a run plan, each run's and
 each target's view of it, where its data goes, and what Snakemake compares to decide a re-run.
 
-The plan interleaves repeats (A B C, B C A, C A B, ..., never A A A B B B) so that slow drift of the
-machine cannot masquerade as a difference between targets, and rotates the order within a round so that
-neither can a target's position in it.
+The plan interleaves repeats (never A A A B B B) so that slow drift of the machine cannot masquerade as a
+difference between targets, and orders each round by a Williams design (pgfslab.config.order) so that
+neither can a target's position in it nor the target that ran before it.
 
 `load`, `resolve` and `validate` give the validated mapping; `Study.from_dict` builds the typed study from
 it once (`load_study` does both), at each stage's boundary (the Snakefile, a command, the study database),
@@ -36,6 +36,7 @@ from pgfslab.config.model import (
     TargetSpec,
     Workload,
 )
+from pgfslab.config.order import round_order
 from pgfslab.errors import LabError
 
 REPO = paths.LAB
@@ -161,8 +162,8 @@ class Study(StudyConfig):
     def runs(self) -> list[RunSpec]:
         """The plan, interleaved: repeat r of every cell (and ladder rung) and target before r+1, after the
         burn-in rounds (run.burn_in_rounds, pgbench and sysbench cells only: run ids ...b<k>, repeat k - N,
-        so rounds sort in time). The target order rotates per round (round i starts at target i mod n)
-        unless run.order is `fixed`."""
+        so rounds sort in time). The target order within a round follows run.order (pgfslab.config.order: a
+        Williams design unless the study asks for `rotate` or `fixed`)."""
         cells = [
             (wl_name, rung, clients, self.repeats_for(wl_name, clients))
             for wl_name, wl in self.workloads.items()
@@ -179,10 +180,7 @@ class Study(StudyConfig):
             for wl_name, rung, clients, n in cells:
                 if rep > n or (rep < 1 and wl_name not in warmed):
                     continue
-                mine = self.targets_for(wl_name)
-                k = i % len(mine) if mine else 0
-                order = mine if self.run.order == "fixed" else mine[k:] + mine[:k]
-                for pos, target in enumerate(order):
+                for pos, target in enumerate(round_order(self.targets_for(wl_name), i, self.run.order)):
                     optional = (wl_name, clients) in precise and rep > min_rep
                     rid = run_id(target, wl_name, clients, rep, rung, burn) + self.host_suffix
                     out.append(RunSpec(rid, len(out), target, wl_name, clients, rep, optional, rung, pos, rep < 1))

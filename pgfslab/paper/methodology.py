@@ -115,17 +115,26 @@ min and max per second survive), and known to the bucket from sysbench's histogr
 
 
 def _order_sentence(ctx: Context) -> str:
-    """The order within a round (rotated unless run.order is fixed; runs recorded before the rotation carry no
-    `position` and ran in the config's order), the burn-in, the A/A control."""
+    """The order within a round (run.order: a Williams design by default; raw folders recorded before it
+    carry no `predecessor` and rotated; before the rotation, no `position`: the config's order), the
+    burn-in, the A/A control."""
     c = ctx.cfg
     run = c.run
-    rotated = run.order != "fixed" and any("position" in r for r in ctx.records.values())
-    out = (
-        "; within a round the target order rotates (round r starts at the r-th target), so that every target "
-        "runs first, second, ... equally often and a position effect cannot pass for a file-system effect."
-        if rotated
-        else " (the targets in the config's order in every round)."
-    )
+    recs = ctx.records.values()
+    kind = run.order or ("williams" if any("predecessor" in r for r in recs) else "rotate")
+    if kind != "fixed" and not any("position" in r for r in recs):
+        kind = "fixed"
+    out = {
+        "williams": "; the rounds follow a Williams design (each round one row of a Williams Latin square), so "
+        "that over a full cycle every target runs first, second, ... equally often and follows every other "
+        "target equally often: neither a position effect nor a carry-over from the run before can pass for a "
+        "file-system effect (each run's predecessor is recorded in run.json and checked in the exchangeability "
+        "section).",
+        "rotate": "; within a round the target order rotates (round r starts at the r-th target), so that every "
+        "target runs first, second, ... equally often and a position effect cannot pass for a file-system "
+        "effect (the target that runs before each is not balanced).",
+        "fixed": " (the targets in the config's order in every round).",
+    }[kind]
     if run.burn_in_rounds:
         out += (
             f" The first {run.burn_in_rounds} round(s) of every pgbench and sysbench cell are burn-in: run and "

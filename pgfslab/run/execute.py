@@ -61,6 +61,7 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
         if skipped is not None:
             return skipped
     record = run_record.started(view)
+    record["predecessor"] = run_record.predecessor(view.raw_dir, run_id)
     done, eta = run_record.study_eta(view.raw_dir, view.total)
     say(view.label, f"starting ({done} runs done; {eta})")
     write_json(rdir / "run.incomplete.json", record)

@@ -35,7 +35,7 @@ def started(view: RunView) -> dict[str, Any]:
         "tool": wl.tool,
         "clients": spec.clients,
         "repeat": spec.repeat,
-        "position": spec.position,  # the target's place in its round (run.order rotates it)
+        "position": spec.position,  # the target's place in its round (run.order decides it)
         "burn_in": spec.burn_in,  # a burn-in round: shown, never compared
         "rung": spec.rung,
         "duration_s": view.duration_s,
@@ -107,6 +107,22 @@ def study_eta(raw: Path, total: int) -> tuple[int, str]:
         return done, "ETA unknown"
     remaining = (total - done) * (sum(walls) / done)
     return done, f"elapsed {fmt_s(sum(walls))}, ETA {fmt_s(remaining)}"
+
+
+def predecessor(raw: Path, run_id: str) -> dict[str, Any] | None:
+    """The run that ran last before this one in the study's raw folder (by its end time; a round the
+    precision target skipped measured nothing and ran nothing): its run id and target, or None for the
+    first. Whatever a run leaves behind reaches the next one: the plan balances it (pgfslab.config.order),
+    and the exchangeability section checks it from this record."""
+    last: tuple[str, dict[str, Any]] | None = None
+    for rj in raw.glob("*/run.json"):
+        with contextlib.suppress(OSError, ValueError):
+            rec = json.loads(rj.read_text())
+            if rec.get("run_id") == run_id or rec.get("status") == "skipped" or not rec.get("ended_at"):
+                continue
+            if last is None or str(rec["ended_at"]) > last[0]:
+                last = (str(rec["ended_at"]), {"run_id": rec.get("run_id"), "target": rec.get("target")})
+    return last[1] if last else None
 
 
 def summary_tps(rdir: Path) -> str | None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
+from scipy import stats as sps
 
 from pgfslab.analysis.stats import aa, days, steal_adjusted
 from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
@@ -127,6 +128,39 @@ def two_days(runs: pl.DataFrame, baseline: str | None, alpha: float) -> pl.DataF
     if hosts != set(DAYS):
         return pl.DataFrame()
     return days.days_agreement(counted(runs).rename({"host": "day"}), baseline, alpha=alpha)
+
+
+def carry_over(runs: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    """Per target and cell: its runs grouped by the target that ran just before (run.json `predecessor`;
+    in older raw folders the previous run in plan order on the same host), each group's median over the
+    target's own median, and a Kruskal-Wallis p across the groups of at least two runs (null with fewer than
+    two such groups). A carry-over from the run before shows as one predecessor's runs sitting apart; the
+    Williams order balances it, a rotation does not. `runs` is every run (burn-in included: they are
+    predecessors too), one row each with target, target_label, host, plan_index, the cell's columns, value."""
+    after = pl.col("target").shift(1).over(pl.col("host").fill_null(""), order_by="plan_index")
+    if "predecessor" in runs.columns:
+        after = pl.coalesce(pl.col("predecessor"), after)
+    f = counted(runs.with_columns(after.alias("after"))).drop_nulls(["after", "value"])
+    if f.height == 0:
+        return pl.DataFrame()
+    groups = (
+        f.with_columns((pl.col("value") / pl.col("value").median().over("target", *CELL)).alias("_rel"))
+        .group_by("target", "target_label", *CELL, "after", maintain_order=True)
+        .agg(pl.len().alias("runs"), pl.col("_rel").median().alias("median_over_target"), pl.col("value"))
+    )
+    p_values = []
+    for key, part in groups.group_by("target", *CELL, maintain_order=True):
+        samples = [v.to_numpy() for v, n in zip(part["value"], part["runs"]) if n >= 2]
+        p = float(sps.kruskal(*samples).pvalue) if len(samples) >= 2 else None
+        p_values.append({"target": key[0], **dict(zip(CELL, key[1:])), "carry_over_p": p})
+    ps = pl.DataFrame(
+        p_values, schema={"target": pl.Utf8, **{c: groups.schema[c] for c in CELL}, "carry_over_p": pl.Float64}
+    )
+    return (
+        groups.drop("value")
+        .join(ps, on=["target", *CELL], how="left")
+        .with_columns((pl.col("carry_over_p") < alpha).fill_null(False).alias("flagged"), cell_expr())
+    )
 
 
 def cell_expr() -> pl.Expr:

@@ -116,7 +116,7 @@ def headline(
     df = frame(
         db,
         f"""
-        SELECT {RUN_COLS}, r.host, r.burn_in, r.position, r.status, r.duration_s, r.scale, r.rung, r.dataset_bytes, r.mount_options,
+        SELECT {RUN_COLS}, r.host, r.burn_in, r.position, r.predecessor, r.status, r.duration_s, r.scale, r.rung, r.dataset_bytes, r.mount_options,
                CASE r.tool WHEN 'pgbench' THEN ps.tps WHEN 'sysbench' THEN {sb("tps")}
                            WHEN 'fsmicro' THEN {fo("ops_per_s")} END AS value,
                CASE r.tool WHEN 'fsmicro' THEN 'ops/s' ELSE 'tps' END AS unit,
