@@ -197,3 +197,15 @@ def test_steal_against_throughput_by_hand() -> None:
     # too few runs that sampled /proc/stat: nothing to say
     assert cpu_time.steal_and_throughput(runs, steal.head(5)) is None
     assert cpu_time.steal_effect_sentence(None, "tpcb") == ""
+
+
+def test_cpu_per_transaction_counts_the_machines_work_not_idle_wait_or_steal() -> None:
+    """Two samples 10 s apart: user +300, system +100, softirq +50, nice/irq 0 ticks of USER_HZ (100/s): 4.5 CPU s
+    over 10 s = 0.45 CPU s per second; idle, iowait and steal ticks add nothing. At 150 tps: 0.45 / 150 s =
+    3.0 ms per transaction."""
+    base = {"user": 1000, "nice": 0, "system": 500, "idle": 9000, "iowait": 10, "irq": 0, "softirq": 20, "steal": 5}
+    later = base | {"user": 1300, "system": 600, "softirq": 70, "idle": 9900, "iowait": 400, "steal": 300}
+    samples = pl.DataFrame([{"run_id": "r", "epoch_s": 100.0, **base}, {"run_id": "r", "epoch_s": 110.0, **later}])
+    out = cpu_time.cpu_per_transaction(samples, pl.DataFrame({"run_id": ["r", "q"], "value": [150.0, 90.0]}))
+    assert out["run_id"].to_list() == ["r"]  # q has no CPU samples
+    assert out["cpu_ms_per_tx"][0] == pytest.approx(1000 * 4.5 / 10 / 150)

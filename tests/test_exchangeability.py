@@ -452,3 +452,18 @@ def test_carry_over_groups_a_targets_runs_by_the_target_before_it() -> None:
     # an older raw folder records no predecessor: the previous run in plan order on the host stands in
     older = frame.with_columns(pl.lit(None, pl.Utf8).alias("predecessor"))
     assert ex.carry_over(older, 0.05).filter(pl.col("target") == "x").sort("after")["runs"].to_list() == [3, 3]
+
+
+def test_a_comparison_reads_b_against_the_baseline_and_its_twin() -> None:
+    # constant runs, so every interval is a point worked by hand: B/A = 1.2, B/twin = 1.2 / 1.1; one interval
+    # spanning both; a twin reading above B leaves B unresolved
+    from pgfslab.analysis.answers import exchangeability as ex
+
+    def frame(twin: float) -> pl.DataFrame:
+        rows = [{"target": t, "value": v} for t, v in (("a", 100.0), ("twin", twin), ("b", 120.0)) for _ in range(6)]
+        return pl.DataFrame(rows).with_columns(pl.lit("w").alias("workload"), pl.lit(4).alias("clients"))
+
+    row = ex.against_baseline_and_twin(frame(110.0), "a", "twin", 0.05).row(0, named=True)
+    assert row["target"] == "b" and row["n"] == "6+6+6"
+    assert (row["lo"], row["hi"]) == pytest.approx((120 / 110, 1.2)) and row["resolved"]
+    assert not ex.against_baseline_and_twin(frame(130.0), "a", "twin", 0.05)["resolved"][0]

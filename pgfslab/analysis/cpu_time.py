@@ -52,6 +52,42 @@ def cpu_measures(samples: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# /proc/stat counts in USER_HZ, which Linux fixes at 100 on every architecture the lab runs on (the kernel's
+# own HZ may differ; /proc/stat converts)
+USER_HZ = 100
+# the time the machine spent working for the run: every CPU's user, nice, system, irq and softirq time (the
+# server, the clients, kworkers, journal and btrfs threads, the zfs-fuse daemon), not idle, I/O wait or steal
+WORK_STATES = ("user", "nice", "system", "irq", "softirq")
+
+
+def cpu_per_transaction(samples: pl.DataFrame, headline: pl.DataFrame) -> pl.DataFrame:
+    """Per run: machine-wide CPU milliseconds per transaction (`cpu_ms_per_tx`), the CPU seconds per second of
+    the sampled interval (WORK_STATES over the aggregate `cpu` line, first to last sample) over the run's
+    throughput (`headline`'s value, transactions per second). A file system that spends more CPU per commit
+    (checksums, compression, copy-on-write bookkeeping, a userspace daemon) shows it here even where the
+    throughput is the same. Rates on both sides, so that the sampler's window need not match the workload's
+    to the second."""
+    schema = {"run_id": pl.Utf8, "cpu_ms_per_tx": pl.Float64}
+    if samples.height == 0 or headline.height == 0:
+        return pl.DataFrame(schema=schema)
+    s = samples.sort("run_id", "epoch_s").with_columns([pl.col(c).cast(pl.Int64).fill_null(0) for c in WORK_STATES])
+    work = pl.sum_horizontal(WORK_STATES)
+    per_s = (
+        s.group_by("run_id", maintain_order=True)
+        .agg(
+            ((work.last() - work.first()) / USER_HZ).alias("_cpu_s"),
+            (pl.col("epoch_s").last() - pl.col("epoch_s").first()).alias("_wall_s"),
+        )
+        .filter(pl.col("_wall_s") > 0)
+    )
+    return (
+        per_s.join(headline.select("run_id", "value"), on="run_id", how="inner")
+        .filter(pl.col("value") > 0)
+        .select("run_id", (1000 * pl.col("_cpu_s") / pl.col("_wall_s") / pl.col("value")).alias("cpu_ms_per_tx"))
+        .cast(schema)  # type: ignore[arg-type]
+    )
+
+
 def per_run(db: str | Path, study: str) -> pl.DataFrame:
     """CPU_MEASURES of the study's successful runs that sampled /proc/stat."""
     return cpu_measures(data.cpu_stat(db, study))

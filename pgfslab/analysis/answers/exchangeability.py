@@ -26,7 +26,7 @@ from scipy import stats as sps
 
 from pgfslab.analysis.stats import aa, days, steal_adjusted
 from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
-from pgfslab.analysis.verdicts.ratio import ratio_ci
+from pgfslab.analysis.verdicts.ratio import both_references, ratio_ci
 from pgfslab.ingest.days import DAYS
 
 CELL = ("workload", "clients")
@@ -222,6 +222,38 @@ def rounds_chart(headline: pl.DataFrame, flagged: pl.DataFrame, color_scale: Any
 def twins(cfg: Mapping[str, Any], given: Mapping[str, str] | None) -> dict[str, str]:
     """twin -> baseline: `given` (the notebook's parameter) or the config's `aa_twin_of` keys."""
     return dict(given) if given else aa.twins_from_config(cfg)
+
+
+def against_baseline_and_twin(
+    headline: pl.DataFrame, baseline: str, twin: str, alpha: float, value: str = "value"
+) -> pl.DataFrame:
+    """Per cell, every other target against the baseline and against its A/A twin (`ratio_ci` each), and the
+    one interval spanning both (`verdicts.ratio.both_references`, the verdicts' reading): a direction only
+    where B differs from both identical targets."""
+    rows = []
+    for key, part in headline.group_by(list(CELL), maintain_order=True):
+        a = part.filter(pl.col("target") == baseline)[value].drop_nulls().to_numpy()
+        t = part.filter(pl.col("target") == twin)[value].drop_nulls().to_numpy()
+        for name in part["target"].unique(maintain_order=True).to_list():
+            b = part.filter(pl.col("target") == name)[value].drop_nulls().to_numpy()
+            if name in (baseline, twin) or min(len(a), len(t), len(b)) == 0:
+                continue
+            to_a, to_twin = ratio_ci(a, b, alpha), ratio_ci(t, b, alpha)
+            both = both_references(to_a, to_twin)
+            rows.append(
+                {
+                    **dict(zip(CELL, key)),
+                    "target": name,
+                    "n": f"{to_a.n_a}+{to_twin.n_a}+{to_a.n_b}",
+                    "to_baseline": to_a.ratio,
+                    "to_twin": to_twin.ratio,
+                    "ratio": both.ratio,
+                    "lo": both.lo,
+                    "hi": both.hi,
+                    "resolved": bool(both.confidence >= 1 - alpha - 1e-9 and (both.lo > 1 or both.hi < 1)),
+                }
+            )
+    return pl.DataFrame(rows)
 
 
 def comparisons(headline: pl.DataFrame, baseline: str, alpha: float, skip: list[str]) -> pl.DataFrame:
