@@ -40,12 +40,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from pgfslab.analysis import design
     from pgfslab.config import study as config
 
     study = config.load_study(args.config)
     for r in study.runs:
         print(r.run_id)
     print(f"# {len(study.runs)} runs, {len(study.targets)} targets", file=sys.stderr)
+    # what the runs can resolve, at the noise of the study's last database here (data/<study>.duckdb)
+    print(design.report(study, Path("data") / f"{study.study}.duckdb"), file=sys.stderr)
     return 0
 
 
