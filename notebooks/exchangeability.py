@@ -224,8 +224,9 @@ if cpu_tx.height:
         cpu_cmp = ex.against_baseline_and_twin(per_tx, cpu_base, cpu_twin, alpha, value="cpu_ms_per_tx")
         if cpu_aa.height and cpu_cmp.height:
             pub.table(
-                cpu_aa.select(ex.cell_expr(), pl.col("aa_ratio").alias(f"{cpu_twin}/{cpu_base}"), "aa_lo", "aa_hi")
-                .join(cpu_cmp.select(ex.cell_expr(), "target", "ratio", "lo", "hi", "resolved"), on="cell"),
+                cpu_aa.select(
+                    ex.cell_expr(), pl.col("aa_ratio").alias(f"{cpu_twin}/{cpu_base}"), "aa_lo", "aa_hi"
+                ).join(cpu_cmp.select(ex.cell_expr(), "target", "ratio", "lo", "hi", "resolved"), on="cell"),
                 caption=f"CPU per transaction against the baseline {cpu_base} and its twin {cpu_twin}: the A/A "
                 "control of this measure (the twin over its baseline, with its interval) and every other target "
                 "read as the verdicts read throughput (one interval spanning B/baseline and B/twin).",

@@ -180,3 +180,25 @@ def test_shipped_twins() -> None:
     for name in ("default", "fs-compare"):
         s = config.load_study(REPO / "config" / f"{name}.yaml")
         assert {t: spec.aa_twin_of for t, spec in s.targets.items() if spec.aa_twin_of} == {"ext4-aa": "ext4"}
+
+
+def test_a_run_row_carries_its_predecessor_and_the_host_probe() -> None:
+    from pgfslab.ingest.run_rows import run_row
+
+    rec = {"run_id": "x.w.c4.r2", "study": "t", "target": "x", "status": "ok", "predecessor": {"run_id": "a.w.c4.r2", "target": "a"},
+           "host_probe": {"work": "sha256", "wall_s": 0.2, "mib_per_s": 2560.0}}  # fmt: skip
+    row = run_row(rec)
+    assert (row["predecessor"], row["host_speed"]) == ("a", 2560.0)
+    old = run_row({"run_id": "x.w.c4.r1", "study": "t", "target": "x", "status": "ok"})  # a run.json from before either
+    assert (old["predecessor"], old["host_speed"]) == (None, None)
+
+
+def test_the_host_probe_does_its_fixed_work_on_every_cpu() -> None:
+    import os
+
+    from pgfslab.host import cpu_probe
+
+    out = cpu_probe.measure()
+    cpus = os.cpu_count() or 1
+    assert out["work"].endswith(f"on {cpus} threads") and out["wall_s"] > 0
+    assert out["mib_per_s"] * out["wall_s"] == pytest.approx(cpus * cpu_probe.ROUNDS * cpu_probe.BUFFER_MIB)

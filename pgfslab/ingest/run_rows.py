@@ -61,6 +61,7 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "plan_index": rec.get("plan_index"),
         "position": rec.get("position"),
         "predecessor": (rec.get("predecessor") or {}).get("target"),
+        "host_speed": (rec.get("host_probe") or {}).get("mib_per_s"),
         "burn_in": bool(rec.get("burn_in", False)),
         "duration_s": (rec.get("run") or {}).get("duration_s"),
         "scale": (rec.get("dataset") or {}).get("scale"),

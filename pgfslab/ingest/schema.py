@@ -48,6 +48,7 @@ RUNS: dict[str, Any] = {
     "plan_index": pl.Int64,
     "position": pl.Int64,  # the target's place in its round (run.order decides it; null in older raw folders)
     "predecessor": pl.Utf8,  # the target of the run that ran just before (null for the first, and in older ones)
+    "host_speed": pl.Float64,  # MiB/s of the CPU probe just before the run (host.cpu_probe; null in older ones)
     "burn_in": pl.Boolean,  # a burn-in round (run.burn_in_rounds): shown, never compared
     "duration_s": pl.Float64,
     "scale": pl.Int64,

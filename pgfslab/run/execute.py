@@ -18,7 +18,7 @@ import psycopg
 from pgfslab.config import vm_settings
 from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
-from pgfslab.host import mounted_target, sysctl, target_mount, zfs_target
+from pgfslab.host import cpu_probe, mounted_target, sysctl, target_mount, zfs_target
 from pgfslab.run import record as run_record
 from pgfslab.run.common import disk_full_message, now, say, texts, wal_dir, wal_record, write_json
 from pgfslab.run.crash_cycle import durability_run
@@ -156,6 +156,8 @@ def set_up(
     # run or another study left dirty), so runs of a study are comparable whatever ran before them.
     record["caches"] = sysctl.drop_caches() if view.run.drop_caches else "kept"
     ph.lap("drop_caches")
+    record["host_probe"] = cpu_probe.measure()  # the host's speed just before the run (a covariate)
+    ph.lap("host_probe")
     return mnt
 
 
