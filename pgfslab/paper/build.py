@@ -101,11 +101,25 @@ def build(
         typeset.result()
 
 
+TEMPLATES = Path(__file__).with_name("templates")
+
+
 def export_html(notebook: Path, html: Path) -> None:
+    """The executed paper as one HTML file: figures embedded, no code, the paper's title in <title> and at the
+    top, and nothing fetched from the network (templates/offline)."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
-        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True
+        extra_template_basedirs=[str(TEMPLATES)],
+        template_name="offline",
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
     )
-    body, _ = exporter.from_filename(str(notebook))
+    nb = nbformat.read(notebook, as_version=4)
+    title = (nb.metadata.get("pgfs") or {}).get("title")
+    if title:
+        nb.metadata["title"] = title
+    body, _ = exporter.from_notebook_node(nb)
     html.write_text(body)
