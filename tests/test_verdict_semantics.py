@@ -245,8 +245,8 @@ def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
     assert unchecked == []
     assert miss == [
         "not I/O-bound: the data device busy 12% of side A's run (median; the lab calls >= 50% I/O-bound)",
-        f"not steady: 2 of 3 runs of side A found no steady state (MSER-5), where stationary runs of 118 samples "
-        f"are flagged {r:.0%} of the time (binomial p = {p2:.3f})",
+        "not steady: 2 of 3 runs of side A found no steady state (MSER-5), where stationary runs of their length "
+        f"and autocorrelation (118 samples) are flagged {r:.0%} of the time (Poisson-binomial p = {p2:.3f})",
         "not a magnetic-class device: the data device does 12,000 random 8 kB reads/s at QD1 (device baseline; a "
         "magnetic disk does 100-200)",
         "at most 2 snapshots alive at once (the talk kept 3 alive)",
@@ -564,3 +564,85 @@ def test_a_throughput_claim_without_the_steady_precondition_notes_an_unsteady_si
         "the steady state of side A could not be checked: 6 samples per run, too few for MSER-5 ever to find "
         "a steady state (15 at least)"
     )
+
+
+# ------------------------------------------------------------------ the steady-state null, autocorrelated
+
+
+def ar1(rng: np.random.Generator, phi: float, n: int) -> np.ndarray:
+    """One stationary AR(1) series, written here independently of the code under test."""
+    x = np.empty(n)
+    x[0] = rng.standard_normal() / math.sqrt(1 - phi**2)
+    for t in range(1, n):
+        x[t] = phi * x[t - 1] + rng.standard_normal()
+    return x
+
+
+def test_poisson_binomial_by_hand_and_by_enumeration() -> None:
+    from itertools import product
+
+    from pgfslab.analysis.stats import poisson_binomial_sf
+
+    assert poisson_binomial_sf(1, [0.5, 0.5]) == pytest.approx(0.75)
+    # (0.2, 0.5, 0.9): P(X >= 2) = .2*.5*.1 + .2*.5*.9 + .8*.5*.9 + .2*.5*.9 = 0.01 + 0.09 + 0.36 + 0.09 = 0.55
+    assert poisson_binomial_sf(2, [0.2, 0.5, 0.9]) == pytest.approx(0.55)
+    p = [0.1, 0.45, 0.3, 0.8, 0.6]
+    for k in range(6):
+        brute = sum(
+            math.prod(q if hit else 1 - q for q, hit in zip(p, hits))
+            for hits in product([0, 1], repeat=5)
+            if sum(hits) >= k
+        )
+        assert poisson_binomial_sf(k, p) == pytest.approx(brute)
+
+
+def test_the_null_rate_of_autocorrelated_series_against_an_independent_simulation() -> None:
+    rng = np.random.default_rng(11)
+    mine = np.mean([not mser_truncation(ar1(rng, 0.8, 20))[1] for _ in range(3000)])
+    assert mser_null_rate(20, 0.8) == pytest.approx(mine, abs=0.04)
+    assert mser_null_rate(20, 0.8) > mser_null_rate(20) + 0.03  # autocorrelated runs are flagged more often
+
+
+def test_phi_from_differences_is_not_raised_by_a_warm_up() -> None:
+    from pgfslab.analysis.stats import ar1_phi
+
+    rng = np.random.default_rng(5)
+    for phi in (0.0, 0.5, 0.8):
+        est = np.median([ar1_phi(ar1(rng, phi, 60)) for _ in range(400)])
+        assert est == pytest.approx(phi, abs=0.12)
+    # a warm-up ramp over the first 10 of 40 seconds, 6 noise SDs high: the plain lag-1 autocorrelation of the
+    # series rises to ~0.8, the estimate from differences stays near the noise's own 0
+    ramp = np.r_[np.linspace(-6, 0, 10), np.zeros(30)]
+    warm = [ar1_phi(ar1(rng, 0.0, 40) + ramp) for _ in range(400)]
+    plain = [np.corrcoef(x[1:], x[:-1])[0, 1] for x in (ar1(rng, 0.0, 40) + ramp for _ in range(400))]
+    assert np.median(warm) < 0.2 < 0.6 < np.median(plain)
+
+
+def test_autocorrelated_runs_are_not_called_unsteady_for_what_stationary_ones_do() -> None:
+    # 4 of 4 runs of 17 samples flagged: against independent noise (rate r0) p = r0^4 < 0.05; against AR(1)
+    # at 0.8 (rate r1, the runs' own coefficient) p = r1^4 > 0.05
+    r0, r1 = mser_null_rate(17), mser_null_rate(17, 0.8)
+    tail = lambda r: r**4  # noqa: E731
+    assert tail(r0) < 0.05 < tail(r1)
+    side = cell(steady=[False] * 4, steady_n=[17] * 4, steady_phi=[0.8] * 4)
+    t = regime.steady_test("A", side)
+    assert t.p == pytest.approx(tail(r1)) and regime.steady_check("A", side) == []
+    iid = side.with_columns(pl.lit(0.0).alias("steady_phi"))
+    assert regime.steady_test("A", iid).p == pytest.approx(tail(r0))
+    assert regime.steady_check("A", iid)[0].startswith("not steady: 4 of 4 runs of side A")
+
+
+def test_a_claims_cells_share_the_steady_checks_error_rate() -> None:
+    """Holm over the claim's cells: two cells whose reference sides have the same p between 0.025 and 0.05; one
+    cell alone is flagged at 0.05, two must pass 0.05 / 2 at Holm's first step, and neither does."""
+    r = mser_null_rate(18)
+    p = r**4  # 4 of 4 runs flagged
+    assert 0.025 < p < 0.05
+    rows = runs("ext4", "ext4", [100.0, 101, 102, 103], steady=False, steady_n=18)
+    rows += runs("btrfs", "btrfs", [200.0, 201, 202, 203], steady=True, steady_n=18)
+    one = pl.DataFrame(rows, infer_schema_length=None)
+    c = claim(seed_value=2.0, preconditions=("steady",))
+    assert evaluate.evaluate(one, c)["verdict"][0] == R.NOT_IN_REGIME
+    two = pl.concat([one, one.with_columns(pl.lit(4, pl.Int64).alias("clients"), pl.col("run_id") + "c4")])
+    out = evaluate.evaluate(two, c)
+    assert out.height == 2 and R.NOT_IN_REGIME not in out["verdict"].to_list()

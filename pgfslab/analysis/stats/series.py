@@ -219,17 +219,65 @@ def mser_truncation(x: np.ndarray | list[float], batch: int = 5) -> tuple[int, b
     return d * batch, d < d_max
 
 
+def _mser_flags(x: np.ndarray, batch: int) -> np.ndarray:
+    """`mser_truncation`'s "not steady" for every row of a matrix of series at once."""
+    k = x.shape[1] // batch
+    z = x[:, : k * batch].reshape(len(x), k, batch).mean(axis=2)
+    s1 = np.cumsum(z[:, ::-1], axis=1)[:, ::-1]
+    s2 = np.cumsum((z**2)[:, ::-1], axis=1)[:, ::-1]
+    c = k - np.arange(k)
+    mser = (s2 - s1**2 / c) / c**2
+    d_max = k // 2
+    return np.argmin(mser[:, : d_max + 1], axis=1) == d_max
+
+
+PHI_STEP = 0.05  # the grid φ is rounded to: one simulation per (n, φ) pair a study meets, cached
+
+
 @functools.cache
-def mser_null_rate(n: int, batch: int = 5, sims: int = 4000) -> float:
-    """The share of stationary series of `n` samples (independent normal noise: no warm-up at all) that
-    `mser_truncation` calls not steady. MSER on few batches is a coin toss: about 45 % of 18-sample series,
-    15 % of 40, 1.5 % of 120, so "not steady" says something about a cell only where more of its runs are
-    flagged than this. Simulated with a fixed seed (the same answer every time); 1.0 below two batches."""
+def mser_null_rate(n: int, phi: float = 0.0, batch: int = 5, sims: int = 4000) -> float:
+    """The share of stationary series of `n` samples that `mser_truncation` calls not steady, for AR(1)
+    noise with lag-1 coefficient `phi` (0: independent samples), each series started from the stationary
+    distribution (no warm-up at all). MSER on few batches is a coin toss: about 45 % of 18-sample
+    independent series, 15 % of 40, 1.5 % of 120, and more where per-second throughput is autocorrelated,
+    as it is (a slow second is followed by slow seconds). So "not steady" says something about a cell only
+    where more of its runs are flagged than this. Simulated with a fixed seed; 1.0 below two batches."""
     if n // batch < 2:
         return 1.0
     rng = np.random.default_rng(20261127)
-    flagged = sum(not mser_truncation(rng.standard_normal(n), batch)[1] for _ in range(sims))
-    return flagged / sims
+    e = rng.standard_normal((sims, n))
+    x = np.empty_like(e)
+    x[:, 0] = e[:, 0] / math.sqrt(1 - phi**2)
+    for t in range(1, n):
+        x[:, t] = phi * x[:, t - 1] + e[:, t]
+    return float(_mser_flags(x, batch).mean())
+
+
+def ar1_phi(x: np.ndarray | list[float]) -> float | None:
+    """The lag-1 coefficient of a series' AR(1) noise, estimated from its first differences: for AR(1),
+    corr(dx_t, dx_t-1) = (phi - 1) / 2, so phi = 1 + 2 r. Differences remove a level shift or a slow
+    warm-up (one large step, one outlying difference), which would inflate the plain lag-1
+    autocorrelation: the non-stationarity under test must not raise its own null and hide. Clipped to
+    [0, 0.95]; None for fewer than 8 samples. Biased low on short series (a conservative null)."""
+    a = np.asarray(x, float)
+    if len(a) < 8:
+        return None
+    d = np.diff(a)
+    if np.std(d[1:]) == 0 or np.std(d[:-1]) == 0:
+        return 0.0
+    r = float(np.corrcoef(d[1:], d[:-1])[0, 1])
+    return float(min(0.95, max(0.0, 1 + 2 * r)))
+
+
+def poisson_binomial_sf(k: int, p: np.ndarray | list[float]) -> float:
+    """P(X >= k) for X the number of successes of independent trials with probabilities `p` (exact, by
+    the recursion over trials)."""
+    dist = np.zeros(len(p) + 1)
+    dist[0] = 1.0
+    for q in np.asarray(p, float):
+        dist[1:] = dist[1:] * (1 - q) + dist[:-1] * q
+        dist[0] *= 1 - q
+    return float(dist[k:].sum()) if k > 0 else 1.0
 
 
 def detect_steady_state(

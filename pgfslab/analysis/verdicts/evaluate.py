@@ -231,17 +231,41 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     # the claim's verdict rests on all its primary cells at once: their intervals are Bonferroni-adjusted so
     # that the chance of any of them misleading stays at alpha (context cells are shown at the plain level)
     k = max(1, sum(primary for *_, primary in cells))
+    steady = _steady_over_cells(claim, [pa for _, pa, *_ in cells])
     rows = [
         _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha / k if primary else alpha, primary, k,
-             shared, differ)
-        for group, pa, pb, ta, tb, primary in cells
+             shared, differ, held)
+        for (group, pa, pb, ta, tb, primary), held in zip(cells, steady)
     ]  # fmt: skip
     rows = [r for r in rows if r is not None]
     return pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
 
 
+def _steady_over_cells(claim: Claim, sides: list[pl.DataFrame]) -> list[list[str] | None]:
+    """The steady precondition of each cell's reference side, decided over the claim's cells at once: Holm's
+    step-down over their p-values at regime.STEADY_ALPHA (a claim over many cells would otherwise find some
+    cell "not steady" by chance alone). None where the claim does not need steady runs."""
+    if "steady" not in claim.preconditions:
+        return [None] * len(sides)
+    tests = [regime.steady_test("A", side) for side in sides]
+    ps = [t.p for t in tests if t.p is not None]
+    order = sorted(ps)
+    m = len(order)
+    # Holm: the i-th smallest p is compared with alpha / (m - i); every p after the first one kept is kept
+    cut = next((order[i] for i in range(m) if order[i] >= regime.STEADY_ALPHA / (m - i)), math.inf)
+    out: list[list[str] | None] = []
+    for t in tests:
+        if t.p is None:
+            out.append([t.message])
+        elif t.p < cut:
+            out.append([f"{t.message}; Holm over the claim's {m} cells"])
+        else:
+            out.append([])
+    return out
+
+
 def _row(
-    claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, primary, k, shared, differ
+    claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, primary, k, shared, differ, steady=None
 ) -> dict[str, Any] | None:
     cell = _cell_label(group, shared)
     inter = claim.interaction
@@ -279,7 +303,7 @@ def _row(
             test += "; against A and its A/A twin (intersection-union)"
     if primary and k > 1:
         test += f"; Bonferroni over the claim's {k} primary cells"
-    miss, unchecked = regime.check(claim.preconditions, pa, pb)
+    miss, unchecked = regime.check(claim.preconditions, pa, pb, steady)
     miss += regime.throttled_await(claim.quantity, pa, pb)
     if claim.quantity in SERIES_QUANTITIES:
         # B's steadiness is the response under test, never a precondition: a reader sees it beside the

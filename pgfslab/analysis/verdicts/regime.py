@@ -40,23 +40,26 @@ miss gives the CPUs' I/O wait beside it as evidence, the device decides. CPU-bou
 busy at most `CPU_BOUND` and the CPUs busy at least `CPU_BUSY` of all CPU time (a run whose clients wait on
 I/O or on each other leaves the CPUs idle or in I/O wait); where CPU time was not sampled (raw folders from
 before the /proc/stat sampler) the device alone decides, and the check says so. A magnetic-class device does
-at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200 rpm disk: 100-200). Steady unless more of a
-side's runs are flagged than stationary runs of their length would be: MSER-5 on a short series is close to a
-coin toss (it calls 45 % of perfectly stationary 18-sample series "not steady"; stats.series.mser_null_rate),
-so a share of flagged runs means something only against that rate (one-sided binomial test, `STEADY_ALPHA`).
+at most `MAGNETIC_IOPS` random reads per second at QD1 (a 7,200 rpm disk: 100-200). Steady unless more of
+the reference side's runs are flagged than stationary runs would be: MSER-5 on a short series is close to a
+coin toss (it calls 45 % of perfectly stationary 18-sample series "not steady", more of autocorrelated ones),
+so each run's flag is set against the rate of stationary AR(1) series of its length and its own estimated
+lag-1 coefficient (stats.series.mser_null_rate, ar1_phi), and the number flagged gets an exact one-sided
+Poisson-binomial p (`steady_test`); evaluate controls the family of a claim's cells (Holm, `STEADY_ALPHA`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-from scipy.stats import binom
 
 from pgfslab.analysis import queries as data
 from pgfslab.analysis import stats
 from pgfslab.analysis.cpu_time import CPU_MEASURES, cpu_measures
 from pgfslab.analysis.device import device_table, has_baseline
+from pgfslab.analysis.stats.series import PHI_STEP
 from pgfslab.analysis.wal_device import device_roles
 
 IO_BOUND = 0.5
@@ -72,9 +75,9 @@ PRECONDITIONS = {
     "cpu_bound": f"CPU-bound: the data device busy <= {CPU_BOUND:.0%} of the run and the CPUs busy (neither idle "
     f"nor in I/O wait) >= {CPU_BUSY:.0%} of all CPU time (/proc/stat; median of the reference side A's runs): a run "
     "that leaves a fifth of the CPUs' time idle waits on something else",
-    "steady": "steady: no more of the reference side A's runs flagged not steady by MSER-5 than stationary runs "
-    f"of their length are (one-sided binomial test, alpha {STEADY_ALPHA:g}); B's steadiness is the response "
-    "under test, shown beside the verdict",
+    "steady": "steady: no more of the reference side A's runs flagged not steady by MSER-5 than stationary "
+    "AR(1) runs of their length and autocorrelation are (Poisson-binomial test, Holm over the claim's cells at "
+    f"alpha {STEADY_ALPHA:g}); B's steadiness is the response under test, shown beside the verdict",
     "magnetic_device": f"a magnetic-class data device: <= {MAGNETIC_IOPS} random 8 kB reads/s at QD1 (device baseline)",
     "snapshots_alive": f"{SNAPSHOTS_ALIVE} snapshots alive at once during the run (the talk's schedule)",
     "checkpoints": "runs that span checkpoints: at least one completed per run (median of the reference side A's runs)",
@@ -102,6 +105,7 @@ MEASURES: dict[str, Any] = {
     "checkpoints": pl.Int64,
     "steady": pl.Boolean,
     "steady_n": pl.Int64,
+    "steady_phi": pl.Float64,
     "snapshots_alive": pl.Int64,
     "randread_qd1_iops": pl.Float64,
     "read_await_ckpt": pl.Float64,
@@ -273,16 +277,23 @@ def alive_at_once(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def steadiness(series: pl.DataFrame, trim_s: float) -> pl.DataFrame:
-    """Per run: did MSER-5 find a steady state in its per-second throughput after `trim_s` seconds, and on
-    how many samples (`steady_n`: what the check's false alarm rate depends on)?"""
+    """Per run: did MSER-5 find a steady state in its per-second throughput after `trim_s` seconds, on how
+    many samples (`steady_n`), and the lag-1 coefficient of its AR(1) noise (`steady_phi`, stats.ar1_phi,
+    from first differences): what the check's false-alarm rate depends on."""
+    schema = {"run_id": pl.Utf8, "steady": pl.Boolean, "steady_n": pl.Int64, "steady_phi": pl.Float64}
     if series.height == 0:
-        return pl.DataFrame(schema={"run_id": pl.Utf8, "steady": pl.Boolean, "steady_n": pl.Int64})
+        return pl.DataFrame(schema=schema)
     kept = stats.trim_warmup(series.select("run_id", "t_s", "tps"), trim_s)
     steady = (
         stats.apply_steady_state(kept, "tps", "t_s", by=["run_id"]).group_by("run_id").agg(pl.col("steady").first())
     )
-    n = kept.filter(pl.col("tps").is_not_null()).group_by("run_id").agg(pl.len().cast(pl.Int64).alias("steady_n"))
-    return steady.join(n, on="run_id", how="left")
+    values = kept.filter(pl.col("tps").is_not_null()).sort("run_id", "t_s")
+    n = values.group_by("run_id").agg(
+        pl.len().cast(pl.Int64).alias("steady_n"),
+        pl.col("tps").map_batches(lambda s: pl.Series([stats.ar1_phi(s.to_numpy())]), returns_scalar=True,
+                                  return_dtype=pl.Float64).alias("steady_phi"),
+    )  # fmt: skip
+    return steady.join(n, on="run_id", how="left").cast(schema)  # type: ignore[arg-type]
 
 
 def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -377,26 +388,54 @@ def _iowait_evidence(a: pl.DataFrame) -> str:
     return "" if wait is None else f"; the CPUs in I/O wait {wait:.0%} of their time"
 
 
-def steady_check(label: str, side: pl.DataFrame) -> list[str]:
-    """The steady precondition for one side: more of its runs flagged not steady by MSER-5 than stationary
-    runs of their length would be (one-sided binomial test at STEADY_ALPHA against `mser_null_rate`), or
-    runs too short for MSER-5 to say anything."""
-    v = side["steady"].drop_nulls() if "steady" in side.columns else pl.Series([], dtype=pl.Boolean)
-    if v.len() == 0:
-        return [f"the steady state of side {label} could not be checked: no per-second throughput"]
-    n = _median(side, "steady_n")
-    if n is None:
-        return [f"the steady state of side {label} could not be checked: the runs' series lengths are unknown"]
-    null = stats.mser_null_rate(int(n))
-    if null >= 1.0:
-        return [f"the steady state of side {label} could not be checked: {n:.0f} samples per run, too few for "
-                "MSER-5 ever to find a steady state (15 at least)"]  # fmt: skip
-    flagged = int((~v).sum())
-    p = float(binom.sf(flagged - 1, v.len(), null)) if flagged else 1.0
-    if p >= STEADY_ALPHA:
-        return []
-    return [f"not steady: {flagged} of {v.len()} runs of side {label} found no steady state (MSER-5), where "
-            f"stationary runs of {n:.0f} samples are flagged {null:.0%} of the time (binomial p = {p:.3f})"]  # fmt: skip
+@dataclass(frozen=True)
+class SteadyTest:
+    """One side's steady-state test: `p` (None: it could not be checked, `message` says why) and the
+    message a flagged side gets."""
+
+    p: float | None
+    message: str
+
+
+def steady_test(label: str, side: pl.DataFrame) -> SteadyTest:
+    """Are more of a side's runs flagged not steady by MSER-5 than stationary runs would be? Each run's own
+    null rate (`stats.mser_null_rate` at its length and its AR(1) coefficient, on the PHI_STEP grid), and
+    the exact one-sided p of the number flagged (Poisson-binomial). Runs too short for MSER-5 ever to
+    find a steady state carry no information and are left out."""
+    v = side["steady"] if "steady" in side.columns else pl.Series([], dtype=pl.Boolean)
+    if v.drop_nulls().len() == 0:
+        return SteadyTest(None, f"the steady state of side {label} could not be checked: no per-second throughput")
+    if "steady_n" not in side.columns or side["steady_n"].drop_nulls().len() == 0:
+        return SteadyTest(None, f"the steady state of side {label} could not be checked: the runs' series "
+                          "lengths are unknown")  # fmt: skip
+    phi = side["steady_phi"] if "steady_phi" in side.columns else pl.Series([None] * side.height, dtype=pl.Float64)
+    runs = [
+        (bool(s), int(n), stats.mser_null_rate(int(n), round(round((f or 0.0) / PHI_STEP) * PHI_STEP, 2)))
+        for s, n, f in zip(v, side["steady_n"], phi)
+        if s is not None and n is not None
+    ]
+    usable = [(s, n, r) for s, n, r in runs if r < 1.0]
+    if not usable:
+        n = _median(side, "steady_n")
+        return SteadyTest(None, f"the steady state of side {label} could not be checked: {n:.0f} samples per run, "
+                          "too few for MSER-5 ever to find a steady state (15 at least)")  # fmt: skip
+    flagged = sum(not s for s, _, _ in usable)
+    p = stats.poisson_binomial_sf(flagged, [r for *_, r in usable])
+    rate = sum(r for *_, r in usable) / len(usable)
+    n_med, phi_med = _median(side, "steady_n"), _median(side, "steady_phi")
+    ar = f", AR(1) φ {phi_med:.2f} (median)" if phi_med is not None else ""
+    return SteadyTest(p, f"not steady: {flagged} of {len(usable)} runs of side {label} found no steady state "
+                      f"(MSER-5), where stationary runs of their length and autocorrelation ({n_med:.0f} samples"
+                      f"{ar}) are flagged {rate:.0%} of the time (Poisson-binomial p = {p:.3f})")  # fmt: skip
+
+
+def steady_check(label: str, side: pl.DataFrame, alpha: float = STEADY_ALPHA) -> list[str]:
+    """The steady precondition for one side at `alpha`: the miss, or why it could not be checked (empty when
+    the side is steady)."""
+    t = steady_test(label, side)
+    if t.p is None:
+        return [t.message]
+    return [t.message] if t.p < alpha else []
 
 
 def _separate_budgets(a: pl.DataFrame) -> list[str]:
@@ -414,7 +453,9 @@ def _separate_budgets(a: pl.DataFrame) -> list[str]:
             "one disk"]  # fmt: skip
 
 
-def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) -> tuple[list[str], list[str]]:
+def check(
+    names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame, steady: list[str] | None = None
+) -> tuple[list[str], list[str]]:
     """The cell's runs against the claim's preconditions: (what the cell misses, with the measured reason;
     notes on a check made with less than the lab samples today). A miss means "not tested in the seed's
     regime", and so does a precondition that could not be checked at all (no device baseline, no diskstats,
@@ -423,7 +464,8 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
     A precondition asks whether the seed's mechanism could act, so it is measured on the conditions (the
     device baseline, the snapshot schedule, the files' size: both sides) and on the reference side A, never
     on the response under test: a treatment that idles the device or unsettles the throughput must not
-    silence its own finding."""
+    silence its own finding. `steady`: the steady check's outcome when the caller decided it over several
+    cells at once (evaluate: Holm over a claim's cells)."""
     miss: list[str] = []
     unchecked: list[str] = []
     for name in names:
@@ -440,7 +482,7 @@ def check(names: tuple[str, ...] | list[str], a: pl.DataFrame, b: pl.DataFrame) 
                 miss += m
                 unchecked += u
         elif name == "steady":
-            miss += steady_check("A", a)
+            miss += steady_check("A", a) if steady is None else steady
         elif name == "magnetic_device":
             iops = [_median(s, "randread_qd1_iops") for s in (a, b)]
             known = [x for x in iops if x is not None]
