@@ -202,3 +202,19 @@ def test_the_host_probe_does_its_fixed_work_on_every_cpu() -> None:
     cpus = os.cpu_count() or 1
     assert out["work"].endswith(f"on {cpus} threads") and out["wall_s"] > 0
     assert out["mib_per_s"] * out["wall_s"] == pytest.approx(cpus * cpu_probe.ROUNDS * cpu_probe.BUFFER_MIB)
+
+
+def test_a_runs_length_is_its_own_and_a_skipped_round_is_no_commit() -> None:
+    """btrfs-compression's select-only runs last 20 s in a study of 15 s runs: run.json's top-level duration_s
+    is the run's own; `run.duration_s` is the study default (all an older run.json has)."""
+    from pgfslab.ingest.run_rows import run_row
+    from pgfslab.paper.testbed import lab_commit
+
+    rec = {"run_id": "x.ro.c4.r1", "study": "t", "target": "x", "status": "ok", "duration_s": 20,
+           "run": {"duration_s": 15}}  # fmt: skip
+    assert run_row(rec)["duration_s"] == 20
+    assert run_row({k: v for k, v in rec.items() if k != "duration_s"})["duration_s"] == 15
+    ran = {"status": "ok", "git": {"commit": "2ba1787aed79ffff", "dirty": False}}
+    skipped = {"status": "skipped"}  # a round the precision target skipped: no code ran, no commit
+    assert lab_commit([ran, ran, skipped]) == "2ba1787aed79"
+    assert lab_commit([ran, {"status": "ok"}]) == "2ba1787aed79, unknown — 2 commits over the runs"

@@ -63,7 +63,8 @@ def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
         "predecessor": (rec.get("predecessor") or {}).get("target"),
         "host_speed": (rec.get("host_probe") or {}).get("mib_per_s"),
         "burn_in": bool(rec.get("burn_in", False)),
-        "duration_s": (rec.get("run") or {}).get("duration_s"),
+        # the run's own length (a workload may set its own); older run.json files have only the study's
+        "duration_s": rec.get("duration_s", (rec.get("run") or {}).get("duration_s")),
         "scale": (rec.get("dataset") or {}).get("scale"),
         "rung": rec.get("rung"),
         "dataset_bytes": (rec.get("target_setup") or {}).get("database_bytes_loaded"),

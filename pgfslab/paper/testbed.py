@@ -5,6 +5,7 @@ from the provenance records the lab writes with each run (run.json) and target (
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import polars as pl
 
@@ -47,13 +48,19 @@ def _facts(ctx: Context) -> dict[str, str]:
         for k in ("python", "polars", "duckdb", "scipy", "altair", "snakemake", "papermill")
         if tools.get(k)
     )
-    commits = sorted({(r.get("git") or {}).get("commit") or "unknown" for r in ctx.records.values()})
-    dirty = any((r.get("git") or {}).get("dirty") for r in ctx.records.values())
-    facts["Lab commit"] = ", ".join(c[:12] for c in commits) + (" (uncommitted changes)" if dirty else "")
-    if len(commits) > 1:
-        facts["Lab commit"] += f" — {len(commits)} commits over the runs"
+    facts["Lab commit"] = lab_commit(list(ctx.records.values()))
     del git
     return facts
+
+
+def lab_commit(records: list[dict[str, Any]]) -> str:
+    """The lab commits the runs ran at, short, in order; "unknown" for a run that ran without one recorded.
+    A round the precision target skipped ran no code and records no commit: it is not counted."""
+    ran = [r for r in records if r.get("status") != "skipped"]
+    commits = sorted({(r.get("git") or {}).get("commit") or "unknown" for r in ran})
+    dirty = any((r.get("git") or {}).get("dirty") for r in ran)
+    out = ", ".join(c[:12] for c in commits) + (" (uncommitted changes)" if dirty else "")
+    return out + (f" — {len(commits)} commits over the runs" if len(commits) > 1 else "")
 
 
 def _builds(ctx: Context) -> str:
