@@ -58,8 +58,9 @@ pub.figure(
     "seed_verdicts",
     "What this study says of each seed's findings, in the seed's own condition: how many hold (the seed's number "
     "inside the lab's interval, or its direction where it gave no number), show a smaller or larger effect, the "
-    "opposite, are not resolved, were not in the seed's regime, were not tested by its runs, can be judged only "
-    "from a figure, or cannot be tested on this kind of machine.",
+    "opposite, are not resolved, were not in the seed's regime, can be judged only from a figure, or cannot be "
+    "tested on this kind of machine (findings this study's runs do not reach at all are named in one sentence "
+    "below, not counted).",
 )
 
 # %% [markdown]
@@ -97,8 +98,11 @@ pub.table(
     table.findings_table(results, seed_claims),
     caption="Every finding of the seed(s) this machine can test: the finding (our wording), the seed's own number, "
     "the conditions under which its mechanism acts, and what this study made of it in the seed's own condition "
-    "(or why it was not tested: not by this study's runs, or only a figure can speak to it, and which).",
+    "(or why it has no verdict: only a figure can speak to it, and which).",
 )
+untested = table.untested_sentence(results)
+if untested:
+    pub.text(untested)
 
 # %%
 gone = table.not_reproducible(seed_claims)
@@ -108,7 +112,7 @@ if gone.height:
 # %%
 tally = evaluate.summary(results)
 status = table.claim_status(results, seed_claims)
-said = {s: int(n) for s, n in status.group_by("status").len().iter_rows()}
+said = {s: int(n) for s, n in status.group_by("status").len().iter_rows() if s != table.NOT_IN_STUDY}
 parts = ", ".join(f"{n} {s}" for s, n in sorted(said.items(), key=lambda kv: -kv[1]))
 pub.text(
     f"Of {len(seed_claims)} findings of seed(s) {', '.join(cfg.get('seeds') or [])}, {tally.height} were set against "

@@ -146,6 +146,16 @@ def test_untested_and_figure_only_claims_say_so():
         "c": "not tested in this study",
         "q": "only a figure: fs_micro's statfs figure",
     }
+    # a finding the study's runs do not reach is neither a row nor a count: one sentence says which
+    cs = [
+        claim(),
+        claim(id="q", quantity="qualitative", expect=None, band=None, match={}, figure="fs_micro's statfs figure"),
+    ]
+    assert table.findings_table(res, cs)["claim"].to_list() == ["q"]
+    assert "not tested in this study" not in table.status_counts(res, cs)["status"].to_list()
+    assert table.untested_sentence(res) == (
+        "1 of the seeds' findings need runs this study does not make, and are neither counted nor listed above: `c`."
+    )
 
 
 def test_the_shipped_claims_are_well_formed():

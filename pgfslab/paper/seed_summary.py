@@ -15,7 +15,7 @@ import polars as pl
 
 from pgfslab import paths
 from pgfslab.analysis.report import markdown_table
-from pgfslab.analysis.verdicts.table import STATUS_ORDER
+from pgfslab.analysis.verdicts.table import NOT_IN_STUDY, STATUS_ORDER
 from pgfslab.errors import LabError
 
 START = "<!-- seed-summary:start (written by `pgfslab seed-summary` from the studies' verdict tables; do not edit) -->"
@@ -140,8 +140,15 @@ def overview(studies: list[StudyVerdicts]) -> pl.DataFrame:
 
 def _own(v: pl.DataFrame) -> pl.DataFrame:
     """The rows of the seed's own condition (role primary) and the claims without a cell; context cells are
-    in the study's paper, never part of a claim's verdict."""
-    return v.filter(pl.col("role").is_null() | (pl.col("role") == "primary")) if "role" in v.columns else v
+    in the study's paper, never part of a claim's verdict. A claim the study's runs do not reach at all is
+    no row (`_untested`): a count of what a study could not test is padding."""
+    own = v.filter(pl.col("role").is_null() | (pl.col("role") == "primary")) if "role" in v.columns else v
+    return own.filter(pl.col("verdict") != NOT_IN_STUDY)
+
+
+def _untested(v: pl.DataFrame) -> list[str]:
+    """The claims the study's runs do not reach, by id."""
+    return v.filter(pl.col("verdict") == NOT_IN_STUDY)["claim"].unique(maintain_order=True).to_list()
 
 
 def _kinds(v: pl.DataFrame) -> pl.Series:
@@ -191,6 +198,13 @@ def summary_markdown(studies: list[StudyVerdicts]) -> str:
     ]
     for s in studies:
         parts += [f"### `{s.study}`", markdown_table(study_rows(s))]
+        untested = _untested(s.verdicts)
+        if untested:
+            parts.append(
+                f"{len(untested)} claims of its seeds need runs this study does not make (counted nowhere above): "
+                + ", ".join(f"`{c}`" for c in untested)
+                + "."
+            )
     return "\n\n".join(parts)
 
 

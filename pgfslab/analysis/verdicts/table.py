@@ -24,8 +24,10 @@ VERDICT_COLORS = {
     R.NOT_IN_REGIME: "#457b9d",
     R.ONCE: "#e9c46a",
 }
-# every status a claim can have, from agreement to no test at all: the verdicts, then why there is none
-STATUS_ORDER = [*VERDICT_COLORS, "context only", "not tested in this study", "only a figure", "not reproducible here"]
+NOT_IN_STUDY = "not tested in this study"
+# every status a claim can have in a chart or a count; a claim this study's runs do not reach at all (NOT_IN_STUDY)
+# is said in one sentence (`untested_sentence`), never counted: a count of what a study could not test is padding
+STATUS_ORDER = [*VERDICT_COLORS, "context only", "only a figure", "not reproducible here"]
 MIXED_STATUS = "mixed: the seed's cells disagree (each in the table)"
 # quantities drawn on the forest's B/A axis (a saving is B's own; the rank-test floor and the crash check are
 # not ratios)
@@ -148,7 +150,8 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
 def findings_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     """Every reproducible finding of the study's seeds: the finding, the seed's own number, its preconditions,
     and what this study made of it in the seed's own condition (the primary cells' verdicts, with the number of
-    context cells shown beside them), or why it was not tested."""
+    context cells shown beside them), or why it was not tested; a finding this study's runs do not reach at
+    all is left to `untested_sentence`."""
     judged = results.filter(pl.col("role").is_not_null())
     prim = judged.filter(pl.col("role") == "primary")
     per = prim.group_by("claim", maintain_order=True).agg(
@@ -165,6 +168,7 @@ def findings_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     return (
         _claim_frame([c for c in claims if c.reproducible_here])
         .join(outcome, on="claim", how="left")
+        .filter(pl.col("verdict_text").ne_missing(NOT_IN_STUDY))
         .join(ctx, on="claim", how="left")
         .select(
             "claim",
@@ -279,8 +283,29 @@ def claim_status(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
 
 
 def status_counts(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
-    """Per seed and status (`claim_status`): how many findings (a claim counts once)."""
-    return claim_status(results, claims).group_by("seed", "status").len("findings").sort("seed", "status")
+    """Per seed and status (`claim_status`): how many findings (a claim counts once), those this study's runs
+    do not reach left out."""
+    return (
+        claim_status(results, claims)
+        .filter(pl.col("status") != NOT_IN_STUDY)
+        .group_by("seed", "status")
+        .len("findings")
+        .sort("seed", "status")
+    )
+
+
+def untested_sentence(results: pl.DataFrame) -> str | None:
+    """The findings this study's runs do not reach, in one sentence (None when there are none)."""
+    ids = results.filter(pl.col("role").is_null() & (pl.col("verdict") == NOT_IN_STUDY))["claim"].unique(
+        maintain_order=True
+    )
+    if ids.len() == 0:
+        return None
+    listed = ", ".join(f"`{c}`" for c in ids)
+    return (
+        f"{ids.len()} of the seeds' findings need runs this study does not make, and are neither counted nor "
+        f"listed above: {listed}."
+    )
 
 
 def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
@@ -291,7 +316,7 @@ def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
     # a claim whose primary cells disagree (e.g. "not resolved / opposite direction") is one category here:
     # each combination in its own grey was unreadable, and the verdict table beside the chart has every cell
     domain = [*STATUS_ORDER, MIXED_STATUS]
-    colors = [*VERDICT_COLORS.values(), "#ced4da", "#48cae4", "#c77dff", "#7b2cbf", "#6c757d"]
+    colors = [*VERDICT_COLORS.values(), "#ced4da", "#c77dff", "#7b2cbf", "#6c757d"]
     counts = (
         status_counts(results, claims)
         .with_columns(pl.when(pl.col("status").is_in(STATUS_ORDER)).then("status").otherwise(pl.lit(MIXED_STATUS)))
