@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from pgfslab.analysis import report
+from pgfslab.analysis.verdicts.claims import seed_runs
 from pgfslab.config.model import Precision, RunSettings
 from pgfslab.paper.context import Context, show, workload_what
 
@@ -53,6 +54,22 @@ def _workload_rows(ctx: Context) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def seed_lengths(ctx: Context) -> pl.DataFrame:
+    """Per seed the study names: what it ran and for how long (claims.seed_runs), and this study's run
+    lengths (the runs' own duration_s, shortest to longest)."""
+    mine = ctx.runs.filter(pl.col("status") != "skipped")["duration_s"].drop_nulls()
+    here = "–" if mine.len() == 0 else (
+        f"{mine.min():g} s" if mine.min() == mine.max() else f"{mine.min():g}–{mine.max():g} s"
+    )  # fmt: skip
+    wanted = set(ctx.cfg.seeds or ())
+    rows = [
+        {"seed": r["seed"], "the seed ran": r["ran"], "its runs": r["length"], "this study's runs": here}
+        for r in seed_runs()
+        if r["seed"] in wanted
+    ]
+    return pl.DataFrame(rows, schema={k: pl.Utf8 for k in ("seed", "the seed ran", "its runs", "this study's runs")})
+
+
 def _headline_kinds(ctx: Context) -> str:
     kinds = {
         "pgbench": "pgbench's transactions per second without connection time",
@@ -89,6 +106,16 @@ difference between targets{_order_sentence(ctx)}
             "cell and target, and how each run was driven.",
         )
     )
+    lengths = seed_lengths(ctx)
+    if lengths.height:
+        show(
+            report.markdown_table(
+                lengths,
+                caption="How long the seeds this study tests ran their workloads, as each seed says, beside this "
+                "study's own run lengths (every workload's measured window, the shortest to the longest): a "
+                "finding about sustained writing or jitter over time was made over the seed's runs, not the lab's.",
+            )
+        )
     if not _headline_kinds(ctx):  # durability checks only: no throughput, nothing to trim or compare
         show("""**What is measured.** No throughput: every run is a durability check (crash, restart,
 verification), described with its results in the durability section. Its counts are exact, not estimates: every

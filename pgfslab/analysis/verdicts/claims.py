@@ -184,6 +184,21 @@ def claims(path: Path = CLAIMS) -> tuple[Claim, ...]:
     return out
 
 
+SEED_RUNS = Path(__file__).with_name("seed_runs.yaml")
+
+
+@cache
+def seed_runs(path: Path = SEED_RUNS) -> tuple[dict[str, Any], ...]:
+    """How long each seed ran its workloads, as it says (`seed_runs.yaml`): seed, ran, length, seconds (null
+    where the seed gives no length), where."""
+    items = yaml_text.safe_load(path.read_text())
+    for item in items:
+        missing = {"seed", "ran", "length", "seconds", "where"} - set(item)
+        if missing:
+            raise LabError(f"{path}: seed {item.get('seed')!r}: missing {', '.join(sorted(missing))}")
+    return tuple(items)
+
+
 def for_seeds(seeds: list[str]) -> list[Claim]:
     """The claims of the seeds a study reproduces (its config's `seeds`)."""
     return [c for c in claims() if c.seed in seeds]
