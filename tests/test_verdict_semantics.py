@@ -490,7 +490,16 @@ def write(tmp_path: Path, **changes) -> Path:
     [
         ({"b": {"fs": "ext4", "mount_options": ["data=writeback"]}}, "side b: keys mount_options are not facts"),
         ({"threshold": 2.0}, "unknown keys threshold"),
-        ({"expect": "same"}, "needs its band and band_why"),
+        ({"expect": "same"}, "needs its band .* and band_why"),
+        ({"expect": "same", "band": [1.1, 1.5], "band_why": "w"}, "needs its band .* around 1"),
+        ({"size": "hugely"}, "size 'hugely' is not one of"),
+        (
+            {"expect": "same", "band": 0.1, "band_why": "w", "size": "much"},
+            "size .* belongs to a claim that B is greater",
+        ),
+        ({"seed_value": [2.0, 1.5]}, "a range \\[lo, hi\\] with lo < hi"),
+        ({"seed_value": [0.8, 1.5]}, "contradicts expect: greater"),
+        ({"lab_own": " "}, "lab_own says why"),
         ({"seed_value": 0.5}, "seed_value 0.5 contradicts expect: greater"),
         ({"match": {}}, "needs match, or figure"),
         ({"preconditions": ["hot"]}, "preconditions: unknown hot"),
@@ -646,3 +655,37 @@ def test_a_claims_cells_share_the_steady_checks_error_rate() -> None:
     two = pl.concat([one, one.with_columns(pl.lit(4, pl.Int64).alias("clients"), pl.col("run_id") + "c4")])
     out = evaluate.evaluate(two, c)
     assert out.height == 2 and R.NOT_IN_REGIME not in out["verdict"].to_list()
+
+
+# ------------------------------------------------------------------ the seed's size as it said it
+
+
+def test_the_seeds_words_of_size_and_ranges_as_ranges_of_b_over_a() -> None:
+    # one rule: small words reach an effect factor of 1.25, large words start there; for a claim that B is
+    # less than A the factor is A/B, so "a bit slower" is B/A in [1/1.25, 1) = [0.8, 1)
+    assert claim(expect="less", size="a bit").seed_range == pytest.approx((0.8, 1.0))
+    assert claim(expect="greater", size="much").seed_range == (1.25, math.inf)
+    assert claim(expect="less", size="substantially").seed_range == (0.0, 0.8)
+    assert claim(expect="greater", seed_value=[52.7, 93.4], size="much").seed_range == (52.7, 93.4)  # a number wins
+    assert claim(expect="greater").seed_range is None
+    assert claim(expect="same", band=[0.67, 1.5], band_why="w").band_range == (0.67, 1.5)
+    assert claim(expect="same", band=0.1, band_why="w").band_range == pytest.approx((0.9, 1.1))
+    # zfs at 0.44 [0.38, 0.53] against the talk's "a bit slower": far more than a bit
+    v = judge(ci(0.44, 0.38, 0.53), "less", claim(expect="less", size="a bit").seed_range)
+    assert v.category == R.LARGER and "against the seed's 0.80–1.00" in v.text
+
+
+def test_a_crash_check_of_the_labs_own_stack_is_never_the_seeds_verdict() -> None:
+    from pgfslab.analysis.verdicts import table
+
+    c = claim(id="own", quantity="durability", expect=None, match={"tool": "durability"}, lab_own="another stack",
+              b={"synchronous_commit": "on"}, no_preconditions_why="w")  # fmt: skip
+    crashes = pl.DataFrame({"target": ["ext4"] * 2, "crash": ["power-loss"] * 2, "synchronous_commit": ["on"] * 2,
+                            "violations": [0, 0], "lost_ids": [0, 0], "lost_within_window": [0, 0]})  # fmt: skip
+    res = evaluate.evaluate_all(pl.DataFrame(), [c], durability_runs=crashes)
+    assert res["role"].to_list() == [evaluate.OWN_ROLE] and res["verdict"][0] == R.HOLDS
+    assert table.claim_status(res, [c])["status"].to_list() == [table.OWN_STATUS]
+    assert table.status_counts(res, [c]).height == 0  # not counted among the seed's verdicts
+    assert table.findings_table(res, [c])["here (the seed's own condition)"][0].startswith(
+        "the lab's own finding, on its own stack: holds"
+    )

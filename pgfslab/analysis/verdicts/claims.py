@@ -1,9 +1,11 @@
 """The seeds' findings as claims the lab can test (`claims.yaml` beside this module).
 
 Each claim: its seed, the finding in one line (our words; the seed's own number quoted with where it is,
-and `seed_value`, that number as B/A where the seed gave one), what it compares (sides A and B, by keys
-the run facts know), which quantity, and what it expects of B/A: `greater` or `less` than 1, or `same`
-(equivalence within 1 ± `band`, the lab's choice, `band_why` saying why). `primary` is the seed's own
+and `seed_value`, that number or range as B/A where the seed gave one, else `size`, its words of size, read
+by one rule: SIZE_WORDS), what it compares (sides A and B, by keys the run facts know), which quantity, and
+what it expects of B/A: `greater` or `less` than 1, or `same` (equivalence within `band`, 1 ± a number or
+[lo, hi], from the seed's words and numbers, `band_why` saying how; docs/claims.md). `lab_own` marks a
+finding about the lab's own stack rather than the seed's. `primary` is the seed's own
 condition (its cell: regime, clients, workload kind, settings): only that cell gives the claim's verdict,
 the others are context. `preconditions` name what must hold for the seed's mechanism to act (I/O-bound,
 steady, a magnetic-class device, ...; `regime.PRECONDITIONS`), checked per cell from what the samplers
@@ -20,6 +22,7 @@ cannot use is an error naming the file and the claim (nothing is silently droppe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -49,6 +52,16 @@ QUANTITIES = (
     *SPECIAL,
 )
 EXPECTS = ("greater", "less", "same")
+# The one rule that reads a seed's words of size (docs/claims.md): the effect as a factor >= 1 (B/A for a claim
+# that B is greater, A/B for one that it is less), split at SMALL_EDGE. The talk calls a 10 % gap "fairly small"
+# (seed 000, line 36) and no seed calls a gap of a quarter or more small; words of a large effect start where
+# the small ones end, so the two never overlap and neither is stricter than a seed's own number.
+SMALL_EDGE = 1.25
+SMALL, LARGE = (1.0, SMALL_EDGE), (SMALL_EDGE, math.inf)
+SIZE_WORDS: dict[str, tuple[float, float]] = {
+    "a bit": SMALL, "slightly": SMALL, "fairly small": SMALL, "somewhat": SMALL, "modestly": SMALL,
+    "much": LARGE, "substantially": LARGE, "significantly": LARGE, "massive": LARGE, "dramatic": LARGE,
+}  # fmt: skip
 # what tells a target apart, and what a run is (per workload or per target); `clients` for a claim across
 # thread counts
 TARGET_KEYS = ("fs", "compression", "fillfactor", "snapshots", "recordsize", "data_mode")
@@ -59,7 +72,7 @@ SEED_ONLY_KEYS = ("device", "backend", "block_size", "l2arc", "volume", "checkpo
 PRIMARY_KEYS = ("regime", "clients", "kind", "rung", *RUN_KEYS)
 REQUIRED = ("id", "seed", "claim", "where", "seed_number", "quantity", "a", "b", "workload", "expect")
 OPTIONAL = (
-    "seed_value", "band", "band_why", "reproducible_here", "why_not", "match", "primary", "preconditions",
+    "seed_value", "band", "band_why", "size", "lab_own", "reproducible_here", "why_not", "match", "primary", "preconditions",
     "interaction", "figure", "no_preconditions_why",
 )  # fmt: skip
 MATCH_KEYS = ("tool", "kinds", "ops", "clients")
@@ -77,8 +90,10 @@ class Claim:
     b: dict[str, Any]
     workload: str
     expect: str | None  # None for a qualitative claim
-    seed_value: float | None = None
-    band: float | None = None
+    seed_value: float | list[float] | None = None  # a number, or the [lo, hi] range the seed gave
+    band: float | list[float] | None = None  # 1 ± band, or [lo, hi] of B/A
+    size: str | None = None  # the seed's own words of size, read by SIZE_WORDS
+    lab_own: str | None = None  # the lab's own finding, not the seed's: why (what the seed's stack was)
     band_why: str | None = None
     reproducible_here: bool = True
     why_not: str | None = None
@@ -91,18 +106,28 @@ class Claim:
 
     @property
     def seed_range(self) -> tuple[float, float] | None:
-        """The seed's own size of the effect as B/A: (v, v) for one number; None where the seed gave none (the
-        claim is then tested for its direction only)."""
-        if self.seed_value is None:
+        """The seed's own size of the effect as B/A: (v, v) for one number, (lo, hi) for a range it gave, else
+        its words of size (`size`) by the lab's one rule (SIZE_WORDS) in the claim's direction; None where the
+        seed gave no size (the claim is then tested for its direction only). A number wins over words."""
+        v = self.seed_value
+        if isinstance(v, list):
+            return float(min(v)), float(max(v))
+        if v is not None:
+            return float(v), float(v)
+        if self.size is None or self.expect not in ("greater", "less"):
             return None
-        return float(self.seed_value), float(self.seed_value)
+        lo, hi = SIZE_WORDS[self.size]
+        return (lo, hi) if self.expect == "greater" else (1 / hi, 1 / lo)
 
     @property
     def band_range(self) -> tuple[float, float] | None:
-        """An equivalence claim's band of B/A: (1 - band, 1 + band)."""
-        if self.band is None:
+        """An equivalence claim's band of B/A: (1 - band, 1 + band), or the [lo, hi] the claim gives."""
+        b = self.band
+        if b is None:
             return None
-        return 1 - float(self.band), 1 + float(self.band)
+        if isinstance(b, list):
+            return float(min(b)), float(max(b))
+        return 1 - float(b), 1 + float(b)
 
 
 def _fail(path: Path, cid: Any, what: str) -> LabError:
@@ -125,13 +150,32 @@ def _check(item: dict[str, Any], path: Path) -> Claim:
     reproducible = item.get("reproducible_here", True)
     if not reproducible and not item.get("why_not"):
         raise _fail(path, cid, "not reproducible here, but no why_not")
-    if expect == "same" and not (isinstance(item.get("band"), (int, float)) and item.get("band_why")):
-        raise _fail(path, cid, "an equivalence claim (expect: same) needs its band and band_why")
+    band = item.get("band")
+    band_ok = isinstance(band, (int, float)) or (
+        isinstance(band, list)
+        and len(band) == 2
+        and all(isinstance(x, (int, float)) for x in band)
+        and band[0] < 1 < band[1]
+    )
+    if expect == "same" and not (band_ok and item.get("band_why")):
+        raise _fail(path, cid, "an equivalence claim (expect: same) needs its band (a number, or [lo, hi] around 1) "
+                    "and band_why")  # fmt: skip
+    size = item.get("size")
+    if size is not None and size not in SIZE_WORDS:
+        raise _fail(path, cid, f"size {size!r} is not one of {', '.join(SIZE_WORDS)}")
+    if size is not None and expect not in ("greater", "less"):
+        raise _fail(path, cid, "size (the seed's words of size) belongs to a claim that B is greater or less")
+    own = item.get("lab_own")
+    if own is not None and not (isinstance(own, str) and own.strip()):
+        raise _fail(path, cid, "lab_own says why the finding is the lab's own, not the seed's")
     if expect != "same" and item.get("band") is not None:
         raise _fail(path, cid, "a band belongs to an equivalence claim (expect: same) only")
     sv = item.get("seed_value")
-    if sv is not None and expect in ("greater", "less") and quantity not in (*SPECIAL, "saving"):
-        if not (sv > 1 if expect == "greater" else sv < 1):
+    if isinstance(sv, list) and not (len(sv) == 2 and all(isinstance(x, (int, float)) for x in sv) and sv[0] < sv[1]):
+        raise _fail(path, cid, f"seed_value {sv}: a number, or a range [lo, hi] with lo < hi")
+    values = sv if isinstance(sv, list) else [] if sv is None else [sv]
+    if values and expect in ("greater", "less") and quantity not in (*SPECIAL, "saving"):
+        if not all(v > 1 if expect == "greater" else v < 1 for v in values):
             raise _fail(path, cid, f"seed_value {sv} contradicts expect: {expect}")
     for side in ("a", "b"):
         keys = set(item[side] or {})

@@ -42,6 +42,9 @@ from pgfslab.analysis.verdicts.labels import (  # noqa: F401  (re-exported: the 
 )
 
 CELL_DIMS = ("kind", "clients", "rung", "regime")
+# the role of a cell whose claim is the lab's own finding (Claim.lab_own): tested in the seed's condition, but on
+# the lab's stack, not the seed's, so never counted as the seed's verdict
+OWN_ROLE = "the lab's own"
 # the facts column each quantity compares (B/A of it, except `saving`: B's own)
 VALUE = {
     "ratio": "value",
@@ -384,8 +387,8 @@ def rank_test_floor(claim: Claim) -> pl.DataFrame:
     n = 3  # the seed's n = 3 + 3
     floor = float(min_possible_p(n, n))
     agrees = floor >= 0.05
-    text = (f"holds: with {n}+{n} runs the smallest exact two-sided p is {floor:.3f} (the seed's table: "
-            f"p={claim.seed_value:.3f} on every row), never below 0.05")  # fmt: skip
+    text = (f"holds: with {n}+{n} runs the smallest exact two-sided p is {floor:.3f}, never below 0.05 (the "
+            f"seed's table: {claim.seed_number})")  # fmt: skip
     v = R.Verdict(R.HOLDS if agrees else R.OPPOSITE, "agrees" if agrees else "opposite", "inside", text)
     return pl.DataFrame([{
         "claim": claim.id, "seed": claim.seed, "cell": f"{n}+{n} runs", "role": "primary", "compared": "exact U test",
@@ -413,6 +416,11 @@ def evaluate_all(
             rows = evaluate(facts, c, alpha)
         else:
             rows = pl.DataFrame(schema=RESULT_SCHEMA)
+        if c.lab_own and not rows.is_empty():
+            # a finding about the lab's own stack, not the seed's: never the seed's verdict (table.OWN_ROLE)
+            rows = rows.with_columns(
+                pl.when(pl.col("role") == "primary").then(pl.lit(OWN_ROLE)).otherwise(pl.col("role")).alias("role")
+            )
         if rows.is_empty():
             why = f"only a figure: {c.figure}" if c.figure and not c.match else "not tested in this study"
             rows = pl.DataFrame([{"claim": c.id, "seed": c.seed, "verdict": why, "verdict_text": why}],

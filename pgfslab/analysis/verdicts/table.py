@@ -10,6 +10,7 @@ import polars as pl
 
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.claims import Claim
+from pgfslab.analysis.verdicts.evaluate import OWN_ROLE
 from pgfslab.analysis.verdicts.regime import PRECONDITIONS
 
 VERDICT_COLORS = {
@@ -25,6 +26,9 @@ VERDICT_COLORS = {
     R.ONCE: "#e9c46a",
 }
 NOT_IN_STUDY = "not tested in this study"
+# a claim that is the lab's own finding (Claim.lab_own: crash checks of the lab's own devices, where the seed's
+# claim was about another stack): shown and labelled, never counted among the seed's verdicts
+OWN_STATUS = "the lab's own finding"
 # every status a claim can have in a chart or a count; a claim this study's runs do not reach at all (NOT_IN_STUDY)
 # is said in one sentence (`untested_sentence`), never counted: a count of what a study could not test is padding
 STATUS_ORDER = [*VERDICT_COLORS, "context only", "only a figure", "not reproducible here"]
@@ -54,15 +58,22 @@ def expects(c: Claim) -> str:
     if c.quantity in ("durability", "rank_test_floor", "qualitative"):
         return "—"
     if c.expect == "same":
-        return f"{what} within 1 ± {c.band:g} (the lab's band: {c.band_why})"
+        lo, hi = c.band_range or (math.nan, math.nan)
+        return f"{what} within [{lo:.2f}, {hi:.2f}] (band: {c.band_why})"
     side = "> 1" if c.expect == "greater" else "< 1"
+    seed = c.seed_range
     if c.quantity == "saving":
-        side = "> 0"
-        return f"{what} {side}" + (f"; the seed's {100 * c.seed_value:.0f} %" if c.seed_value is not None else "")
-    tail = (
-        f"; the seed's {c.seed_value:g}" if c.seed_value is not None else " (direction only: the seed gave no number)"
-    )
-    return f"{what} {side}{tail}"
+        said = (
+            ""
+            if seed is None
+            else (f"{100 * seed[0]:.0f} %" if seed[0] == seed[1] else f"{100 * seed[0]:.0f}–{100 * seed[1]:.0f} %")
+        )
+        return f"{what} > 0" + (f"; the seed's {said}" if said else "")
+    if seed is None:
+        return f"{what} {side} (direction only: the seed gave no size)"
+    if c.seed_value is None and c.size:
+        return f"{what} {side}; the seed's '{c.size}' ({R.range_text(seed)}, the lab's rule for words of size)"
+    return f"{what} {side}; the seed's {R.range_text(seed)}"
 
 
 def _claim_frame(claims: list[Claim]) -> pl.DataFrame:
@@ -153,7 +164,12 @@ def findings_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     context cells shown beside them), or why it was not tested; a finding this study's runs do not reach at
     all is left to `untested_sentence`."""
     judged = results.filter(pl.col("role").is_not_null())
-    prim = judged.filter(pl.col("role") == "primary")
+    prim = judged.filter(pl.col("role").is_in(["primary", OWN_ROLE])).with_columns(
+        pl.when(pl.col("role") == OWN_ROLE)
+        .then(pl.lit("the lab's own finding, on its own stack: ") + pl.col("verdict_text"))
+        .otherwise(pl.col("verdict_text"))
+        .alias("verdict_text")
+    )
     per = prim.group_by("claim", maintain_order=True).agg(
         pl.col("verdict_text").unique(maintain_order=True).str.join(" | ")
     )
@@ -211,16 +227,27 @@ def _present(domain: list[str], colors: list[str], drawn: pl.Series) -> tuple[li
 
 def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     """Each judged claim and cell: B/A (or the ratio of ratios) with its interval on a log axis, coloured by
-    verdict; a grey rule at 1, a black tick at the seed's own number, grey ticks at an equivalence band, a wide
+    verdict; a grey rule at 1, black ticks at the seed's own size (its number, or the ends of its range), grey ticks at an equivalence band, a wide
     pale bar at the cell's A/A control (A's twin against A, its interval). A cell outside the seed's regime is drawn hollow and faint: its estimate is
     shown, not judged."""
     import altair as alt
 
+    def finite(v: float | None) -> float | None:
+        return v if v is not None and math.isfinite(v) and v > 0 else None
+
+    rows = []
+    for c in claims:
+        seed = c.seed_range if c.quantity not in NOT_ON_AXIS else None
+        band = c.band_range
+        rows.append({
+            "claim": c.id, "seed_tick": finite(seed[0]) if seed else None,
+            "seed_tick_hi": finite(seed[1]) if seed and seed[1] != seed[0] else None,
+            "band_lo": band[0] if band else None, "band_hi": band[1] if band else None,
+        })  # fmt: skip
     marks = pl.DataFrame(
-        [{"claim": c.id, "seed_tick": c.seed_value if c.quantity not in NOT_ON_AXIS else None,
-          "band_lo": 1 - c.band if c.band else None, "band_hi": 1 + c.band if c.band else None} for c in claims],
-        schema={"claim": pl.Utf8, "seed_tick": pl.Float64, "band_lo": pl.Float64, "band_hi": pl.Float64},
-    )  # fmt: skip
+        rows,
+        schema={"claim": pl.Utf8, **dict.fromkeys(("seed_tick", "seed_tick_hi", "band_lo", "band_hi"), pl.Float64)},
+    )
     df = forest_rows(results, claims).drop("seed_value").join(marks, on="claim")
     if df.is_empty():
         return None
@@ -240,7 +267,10 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     fill = alt.Fill("verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), legend=None)
     base = alt.Chart(df)
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#bbb").encode(x="x:Q")
-    seed = base.mark_tick(color="black", thickness=2, size=14).encode(y=y, x="seed_tick:Q")
+    # the seed's size: one tick at its number, or both ends of the range it gave (or its words of size reach)
+    seed = base.mark_tick(color="black", thickness=2, size=14).encode(y=y, x="seed_tick:Q") + base.mark_tick(
+        color="black", thickness=2, size=14
+    ).encode(y=y, x="seed_tick_hi:Q")
     band = base.mark_tick(color="#888", thickness=1, size=14).encode(y=y, x="band_lo:Q") + base.mark_tick(
         color="#888", thickness=1, size=14
     ).encode(y=y, x="band_hi:Q")
@@ -269,7 +299,13 @@ def claim_status(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
         .group_by("claim", maintain_order=True)
         .agg(pl.col("verdict").unique(maintain_order=True).str.join(" / ").alias("status"))
     )
-    ctx_only = judged.select("claim").unique().join(prim, on="claim", how="anti")
+    own = (
+        judged.filter(pl.col("role") == OWN_ROLE)
+        .select("claim")
+        .unique()
+        .with_columns(pl.lit(OWN_STATUS).alias("status"))
+    )
+    ctx_only = judged.select("claim").unique().join(prim, on="claim", how="anti").join(own, on="claim", how="anti")
     rest = results.filter(pl.col("role").is_null()).select(
         "claim", pl.when(pl.col("verdict").str.starts_with("only a figure")).then(pl.lit("only a figure"))
         .otherwise(pl.col("verdict")).alias("status"))  # fmt: skip
@@ -278,7 +314,7 @@ def claim_status(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
         schema={"claim": pl.Utf8, "status": pl.Utf8},
     )
     seeds = pl.DataFrame([{"claim": c.id, "seed": c.seed} for c in claims], schema={"claim": pl.Utf8, "seed": pl.Utf8})
-    both = pl.concat([prim, ctx_only.with_columns(pl.lit("context only").alias("status")), rest, gone])
+    both = pl.concat([prim, ctx_only.with_columns(pl.lit("context only").alias("status")), own, rest, gone])
     return both.join(seeds, on="claim")
 
 
@@ -287,7 +323,7 @@ def status_counts(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     do not reach left out."""
     return (
         claim_status(results, claims)
-        .filter(pl.col("status") != NOT_IN_STUDY)
+        .filter(~pl.col("status").is_in([NOT_IN_STUDY, OWN_STATUS]))
         .group_by("seed", "status")
         .len("findings")
         .sort("seed", "status")
