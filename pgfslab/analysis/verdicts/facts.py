@@ -111,10 +111,9 @@ def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bytes(value: Any) -> int | None:
-    try:
-        return parse_bytes(value) if value is not None else None
-    except Exception:
-        return None
+    """A byte count the run recorded (validated when the study was): one that does not parse is an error
+    naming it, never a silent null."""
+    return parse_bytes(value) if value is not None else None
 
 
 def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
