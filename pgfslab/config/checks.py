@@ -302,23 +302,28 @@ def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: s
             raise LabError(f"{source}: workloads.{name}.rungs: {wrong} not rungs of this study ({have})")
 
 
+def _settings_given(study: StudyConfig, target: str) -> list[tuple[str, Any]]:
+    """Where a target's cluster gets PostgreSQL settings from, by key path: the study's, the target's, and
+    each workload's that runs on it."""
+    given = [
+        ("postgres.settings", study.postgres.settings),
+        (f"targets.{target}.postgres_settings", study.targets[target].postgres_settings),
+    ]
+    return given + [
+        (f"workloads.{w}.postgres_settings", wl.postgres_settings)
+        for w, wl in study.workloads.items()
+        if wl.targets is None or target in wl.targets
+    ]
+
+
 def _check_pg_settings(study: StudyConfig, source: str) -> None:
     """Every PostgreSQL setting a target's cluster gets (the study's, the target's, each workload's) is one its
     major has (pgfslab.config.pg_settings); a target of no named major is left to its server."""
-    for name, spec in study.targets.items():
+    for name in study.targets:
         major = study.pg_version_of(name)
         if major is None:
             continue
-        given = [
-            ("postgres.settings", study.postgres.settings),
-            (f"targets.{name}.postgres_settings", spec.postgres_settings),
-        ]
-        given += [
-            (f"workloads.{w}.postgres_settings", wl.postgres_settings)
-            for w, wl in study.workloads.items()
-            if wl.targets is None or name in wl.targets
-        ]
-        for where, settings in given:
+        for where, settings in _settings_given(study, name):
             for key in settings or {}:
                 why = pg_settings.problem(key, major)
                 if why:
@@ -347,16 +352,7 @@ def _check_builds(study: StudyConfig, source: str) -> None:
             )
         if versions.installed_here(major) or major in versions.PINNED_WITH_LIBURING:
             continue
-        given = [
-            ("postgres.settings", study.postgres.settings),
-            (f"targets.{name}.postgres_settings", spec.postgres_settings),
-        ]
-        given += [
-            (f"workloads.{w}.postgres_settings", wl.postgres_settings)
-            for w, wl in study.workloads.items()
-            if wl.targets is None or name in wl.targets
-        ]
-        for key_path, settings in given:
+        for key_path, settings in _settings_given(study, name):
             if str((settings or {}).get("io_method", "")).lower() == "io_uring":
                 raise LabError(
                     f"{source}: {key_path}.io_method: io_uring needs a build with liburing; the pinned PostgreSQL "
