@@ -258,6 +258,24 @@ def _print_durability(raw: Path) -> None:
         )
 
 
+def cmd_disk_validate(args: argparse.Namespace) -> int:
+    from pgfslab.run import disk_validation
+
+    overrides = json.loads(args.device_model) if args.device_model else None
+    result = disk_validation.validate(
+        seconds=args.seconds,
+        size_gb=args.size_gb,
+        overrides=overrides,
+        throttle=not args.no_throttle,
+        own_cost=not args.no_own_cost,
+        quick=args.quick,
+    )
+    md = disk_validation.write(result, args.out)
+    print(md.read_text(), end="")
+    print(f"# written: {md} and {md.with_suffix('.json')}", file=sys.stderr)
+    return 0 if result["ok"] else 1
+
+
 def cmd_seed_summary(args: argparse.Namespace) -> int:
     from pgfslab.paper import seed_summary
 
@@ -315,6 +333,19 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("status", help="runs done/failed/missing of a study, and leftovers")
     p.add_argument("--config", type=Path, required=True)
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "disk-validate",
+        help="check the emulated disk (device_profile: hdd) with fio against its model and datasheet (root, FUSE)",
+    )
+    p.add_argument("--seconds", type=float, default=5, help="per fio job (default 5)")
+    p.add_argument("--size-gb", type=float, default=4, help="the scratch image's size (default 4, a target's)")
+    p.add_argument("--device-model", default=None, help="overrides as JSON, e.g. '{\"span\": 0.25}'")
+    p.add_argument("--quick", action="store_true", help="random reads, sequential reads and the mixed pair only")
+    p.add_argument("--no-throttle", action="store_true", help="skip the hdd-throttle contrast")
+    p.add_argument("--no-own-cost", action="store_true", help="skip the daemon's own cost without backing I/O")
+    p.add_argument("--out", type=Path, default=Path("build/disk-validation"), help="validation.md and .json")
+    p.set_defaults(func=cmd_disk_validate)
 
     p = sub.add_parser("seed-summary", help="write docs/seed-studies.md's summary from the studies' verdict tables")
     p.add_argument("--root", type=Path, default=Path("."), help="where build/<study>/ and data/<study>.duckdb are")
