@@ -102,3 +102,74 @@ def test_a_daemon_left_by_a_killed_lab_is_stopped_by_the_next_one(tmp_path):
         assert not _leftovers(tmp_path)
     finally:
         orphan.stop()
+
+
+# --- a target on the emulated disk, through the lab's own mount and release -------------------------------
+
+
+def _target_spec(fs: str = "ext4") -> dict:
+    return {"fs": fs, "size_gb": 0.25, "mkfs_options": [], "mount_options": [], "direct_io": True,
+            "device_profile": "hdd"}  # fmt: skip
+
+
+@needs_root
+@pytest.mark.parametrize("fs", ["ext4", "btrfs"])
+def test_a_target_on_the_disk_is_mounted_recorded_and_released(tmp_path, fs):
+    """The target's loop device is attached (direct I/O) to the daemon's file, the mount records the model
+    and the daemon, a synced write reaches the disk's counters; after the block nothing is left: no loop
+    device, no mount, no daemon."""
+    from pgfslab.host import target_create, target_mount, target_release
+
+    wd = tmp_path / "work" / "study1"
+    wd.mkdir(parents=True)
+    s = _target_spec(fs)
+    try:
+        target_create.create(wd, "t", s)
+        with target_mount.mounted(wd, "t", s, "nobody") as m:
+            assert m.disk is not None and m.direct_io is True
+            assert loop_devices.backed_by(disk_daemon.files(wd, "t").file) == [m.device]
+            assert m.disk["model"]["drive"].startswith("Seagate Constellation")
+            before = disk_daemon.counters("t")
+            with open(m.path / "f", "wb") as fh:
+                fh.write(os.urandom(1 << 20))
+                fh.flush()
+                os.fsync(fh.fileno())
+            d = disk_daemon.delta(before, disk_daemon.counters("t"))
+            assert d is not None and d["write_bytes"] >= 1 << 20 and d["write_service_ns"] > 0
+            pid = m.disk["daemon"]["pid"]
+        assert not disk_daemon._is_daemon(pid)
+        assert not _leftovers(tmp_path) and disk_daemon.current("t") is None
+    finally:
+        target_release.release(wd, "t")
+    assert not _leftovers(tmp_path)
+
+
+@needs_root
+def test_a_daemon_dying_under_a_mounted_file_system_is_named_and_everything_released(tmp_path):
+    """SIGKILL of the daemon while ext4 is mounted on its loop device: the file system's I/O fails, the lab
+    names the dead daemon, and leaving the block unmounts, detaches and unmounts the dead FUSE mount."""
+    from pgfslab.host import target_create, target_mount, target_release
+
+    wd = tmp_path / "work" / "study1"
+    wd.mkdir(parents=True)
+    s = _target_spec()
+    try:
+        target_create.create(wd, "t", s)
+        with pytest.raises(LabError, match="emulated disk's daemon of target t .* was killed by signal 9"):
+            with target_mount.mounted(wd, "t", s, "nobody") as m:
+                disk = disk_daemon.current("t")
+                assert disk is not None
+                os.kill(disk.pid or 0, signal.SIGKILL)
+                disk._proc.wait(10)  # type: ignore[union-attr]
+                with pytest.raises(OSError):  # the file system's I/O fails (the open itself, or the write)
+                    fd = os.open(m.path / "g", os.O_CREAT | os.O_WRONLY | os.O_DIRECT)
+                    try:
+                        os.write(fd, memoryview(bytearray(4096)))
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                disk_daemon.require_alive("t")
+        assert not _leftovers(tmp_path)
+    finally:
+        target_release.release(wd, "t")
+    assert not _leftovers(tmp_path)

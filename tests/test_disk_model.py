@@ -67,10 +67,19 @@ def test_rotation_is_deterministic_from_the_angle():
     t = ov + sk + rot + tr
     (ov2, sk2, rot2, tr2), head = m.service(True, 1 << 30, 8192, t, head)
     assert sk2 == 0 and ov2 + rot2 + tr2 == pytest.approx(m.rev_ns, rel=1e-6)
-    (ov3, sk3, rot3, tr3), head = m.service(False, (1 << 30) + 8192, 1 << 20, t + 1e6, head)
+    (ov3, sk3, rot3, tr3), head = m.service(False, (1 << 30) + 8192, 1 << 20, t, head)
     assert (ov3, sk3, rot3) == (0, 0, 0) and tr3 == pytest.approx(
         (1 << 20) / m.rate_at(m.radial(1 << 30)) * 1e9, rel=1e-3
     )
+    # a write continuing the previous one, arriving after it completed: its sector has passed (no write
+    # cache), so it waits for it to come round; queued behind it, it would have paid the transfer only
+    t2 = t + ov3 + sk3 + rot3 + tr3
+    end = (1 << 30) + 8192 + (1 << 20)
+    (ov4, sk4, rot4, tr4), after = m.service(True, end, 8192, t2 + 100e3, head, queued=False)
+    assert sk4 == 0 and ov4 > 0 and rot4 == pytest.approx(m.rev_ns - ov4 - 100e3, rel=1e-6)
+    assert m.service(True, end, 8192, t2, head, queued=True)[0][:3] == (0, 0, 0)
+    assert m.service(False, end, 8192, t2 + 100e3, head, queued=False)[0][:3] == (0, 0, 0)
+    head = after
     rng = random.Random(3)
     rots = []
     for _ in range(2000):
@@ -127,14 +136,14 @@ def test_the_daemon_computes_what_the_python_model_computes():
             if off + length > m.size:
                 off = 0
             t += rng.randrange(0, 30_000_000)
-            reqs.append((rng.random() < 0.4, off, length, t))
+            reqs.append((rng.random() < 0.4, off, length, t, rng.random() < 0.5))
             end = off + length
-        text = "".join(f"{'w' if w else 'r'} {o} {n} {t}\n" for w, o, n, t in reqs)
+        text = "".join(f"{'w' if w else 'r'} {o} {n} {t} {int(q)}\n" for w, o, n, t, q in reqs)
         cmd = [str(disk_daemon.binary()), "--trace", f"--size={m.size}", *m.daemon_args()]
         out = subprocess.run(cmd, input=text, capture_output=True, text=True, check=True).stdout.splitlines()
         assert len(out) == len(reqs)
         head = None
-        for (w, o, n, t), line in zip(reqs, out, strict=True):
-            parts, head = m.service(w, o, n, t, head)
+        for (w, o, n, t, q), line in zip(reqs, out, strict=True):
+            parts, head = m.service(w, o, n, t, head, q)
             got = [float(v) for v in line.split()[:4]]
-            assert got == pytest.approx(list(parts), abs=1.0), (w, o, n, t)
+            assert got == pytest.approx(list(parts), abs=1.0), (w, o, n, t, q)

@@ -144,7 +144,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _status(study: Study) -> int:
-    from pgfslab.host import mounts, target_paths
+    from pgfslab.host import disk_daemon, mounts, target_paths
 
     raw = study.raw_dir
     runs = study.runs
@@ -200,6 +200,9 @@ def _status(study: Study) -> int:
     wd = study.work_dir
     left = [
         str(target_paths.mountpoint(wd, t)) for t in study.targets if mounts.is_mounted(target_paths.mountpoint(wd, t))
+    ]
+    left += [  # an emulated disk's daemon that a hard kill left serving
+        str(f.mountpoint) for t in study.targets if mounts.is_mounted((f := disk_daemon.files(wd, t)).mountpoint)
     ]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")

@@ -6,7 +6,10 @@ arithmetic in Python, so the lab can say what the daemon should do (the validati
 tests that compare the two).
 
 One request at a time, from one queue shared by reads and writes. A request that starts where the previous
-one ended is sequential: it pays its transfer only. Any other pays
+one ended is sequential and pays its transfer only, if it is a read (the drive's read-ahead holds it) or was
+already queued when the previous one completed (the head is on its sector as it finishes); a write that
+continues the previous one but came after it finds its sector passed and, with no write cache, waits for it to
+come round like any other request (a single-stream fsync loop commits once a revolution). Any other pays
 
 * the command overhead (the datasheet's access time minus its seek time),
 * a seek over the distance from the head's cylinder: settle + a·sqrt(cylinders) for short seeks, linear for
@@ -258,9 +261,12 @@ class Model:
 
     @property
     def tracks(self) -> float:
-        """Revolutions of media across the full stroke: the capacity over the mean bytes per revolution."""
-        mean_rate = self.rate_outer * (1 - self.k / 2)
-        return self.drive.capacity_gb * 1e9 / (mean_rate * self.rev_ns / 1e9)
+        """Revolutions of the file's own media across the full stroke: the sector angle of an offset is the time
+        to stream the file up to it at the zones' rates, in revolutions (so that a transfer moves the sector
+        under the head exactly as far as the platter turns). For a partition of the file's size these are the
+        drive's tracks; a file stretched over more of the stroke has its tracks spread over it."""
+        span = self.span
+        return self.size / ((span - self.k * span * span / 2) * self.rate_outer * self.rev_ns / 1e9)
 
     @property
     def span(self) -> float:
@@ -317,13 +323,16 @@ class Model:
         times = sum(1 / self.rate_at(self.radial(lo + (hi - lo) * (i + 0.5) / n)) for i in range(n)) / n
         return 1 / times / 1e6
 
-    def service(self, write: bool, offset: int, length: int, t_ns: float, head: tuple[int, float] | None) -> Any:
+    def service(
+        self, write: bool, offset: int, length: int, t_ns: float, head: tuple[int, float] | None, queued: bool = True
+    ) -> Any:
         """One request's (overhead, seek, rotation, transfer) in ns and the head after it, as the daemon
-        computes them: `head` is (end offset, radial position) of the previous request, None at start."""
+        computes them: `head` is (end offset, radial position) of the previous request, None at start;
+        `queued`: the request was waiting when the previous one completed."""
         x = self.radial(offset)
         x_end = self.radial(offset + length)
         transfer = length / self.rate_at((x + x_end) / 2) * 1e9
-        if head is not None and head[0] == offset:
+        if head is not None and head[0] == offset and (queued or not write):
             return (0.0, 0.0, 0.0, transfer), (offset + length, x_end)
         overhead = self.drive.overhead_ms * 1e6
         n = abs(x - (head[1] if head else 0.0)) * self.drive.cylinders

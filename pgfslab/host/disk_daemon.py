@@ -368,6 +368,15 @@ def served(workdir: Path, name: str, image: Path, model: Model, *, discard: bool
             f.mountpoint.rmdir()  # only ever removes the empty mount point
 
 
+def stop_current(name: str) -> list[str]:
+    """Stop this process's daemon for target `name` if its block did not (an interrupted cleanup): after the
+    loop devices on its file are detached."""
+    disk = _CURRENT.pop(name, None)
+    if disk is None:
+        return []
+    return [*disk.stop(), f"stopped the disk daemon pid {disk.pid} of target {name}"]
+
+
 def require_alive(name: str) -> None:
     """LabError if this process's disk daemon for target `name` died."""
     disk = _CURRENT.get(name)

@@ -38,8 +38,8 @@ from pgfslab.errors import LabError
 from pgfslab.host import cgroups, disk_daemon, loop_devices, safety
 
 Wrap = Callable[[list[str]], list[str]]
-PRESET = "constellation-7200"  # the disk `device_profile: hdd` stands for
-THROTTLE = "hdd"  # the blkio throttle profile compared against
+PRESET = device_profiles.DISKS["hdd"]  # the disk `device_profile: hdd` stands for
+THROTTLE = "hdd-throttle"  # the blkio throttle profile compared against
 
 
 @dataclass
@@ -98,7 +98,7 @@ def simulate_mixed(
     while t < end:
         write, off, length, arrival = queue.pop(0)
         start = max(t, arrival)
-        parts, head = m.service(write, off, length, start, head)
+        parts, head = m.service(write, off, length, start, head, queued=arrival <= t)
         t = start + sum(parts)
         if write:
             written += length

@@ -7,7 +7,9 @@
  * the disk's one queue, shared by reads and writes). Each request costs what the model says
  * (pgfslab/config/disk_model.py computes the parameters from a named drive's datasheet):
  *
- *   sequential (starts where the previous request ended): transfer only;
+ *   sequential (starts where the previous request ended) and either a read (the drive's read-ahead has
+ *              it) or already queued when the previous one completed (the head is on its sector):
+ *              transfer only;
  *   otherwise: command overhead + seek(distance in cylinders, read or write curve) + rotational wait
  *              (deterministic: the platter's angle is the monotonic clock modulo one revolution, the
  *              target sector's angle follows from its offset on the zoned track layout) + transfer at
@@ -24,7 +26,7 @@
  * time it waited for work, how many requests were already queued when the head became free, and the
  * daemon's own CPU time. With --series FILE one CSV line per second of the same counters' increments.
  *
- * --trace: no FUSE; read "r|w offset length time_ns" lines from stdin and print each request's modelled
+ * --trace: no FUSE; read "r|w offset length time_ns queued(0|1)" lines from stdin and print each request's modelled
  * service (overhead seek rotation transfer, in ns): the lab's tests compare it with the Python model.
  */
 #define FUSE_USE_VERSION 34
@@ -36,6 +38,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,9 +55,10 @@
 #define INO_DISK 2
 #define INO_STATS 3
 #define MAX_IO (1u << 20) /* the kernel's FUSE request limit (256 pages) */
-/* a request picked up this soon after the previous reply was already queued: the head went on
- * without pausing (the gap is this daemon's reply and receive, not idle time) */
-#define BACKLOG_NS 100000LL
+/* a request the receive found already waiting (no wait for it) was queued when the previous one completed
+ * and the head goes on without pausing, unless that was long ago (other requests, e.g. of the stats file,
+ * were served in between); the bound covers the kernel's copy of a 1 MiB write into this process */
+#define BACKLOG_NS 2000000LL
 
 typedef struct {
     double a, b, c, e, n0; /* seek(n) = a + b sqrt(n) for n <= n0 cylinders, c + e n beyond (ms) */
@@ -68,7 +72,7 @@ typedef struct {
     double k;           /* 1 - inner rate / outer rate: the rate falls linearly with the radius */
     double span;        /* share of the full stroke the file covers, from the outer edge */
     double cylinders;   /* cylinders across the full stroke (the seek curve's distance unit) */
-    double tracks;      /* revolutions of media across the full stroke (the angle's unit) */
+    double tracks;      /* revolutions of the file's media across the full stroke (the angle's unit) */
     seek_curve seek_read, seek_write;
     int write_cache;
     /* state */
@@ -99,6 +103,7 @@ static char *iobuf;
 static struct fuse_session *session;
 static FILE *series;
 static int64_t t_start, t_last_reply, t_next_series;
+static int received_waiting; /* the request being served was already in the queue when the receive began */
 static int last_was_write;
 static char stats_text[8192];
 
@@ -154,14 +159,17 @@ typedef struct {
     int sequential, same_cylinder;
 } service;
 
-/* the service of one request starting at `t` (ns, monotonic): also moves the head */
-static service model_request(int is_write, uint64_t offset, uint64_t len, int64_t t) {
+/* the service of one request starting at `t` (ns, monotonic) that was (`queued`) or was not already waiting
+ * when the previous one completed: also moves the head */
+static service model_request(int is_write, uint64_t offset, uint64_t len, int64_t t, int queued) {
     service s = {0};
     double x = radial((double)offset);
     double x_end = radial((double)(offset + len));
     double mid = 0.5 * (x + x_end);
     s.transfer = (double)len / rate_at(mid) * 1e9;
-    if (M.head_end >= 0 && (uint64_t)M.head_end == offset) {
+    /* a write that continues the previous one but came after it completed finds its sector passed:
+     * without a write cache it waits for it to come round again, as any other request */
+    if (M.head_end >= 0 && (uint64_t)M.head_end == offset && (queued || !is_write)) {
         s.sequential = 1;
     } else {
         s.overhead = M.overhead_ns;
@@ -348,14 +356,28 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     }
     fi->direct_io = 1; /* no page cache for either file: every read and write reaches the model */
     fi->keep_cache = 0;
-    if (ino == INO_STATS) format_stats(stats_text, sizeof(stats_text));
-    fuse_reply_open(req, fi);
+    if (ino == INO_STATS) {
+        format_stats(stats_text, sizeof(stats_text));
+        fuse_reply_open(req, fi);
+        return;
+    }
+    /* The disk also gets FOPEN_PARALLEL_DIRECT_WRITES (kernel 6.2+; libfuse 3.14 has no field for it, so the
+     * open reply is written here, as fuse_reply_open would, plus that flag): without it the kernel takes the
+     * inode's lock for each direct write until the reply, so the loop device's writes reach the queue one
+     * at a time however many it has in flight, and a stream of sequential writes would look idle between
+     * them (each arriving after the previous completed) instead of queued. */
+    struct {
+        uint64_t fh;
+        uint32_t open_flags;
+        uint32_t padding;
+    } out = {.fh = fi->fh, .open_flags = (1u << 0) /* FOPEN_DIRECT_IO */ | (1u << 6) /* PARALLEL_DIRECT_WRITES */};
+    fuse_reply_buf(req, (const char *)&out, sizeof(out));
 }
 
 /* the head's work on one request: its modelled completion, the data moved, the reply at that time */
 static void serve(fuse_req_t req, int is_write, const char *wbuf, size_t size, off_t off) {
     int64_t picked = now_ns();
-    int queued = picked - t_last_reply < BACKLOG_NS && C.requests > 0;
+    int queued = received_waiting && picked - t_last_reply < BACKLOG_NS && C.requests > 0;
     if (off < 0 || (uint64_t)off >= M.size) {
         if (is_write)
             fuse_reply_err(req, ENOSPC);
@@ -367,7 +389,7 @@ static void serve(fuse_req_t req, int is_write, const char *wbuf, size_t size, o
     /* a request that was already queued starts when the previous one ended: the few microseconds
      * this daemon spent replying and receiving are not the disk's */
     int64_t start = queued ? t_last_reply : picked;
-    service s = model_request(is_write, (uint64_t)off, size, start);
+    service s = model_request(is_write, (uint64_t)off, size, start, queued);
     double total = s.overhead + s.seek + s.rotation + s.transfer;
     int64_t deadline = start + (int64_t)total;
 
@@ -526,8 +548,9 @@ static int trace(void) {
     char op;
     unsigned long long off, len;
     long long t;
-    while (scanf(" %c %llu %llu %lld", &op, &off, &len, &t) == 4) {
-        service s = model_request(op == 'w', off, len, t);
+    int queued;
+    while (scanf(" %c %llu %llu %lld %d", &op, &off, &len, &t, &queued) == 5) {
+        service s = model_request(op == 'w', off, len, t, queued);
         printf("%.1f %.1f %.1f %.1f %d\n", s.overhead, s.seek, s.rotation, s.transfer, s.sequential);
     }
     return 0;
@@ -628,17 +651,22 @@ int main(int argc, char **argv) {
     t_next_series = t_start + 1000000000LL;
     struct fuse_buf buf = {.mem = NULL};
     int rc = 0;
-    /* a blocking receive, no poll(): one system call and one context switch fewer per request (idle
-     * seconds of the series are written when the next request comes, or at exit) */
+    /* before each (blocking) receive, a poll() that does not wait says whether a request is already in the
+     * kernel's queue: one that is was queued when the previous one completed, and the head goes on without
+     * a pause (the time the receive takes, e.g. the kernel's copy of a large write, is not idle time) */
+    int fd = fuse_session_fd(session);
     while (!fuse_session_exited(session)) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pending = poll(&pfd, 1, 0) > 0;
         int64_t before = now_ns();
         int res = fuse_session_receive_buf(session, &buf);
-        C.idle_ns += (uint64_t)(now_ns() - before);
+        if (!pending) C.idle_ns += (uint64_t)(now_ns() - before);
         if (res == -EINTR) continue;
         if (res <= 0) {
             rc = res < 0 ? -res : 0;
             break;
         }
+        received_waiting = pending;
         fuse_session_process_buf(session, &buf);
     }
     series_tick(now_ns());
