@@ -87,7 +87,7 @@ typedef struct {
     uint64_t sequential, seeks, same_cylinder;
     uint64_t overhead_ns, seek_ns, rotation_ns, transfer_ns;
     uint64_t read_service_ns, write_service_ns;
-    uint64_t read_busy_ns, write_busy_ns, idle_ns;
+    uint64_t read_busy_ns, write_busy_ns;
     uint64_t queued, queued_reads, reads_after_write;
     uint64_t late, late_ns;
     uint64_t backing_errors;
@@ -103,7 +103,8 @@ static char *iobuf;
 static struct fuse_session *session;
 static FILE *series;
 static int64_t t_start, t_last_reply, t_next_series;
-static int received_waiting; /* the request being served was already in the queue when the receive began */
+static int next_queued; /* a request was waiting in the kernel's queue when the last reply was sent */
+static int fuse_fd = -1;
 static int last_was_write;
 static char stats_text[8192];
 
@@ -113,16 +114,14 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* sleep until `t`: aimed early by the timer's usual wake-up delay (a few tens of microseconds on a VM),
- * so that replies leave on time on average instead of always late by that delay */
-static void sleep_until(int64_t t) {
-    int64_t aim = t - wake_ns;
+/* sleep until `aim` (the caller aims early by the usual delay between the aim and its reply going out: the
+ * timer's wake-up, a few tens of microseconds on a VM, and the poll before the reply), so that replies leave
+ * on time on average instead of always late by that delay */
+static void sleep_until(int64_t aim) {
     if (aim <= now_ns()) return;
     struct timespec ts = {.tv_sec = aim / 1000000000LL, .tv_nsec = aim % 1000000000LL};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
-    int64_t late = now_ns() - aim;
-    if (late >= 0 && late < 2000000) wake_ns += (late - wake_ns) / 8;
 }
 
 static void die(const char *fmt, ...) {
@@ -212,7 +211,8 @@ static int format_stats(char *out, size_t n) {
         "\nbacking_errors %" PRIu64 "\ncpu_user_ns %" PRIu64 "\ncpu_sys_ns %" PRIu64 "\nwrite_cache %d\n",
         t - t_start, C.requests, C.reads, C.writes, C.flushes, C.read_bytes, C.write_bytes, C.sequential, C.seeks,
         C.same_cylinder, C.overhead_ns, C.seek_ns, C.rotation_ns, C.transfer_ns, C.read_service_ns,
-        C.write_service_ns, C.read_busy_ns, C.write_busy_ns, C.idle_ns, C.queued, C.queued_reads,
+        C.write_service_ns, C.read_busy_ns, C.write_busy_ns,
+        (uint64_t)(t - t_start) - C.read_busy_ns - C.write_busy_ns, C.queued, C.queued_reads,
         C.reads_after_write, C.late, C.late_ns, C.backing_errors, cpu_ns(1), cpu_ns(0), M.write_cache);
 }
 
@@ -377,7 +377,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 /* the head's work on one request: its modelled completion, the data moved, the reply at that time */
 static void serve(fuse_req_t req, int is_write, const char *wbuf, size_t size, off_t off) {
     int64_t picked = now_ns();
-    int queued = received_waiting && picked - t_last_reply < BACKLOG_NS && C.requests > 0;
+    int queued = next_queued && picked - t_last_reply < BACKLOG_NS && C.requests > 0;
     if (off < 0 || (uint64_t)off >= M.size) {
         if (is_write)
             fuse_reply_err(req, ENOSPC);
@@ -409,11 +409,20 @@ static void serve(fuse_req_t req, int is_write, const char *wbuf, size_t size, o
     if (done >= 0 && (size_t)done < size && is_write) err = EIO;
 
     int64_t ready = now_ns();
+    int64_t aim = deadline - wake_ns;
     if (ready > deadline) {
         C.late++;
         C.late_ns += (uint64_t)(ready - deadline);
     } else {
-        sleep_until(deadline);
+        sleep_until(aim);
+    }
+    /* is the next request already queued? Asked before this reply goes out: one the application issues
+     * in answer to it arrives after the head has passed its sector, however fast it comes */
+    struct pollfd pfd = {.fd = fuse_fd, .events = POLLIN};
+    next_queued = poll(&pfd, 1, 0) > 0;
+    if (ready < aim) {
+        int64_t delay = now_ns() - aim;
+        if (delay >= 0 && delay < 2000000) wake_ns += (delay - wake_ns) / 8;
     }
     if (err) {
         C.backing_errors++;
@@ -651,22 +660,14 @@ int main(int argc, char **argv) {
     t_next_series = t_start + 1000000000LL;
     struct fuse_buf buf = {.mem = NULL};
     int rc = 0;
-    /* before each (blocking) receive, a poll() that does not wait says whether a request is already in the
-     * kernel's queue: one that is was queued when the previous one completed, and the head goes on without
-     * a pause (the time the receive takes, e.g. the kernel's copy of a large write, is not idle time) */
-    int fd = fuse_session_fd(session);
+    fuse_fd = fuse_session_fd(session);
     while (!fuse_session_exited(session)) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pending = poll(&pfd, 1, 0) > 0;
-        int64_t before = now_ns();
         int res = fuse_session_receive_buf(session, &buf);
-        if (!pending) C.idle_ns += (uint64_t)(now_ns() - before);
         if (res == -EINTR) continue;
         if (res <= 0) {
             rc = res < 0 ? -res : 0;
             break;
         }
-        received_waiting = pending;
         fuse_session_process_buf(session, &buf);
     }
     series_tick(now_ns());
