@@ -628,7 +628,9 @@ int main(int argc, char **argv) {
     if (series_path != NULL) {
         series = fopen(series_path, "a");
         if (series == NULL) die("cannot open %s: %s", series_path, strerror(errno));
-        fputs("# epoch_s,reads,writes,read_bytes,write_bytes,read_busy_ns,write_busy_ns,queued,queued_reads,"
+        /* the format pgfslab/ingest/parsers/disk_series.py reads */
+        fputs("# pgfslab-disk: the emulated disk's counters, per second (increments in the second ending at ts)\n"
+              "ts,reads,writes,read_bytes,write_bytes,read_busy_ns,write_busy_ns,queued,queued_reads,"
               "reads_after_write,flushes\n",
               series);
         fflush(series);
