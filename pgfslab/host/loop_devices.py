@@ -44,7 +44,9 @@ def backing(image: Path) -> list[str]:
 def backed_by(path: Path) -> list[str]:
     """Loop devices whose backing file is `path`, read from sysfs: unlike `losetup -j`, nothing stat()s the
     file, which on a dead FUSE mount (an emulated disk whose daemon died) fails or hangs."""
-    want = str(path)
+    # the kernel shows the path it opened, symbolic links resolved (the directory's only: the file itself
+    # lies on the FUSE mount, which may be dead)
+    want = str(Path(os.path.realpath(path.parent)) / path.name)
     found = []
     for d in sorted(Path("/sys/block").glob("loop*")):
         try:
