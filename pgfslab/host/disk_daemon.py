@@ -78,6 +78,9 @@ def binary() -> Path:
         raise LabError(f"building the emulated disk's daemon failed: {' '.join(cmd)}: {r.stderr.strip()[-800:]}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, out)  # atomic: a concurrent build of the same source gives the same file
+    for old in out.parent.glob(f"{COMM}-*"):  # builds of earlier sources (a running one keeps its file open)
+        if old != out and not old.name.startswith("."):
+            old.unlink(missing_ok=True)
     return out
 
 
