@@ -153,9 +153,12 @@ def validate(
     own_cost: bool = False,
     base: Path | None = None,
     quick: bool = False,
+    seq_tolerance: float = 0.10,
 ) -> dict[str, Any]:
     """Run the validation (root, FUSE, fio) and return its rows and the model it checked. `quick`: the random
-    reads, the sequential reads and the mixed pair only (the test's short version)."""
+    reads, the sequential reads and the mixed pair only (the test's short version). `seq_tolerance`: how far
+    the sequential rates may fall from the model (the host's share of each 1 MiB request, the kernel's copy of
+    it through the daemon, grows when other work holds the CPUs)."""
     for tool in ("fio", "losetup"):
         if shutil.which(tool) is None:
             raise LabError(f"disk validation: {tool} not found")
@@ -220,10 +223,13 @@ def validate(
                         want,
                         got,
                         got / want,
-                        "within 10 %",
-                        abs(got / want - 1) <= 0.10,
+                        f"within {seq_tolerance:.0%}",
+                        abs(got / want - 1) <= seq_tolerance,
                         {
                             "requests": d["requests"],
+                            "queued_share": d["queued"] / max(d["requests"], 1),
+                            "late": d["late"],
+                            "late_ms": d["late_ns"] / 1e6,
                             "bytes_per_request": (d["read_bytes"] + d["write_bytes"]) / max(d["requests"], 1),
                             "cpu_us_per_request": _cpu(d) / max(d["requests"], 1) / 1e3,
                         },

@@ -103,6 +103,7 @@ static char *iobuf;
 static struct fuse_session *session;
 static FILE *series;
 static int64_t t_start, t_last_reply, t_next_series;
+static int64_t t_last_done; /* when the head finished the last request: its deadline, or later if it overran */
 static int next_queued; /* a request was waiting in the kernel's queue when the last reply was sent */
 static int fuse_fd = -1;
 static int last_was_write;
@@ -386,9 +387,10 @@ static void serve(fuse_req_t req, int is_write, const char *wbuf, size_t size, o
         return;
     }
     if ((uint64_t)off + size > M.size) size = (size_t)(M.size - (uint64_t)off);
-    /* a request that was already queued starts when the previous one ended: the few microseconds
-     * this daemon spent replying and receiving are not the disk's */
-    int64_t start = queued ? t_last_reply : picked;
+    /* a request that was already queued starts when the head finished the previous one: the daemon's
+     * reply to that one (the kernel's copy of its data) and this receive are the interface's time, which
+     * a disk overlaps with the next request's mechanics, not the head's */
+    int64_t start = queued ? t_last_done : picked;
     service s = model_request(is_write, (uint64_t)off, size, start, queued);
     double total = s.overhead + s.seek + s.rotation + s.transfer;
     int64_t deadline = start + (int64_t)total;
@@ -410,6 +412,7 @@ static void serve(fuse_req_t req, int is_write, const char *wbuf, size_t size, o
 
     int64_t ready = now_ns();
     int64_t aim = deadline - wake_ns;
+    t_last_done = ready > deadline ? ready : deadline;
     if (ready > deadline) {
         C.late++;
         C.late_ns += (uint64_t)(ready - deadline);
@@ -440,12 +443,12 @@ static void serve(fuse_req_t req, int is_write, const char *wbuf, size_t size, o
         C.writes++;
         C.write_bytes += size;
         C.write_service_ns += (uint64_t)total;
-        C.write_busy_ns += (uint64_t)(end - start);
+        C.write_busy_ns += (uint64_t)(t_last_done - start); /* the head's time (the reply's copy is not) */
     } else {
         C.reads++;
         C.read_bytes += size;
         C.read_service_ns += (uint64_t)total;
-        C.read_busy_ns += (uint64_t)(end - start);
+        C.read_busy_ns += (uint64_t)(t_last_done - start);
         if (queued && last_was_write) C.reads_after_write++;
     }
     if (queued) {
