@@ -4,8 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# fio and zfs-fuse: the device baseline and zfs targets (zfs-fuse is used only where the kernel has no zfs module)
-APT_PACKAGES=(postgresql postgresql-contrib sysbench btrfs-progs xfsprogs btrfs-compsize poppler-utils util-linux fio zfs-fuse)
+# fio and zfs-fuse: the device baseline and zfs targets (zfs-fuse is used only where the kernel has no zfs module);
+# gcc, pkg-config and libfuse3-dev: the emulated disk's daemon (device_profile: hdd), built below (not the fuse3
+# package: its fusermount3 conflicts with zfs-fuse's fuse, and the lab mounts as root without it)
+APT_PACKAGES=(postgresql postgresql-contrib sysbench btrfs-progs xfsprogs btrfs-compsize poppler-utils util-linux fio zfs-fuse
+  gcc pkg-config libfuse3-dev)
 # `make setup-slurm` (and `make test`, whose one-node Slurm test needs them): Slurm's daemons, client and
 # munge. A real cluster's submit host already has its site's Slurm client: `make run EXECUTOR=slurm` needs
 # only `sbatch`/`squeue` there, not these packages.
@@ -64,4 +67,6 @@ if [ ! -e "$compiled" ] || [ -n "$(find pgfslab benchmarks -name '*.py' -newer "
   touch "$compiled"
   .venv/bin/python -m compileall -q -j 0 pgfslab benchmarks >/dev/null || true
 fi
+# the emulated disk's daemon, built once per version of its source (.cache/bin/pgfslab-disk-<hash>)
+.venv/bin/python -c "from pgfslab.host import disk_daemon; disk_daemon.binary()"
 echo "setup: ok ($(.venv/bin/python --version), $(ls /usr/lib/postgresql/ | sort -n | tail -1 | sed 's/^/PostgreSQL /'))"

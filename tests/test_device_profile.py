@@ -1,6 +1,7 @@
-"""A target's slow-device profile (`device_profile: hdd`): the config key, what it becomes for the target's
-runs and device baseline, what it refuses; and, for real, that the device baseline's fio is held to the
-profile's rate on a throttled direct-I/O loop device."""
+"""A target's slow-device profile: the config keys (`device_profile`, `device_model`), what they become for the
+target's runs and device baseline, what they refuse; the throttle (`hdd-throttle`) for real: the device
+baseline's fio held to its rate on a throttled direct-I/O loop device. The emulated disk (`hdd`) for real is in
+tests/test_disk_device.py."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ from pgfslab.run import device_baseline
 REPO = Path(__file__).resolve().parent.parent
 
 
-def study_dict() -> dict:
+def study_dict(profile: str = "hdd-throttle") -> dict:
     return {
         "study": "hdd-test",
         "targets": {
             "ssd": {"fs": "ext4"},
-            "ext4": {"fs": "ext4", "device_profile": "hdd", "wal_on": "ssd"},
-            "btrfs": {"fs": "btrfs", "device_profile": "hdd", "wal_on": "ssd"},
+            "ext4": {"fs": "ext4", "device_profile": profile, "wal_on": "ssd"},
+            "btrfs": {"fs": "btrfs", "device_profile": profile, "wal_on": "ssd"},
         },
         "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1]}},
         "resources": {"memory_limit_mb": 512},
@@ -58,19 +59,35 @@ def test_profile_becomes_the_targets_blkio_and_keeps_the_studys_memory_limit():
     view = study.run_view(next(r for r in study.runs if r.target == "ext4"))
     lim = cgroups.limits_from_config(view.resources.to_dict(), "/dev/loop7", view.target.spec.device_profile)
     assert (lim.read_iops, lim.write_iops, lim.read_bps, lim.write_bps) == (150, 150, 100_000_000, 100_000_000)
-    assert lim.profile == "hdd" and lim.memory_bytes == 512 * 2**20
+    assert lim.profile == "hdd-throttle" and lim.memory_bytes == 512 * 2**20
+
+
+def test_an_emulated_disk_is_no_cgroup_throttle():
+    """`hdd` is below the file system: its runs get the study's memory limit and no blkio throttle, and the
+    run's cgroup is not asked for one."""
+    study = build(study_dict("hdd"))
+    res = study.resources_for("ext4")
+    assert res.memory_limit_mb == 512 and res.blkio is None
+    view = study.run_view(next(r for r in study.runs if r.target == "ext4"))
+    assert device_profiles.throttle(view.target.spec.device_profile) is None
+    lim = cgroups.limits_from_config(view.resources.to_dict(), "/dev/loop7", None)
+    assert not lim.io_limited
 
 
 def test_profile_names_its_source():
-    assert "7,200 rpm" in device_profiles.source("hdd")
-    note = device_baseline.emulated_note("hdd", "/dev/loop7")
+    assert "7,200 rpm" in device_profiles.source("hdd-throttle")
+    assert "ST9500430SS" in device_profiles.source("hdd") and "Product Manual" in device_profiles.source("hdd")
+    note = device_baseline.emulated_note("hdd-throttle", "/dev/loop7")
     assert "/dev/loop7" in note and "150 read" in note and "not emulated" in note
+    note = device_baseline.emulated_note("hdd", "/dev/loop7", {"model": {"drive": "X", "derived": {}}})
+    assert "emulated disk" in note and "one queue for reads and writes" in note and "not emulated" in note
 
 
-def test_a_target_without_profile_keeps_its_fingerprints():
+@pytest.mark.parametrize("profile", ["hdd", "hdd-throttle"])
+def test_a_target_without_profile_keeps_its_fingerprints(profile):
     """Adding the key to one target re-measures that target only: the others' runs and baselines keep
     their fingerprints (no new default reaches an existing run)."""
-    raw = study_dict()
+    raw = study_dict(profile)
     plain = copy.deepcopy(raw)
     for spec in plain["targets"].values():
         spec.pop("device_profile", None)
@@ -84,12 +101,40 @@ def test_a_target_without_profile_keeps_its_fingerprints():
     assert "device_profile" not in json.loads(b.run_fingerprint(b.runs[0]))
 
 
+def test_a_changed_disk_model_re_measures_the_target():
+    raw = study_dict("hdd")
+    other = copy.deepcopy(raw)
+    other["targets"]["ext4"]["device_model"] = {"seek_read_ms": {"average": 9.5}}
+    a, b = build(raw), build(other)
+    assert a.baseline_fingerprint("ext4") != b.baseline_fingerprint("ext4")
+    assert a.baseline_fingerprint("btrfs") == b.baseline_fingerprint("btrfs")
+    fp = json.loads(b.baseline_fingerprint("ext4"))["device_profile"]["hdd"]
+    assert fp["seek_read_ms"]["average"] == 9.5 and fp["disk"] == "constellation-7200"
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         (lambda c: c["targets"]["ext4"].update(device_profile="ssd"), "device_profile"),
         (lambda c: c["targets"].update(ram={"fs": "tmpfs", "device_profile": "hdd"}), "ram.device_profile: tmpfs"),
-        (lambda c: c["targets"].update(z={"fs": "zfs", "device_profile": "hdd"}), "a zfs pool's I/O"),
+        (lambda c: c["targets"].update(z={"fs": "zfs", "device_profile": "hdd-throttle"}), "a zfs pool's I/O"),
+        (lambda c: c["targets"].update(z={"fs": "zfs", "device_profile": "hdd"}), "serves an ext4, xfs or btrfs image"),
+        (
+            lambda c: c["targets"].update(
+                d={"fs": "ext4", "device": "/dev/sdz", "format": True, "device_profile": "hdd"}
+            ),
+            "serves an ext4, xfs or btrfs image",
+        ),
+        (lambda c: c["targets"]["ssd"].update(device_model={"rpm": 5400}), "only with an emulated disk"),
+        (
+            lambda c: c["targets"]["ext4"].update(device_profile="hdd", device_model={"rpm": 0}),
+            "device_model.rpm",
+        ),
+        (
+            lambda c: c["targets"]["ext4"].update(device_profile="hdd", device_model={"seek_read_ms": {"average": 30}}),
+            "track < average < full",
+        ),
+        (lambda c: c["targets"]["ext4"].update(device_profile="hdd", direct_io=False), "direct I/O"),
         (lambda c: c["resources"].update(blkio={"read_iops": 100}), "also sets resources.blkio"),
         (lambda c: c.pop("device_baseline"), "needs the study's device_baseline"),
         (lambda c: c["device_baseline"].update(enabled=False), "needs the study's device_baseline"),
@@ -107,14 +152,23 @@ def test_what_a_profile_refuses(change, message):
 
 
 def test_a_profile_without_throttles_is_an_error():
-    with pytest.raises(LabError, match="device profile hdd: no blkio throttles"):
-        cgroups.limits_from_config({"memory_limit_mb": 64}, "/dev/loop7", "hdd")
+    with pytest.raises(LabError, match="device profile hdd-throttle: no blkio throttles"):
+        cgroups.limits_from_config({"memory_limit_mb": 64}, "/dev/loop7", "hdd-throttle")
 
 
-def test_the_btrfs_hdd_study_throttles_its_data_and_not_its_wal():
+def test_fsmicro_runs_on_an_emulated_disk():
+    """The disk is below the file system: fsmicro's operations reach it like everything else (a throttle
+    would not see them: they do not run in the target's cgroup)."""
+    raw = study_dict("hdd")
+    raw["workloads"]["micro"] = {"tool": "fsmicro", "op": "create_fsync"}
+    assert build(raw).targets["ext4"].device_profile == "hdd"
+
+
+def test_the_btrfs_hdd_study_puts_its_data_on_the_emulated_disk_and_not_its_wal():
     study = config.load_study(REPO / "config" / "btrfs-hdd.yaml")
     assert "004" in study.seeds
     profiled = {t for t, s in study.targets.items() if s.device_profile == "hdd"}
+    assert all(device_profiles.is_disk(study.targets[t].device_profile) for t in profiled)
     assert profiled == {"ext4", "btrfs", "btrfs-zlib"}
     for t in profiled:
         wal = study.targets[t].wal_on
@@ -151,7 +205,7 @@ def test_the_baseline_fio_is_held_to_the_profile(loops, tmp_path):
     jobs = ["randread_qd1", "randread_qd32"]
     kw = {"duration_s": 3, "size": "64M", "wal_size": "8M", "pg_test_fsync_secs": None, "jobs": jobs}
     free = device_baseline.run_baseline(mnt, tmp_path / "free", **kw)
-    limits = cgroups.limits_from_config({"blkio": device_profiles.blkio("hdd").to_dict()}, dev, "hdd")
+    limits = cgroups.limits_from_config({"blkio": device_profiles.blkio("hdd-throttle").to_dict()}, dev, "hdd-throttle")
     with cgroups.limited(f"test-{os.getpid()}-hdd", limits) as cg:
         held = device_baseline.run_baseline(mnt, tmp_path / "held", wrap=cg.command, **kw)
         io = cg.usage()["io"]
@@ -231,7 +285,26 @@ def test_the_paper_says_which_device_is_emulated_and_what_it_leaves_out():
     assert paper_device.profiles(cfg) == {"ext4": "hdd", "btrfs": "hdd", "btrfs-zlib": "hdd"}
     text = paper_device.emulated_text(cfg)
     assert text is not None
-    for said in ("ext4, btrfs, btrfs-zlib: `hdd`", "150 read and 150 write operations", "no seek model",
-                 "page cache", "not throttled", "docs/slow-device.md"):  # fmt: skip
+    for said in ("ext4: `hdd`, 7200 rpm", "0.5/8.0/17.35 ms", "ST9500430SS", "one queue shared by reads and writes",
+                 "page cache", "Not emulated: a write cache", "docs/slow-device.md"):  # fmt: skip
+        assert said in text, said
+    raw = study_dict()  # the throttle: what it leaves out
+    text = paper_device.emulated_text(build(raw))
+    assert text is not None
+    for said in ("ext4, btrfs: `hdd-throttle`", "150 read and 150 write operations", "no seek model",
+                 "separate budgets", "not throttled"):  # fmt: skip
         assert said in text, said
     assert paper_device.emulated_text(config.load_study(REPO / "config" / "wal-separate.yaml")) is None
+    # a raw folder from before the emulated disk: its `hdd` was the throttle, as its runs recorded
+    text = paper_device.emulated_text(cfg, {"ext4": "throttle", "btrfs": "throttle", "btrfs-zlib": "throttle"})
+    assert text is not None and "`hdd`, 150 read and 150 write operations" in text and "ST9500430SS" not in text
+
+
+def test_the_setup_table_states_the_disk_model_from_the_records():
+    from pgfslab.paper import testbed
+
+    model = device_profiles.model({"device_profile": "hdd"}, 4 * 2**30).describe()
+    label = testbed.disk_label(model)
+    for said in ("emulated disk `constellation-7200`", "7200 rpm", "0.5/8.0/17.35 ms read", "0.7/8.4/17.82 write",
+                 "0.2 ms overhead", "142-75 MB/s", "no write cache", "random 8 kB read 12.3"):  # fmt: skip
+        assert said in label, said

@@ -188,3 +188,23 @@ def test_pgstat_v2_matches_a_real_file() -> None:
         assert df[c].to_list() == [int(r[c]) for r in rows], c
     assert df["wal_sync_time"].to_list() == [float(r["wal_sync_time"]) for r in rows]
     assert df["wal_sync_time"][-1] > 0  # recorded with track_wal_io_timing on
+
+
+def test_the_emulated_disks_series_is_parsed(tmp_path: Path) -> None:
+    """disk_series.csv as the daemon writes it (pgfslab/host/native/pgfslab_disk.c): a comment, the header, one
+    row per second; a torn last line dropped with a warning."""
+    p = tmp_path / "disk_series.csv"
+    p.write_text(
+        "# pgfslab-disk: the emulated disk's counters, per second (increments in the second ending at ts)\n"
+        "ts,reads,writes,read_bytes,write_bytes,read_busy_ns,write_busy_ns,queued,queued_reads,reads_after_write,"
+        "flushes\n"
+        "1795893330.109,107,38,2027520,417792,650855550,287982210,20,18,3,29\n"
+        "1795893331.109,0,0,0,0,0,0,0,0,0,0\n"
+        "1795893332.109,12,3"
+    )
+    assert parsers.detect_format(p) == "disk-series"
+    out = parsers.parse(p)
+    df = out["disk_series"]
+    assert df.height == 2 and df["reads"].to_list() == [107, 0] and df["write_busy_ns"][0] == 287982210
+    assert str(df["ts"].dtype) == "Datetime(time_unit='us', time_zone='UTC')"
+    assert out["_warnings"].height == 1

@@ -147,7 +147,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _status(study: Study) -> int:
-    from pgfslab.host import mounts, target_paths
+    from pgfslab.host import disk_daemon, mounts, target_paths
 
     raw = study.raw_dir
     runs = study.runs
@@ -204,6 +204,9 @@ def _status(study: Study) -> int:
     left = [
         str(target_paths.mountpoint(wd, t)) for t in study.targets if mounts.is_mounted(target_paths.mountpoint(wd, t))
     ]
+    left += [  # an emulated disk's daemon that a hard kill left serving
+        str(f.mountpoint) for t in study.targets if mounts.is_mounted((f := disk_daemon.files(wd, t)).mountpoint)
+    ]
     if left:
         print(f"  still mounted (run `make release`): {', '.join(left)}")
     if _stale_snakemake_lock(study.study):
@@ -259,6 +262,24 @@ def _print_durability(raw: Path) -> None:
             f"  durability {target}: {t['crashes']} crashes, {t['checked']} committed transactions checked, "
             f"{t['lost']} lost ({t['violations']} not allowed by the settings)"
         )
+
+
+def cmd_disk_validate(args: argparse.Namespace) -> int:
+    from pgfslab.run import disk_validation
+
+    overrides = json.loads(args.device_model) if args.device_model else None
+    result = disk_validation.validate(
+        seconds=args.seconds,
+        size_gb=args.size_gb,
+        overrides=overrides,
+        throttle=not args.no_throttle,
+        own_cost=not args.no_own_cost,
+        quick=args.quick,
+    )
+    md = disk_validation.write(result, args.out)
+    print(md.read_text(), end="")
+    print(f"# written: {md} and {md.with_suffix('.json')}", file=sys.stderr)
+    return 0 if result["ok"] else 1
 
 
 def cmd_seed_summary(args: argparse.Namespace) -> int:
@@ -318,6 +339,19 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("status", help="runs done/failed/missing of a study, and leftovers")
     p.add_argument("--config", type=Path, required=True)
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "disk-validate",
+        help="check the emulated disk (device_profile: hdd) with fio against its model and datasheet (root, FUSE)",
+    )
+    p.add_argument("--seconds", type=float, default=5, help="per fio job (default 5)")
+    p.add_argument("--size-gb", type=float, default=4, help="the scratch image's size (default 4, a target's)")
+    p.add_argument("--device-model", default=None, help="overrides as JSON, e.g. '{\"span\": 0.25}'")
+    p.add_argument("--quick", action="store_true", help="random reads, sequential reads and the mixed pair only")
+    p.add_argument("--no-throttle", action="store_true", help="skip the hdd-throttle contrast")
+    p.add_argument("--no-own-cost", action="store_true", help="skip the daemon's own cost without backing I/O")
+    p.add_argument("--out", type=Path, default=Path("build/disk-validation"), help="validation.md and .json")
+    p.set_defaults(func=cmd_disk_validate)
 
     p = sub.add_parser("seed-summary", help="write docs/seed-studies.md's summary from the studies' verdict tables")
     p.add_argument("--root", type=Path, default=Path("."), help="where build/<study>/ and data/<study>.duckdb are")

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 
 from pgfslab import paths, yaml_text
-from pgfslab.config import fsmicro_spec, pg_settings, targets, versions, vm_settings
+from pgfslab.config import device_profiles, disk_model, fsmicro_spec, pg_settings, targets, versions, vm_settings
 from pgfslab.config.model import Dataset, StudyConfig, Workload
 from pgfslab.errors import LabError
 
@@ -194,32 +194,55 @@ def _check_targets(study: StudyConfig, source: str) -> None:
 
 
 def _check_device_profiles(study: StudyConfig, source: str) -> None:
-    """A slow-device profile throttles the data device of a file system the kernel runs for PostgreSQL's own
-    processes: an image or device target of ext4, xfs or btrfs; never beside resources.blkio (which would
-    be two throttles for one device); and only in a study whose every run is in the target's cgroup."""
+    """A slow-device profile is the data device of a file system the kernel runs: an emulated disk (`hdd`)
+    under the loop device of an ext4, xfs or btrfs image target, its `device_model` a possible one; a
+    throttle (`hdd-throttle`) on the image's loop device or the device target's disk, for processes in the
+    run's cgroup only (not fsmicro's). Never beside resources.blkio (two slow devices in one), and always with
+    the study's device baseline (the paper and the verdicts read the device class from it)."""
     for name, spec in study.targets.items():
+        if spec.device_model is not None and not device_profiles.is_disk(spec.device_profile):
+            raise LabError(
+                f"{source}: targets.{name}.device_model: only with an emulated disk "
+                f"(device_profile: {', '.join(device_profiles.DISKS)})"
+            )
         if spec.device_profile is None:
             continue
         where = f"{source}: targets.{name}.device_profile"
-        if spec.fs not in ("ext4", "xfs", "btrfs") or targets.kind(spec) not in ("image", "device"):
+        disk = device_profiles.is_disk(spec.device_profile)
+        kinds = ("image",) if disk else ("image", "device")
+        if spec.fs not in ("ext4", "xfs", "btrfs") or targets.kind(spec) not in kinds:
             raise LabError(
-                f"{where}: {spec.fs} ({targets.kind(spec)}) cannot be throttled as a device: the profile needs an "
-                "ext4, xfs or btrfs image or device target (a zfs pool's I/O is issued by its own threads or "
-                "daemon, outside the run's cgroup)"
+                f"{where}: {spec.fs} ({targets.kind(spec)}) cannot have it: "
+                + (
+                    "the emulated disk serves an ext4, xfs or btrfs image target's image"
+                    if disk
+                    else "the profile needs an ext4, xfs or btrfs image or device target (a zfs pool's I/O is "
+                    "issued by its own threads or daemon, outside the run's cgroup)"
+                )
             )
+        if disk and spec.direct_io is False:
+            raise LabError(f"{where}: the emulated disk's loop device uses direct I/O; remove direct_io: false")
+        if disk:
+            try:
+                bad = disk_model.problems(device_profiles.drive(spec.device_profile, spec.device_model))
+            except (LabError, TypeError) as exc:
+                raise LabError(f"{source}: targets.{name}.{str(exc).removeprefix('device_model: ')}") from None
+            if bad:
+                raise LabError(f"{source}: targets.{name}.device_model.{'; '.join(bad)}")
         if study.resources.blkio:
             raise LabError(f"{where}: the study also sets resources.blkio; give one of them")
         if study.device_baseline is None or study.device_baseline.enabled is False:
             raise LabError(
                 f"{where}: an emulated device needs the study's device_baseline (e.g. `device_baseline: "
-                "{duration_s: 2}`): it measures the device under the throttle, the paper shows it beside the "
+                "{duration_s: 2}`): it measures the device as the runs have it, the paper shows it beside the "
                 "real one, and the verdicts read the device class from it"
             )
         fsmicro = sorted(w for w, wl in study.workloads.items() if wl.tool == "fsmicro")
-        if fsmicro:
+        if fsmicro and not disk:
             raise LabError(
                 f"{where}: fsmicro workloads ({', '.join(fsmicro)}) do not run in the target's cgroup, so the "
-                "profile would not apply to them; run them in a study without the profile"
+                "throttle would not apply to them; run them in a study without it (or with device_profile: hdd, "
+                "which is below the file system)"
             )
 
 

@@ -145,6 +145,31 @@ def _build(cls: type[N], data: typing.Mapping[str, Any], where: str) -> N:
 
 
 @dataclass(frozen=True)
+class SeekTimes(Node):
+    """targets.<name>.device_model.seek_*_ms: a datasheet's seek times in ms (what is not given: the preset's)."""
+
+    track: float | None = None
+    average: float | None = None
+    full: float | None = None
+
+
+@dataclass(frozen=True)
+class DeviceModel(Node):
+    """targets.<name>.device_model: the emulated disk's values over its preset's (pgfslab/config/disk_model.py)."""
+
+    rpm: float | None = None
+    capacity_gb: float | None = None
+    cylinders: int | None = None
+    rate_outer_mb_s: float | None = None
+    rate_inner_mb_s: float | None = None
+    overhead_ms: float | None = None
+    seek_read_ms: SeekTimes | None = None
+    seek_write_ms: SeekTimes | None = None
+    span: float | str | None = None
+    write_cache: bool | None = None
+
+
+@dataclass(frozen=True)
 class TargetSpec(Node):
     """targets.<name>: where one cluster lives."""
 
@@ -163,6 +188,7 @@ class TargetSpec(Node):
     wal_on: str | None = None
     path: str | None = None
     device_profile: str | None = None  # a slow-device preset (pgfslab/config/device_profiles.py)
+    device_model: DeviceModel | None = None  # the emulated disk's values over its preset's, key by key
     aa_twin_of: str | None = None  # the A/A control: this target is the named baseline's twin
 
 

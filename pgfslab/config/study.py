@@ -241,8 +241,8 @@ class Study(StudyConfig):
 
     def resources_for(self, target: str) -> Resources:
         """The limits of a target's runs: the study's `resources`, with the blkio throttles of the target's
-        device profile (a check refuses a profile beside resources.blkio)."""
-        profile = self.targets[target].device_profile
+        throttle profile (a check refuses a profile beside resources.blkio; an emulated disk is no cgroup's)."""
+        profile = device_profiles.throttle(self.targets[target].device_profile)
         if profile is None:
             return self.resources
         return dataclasses.replace(self.resources, blkio=device_profiles.blkio(profile))
@@ -339,10 +339,15 @@ class Study(StudyConfig):
         )
 
     def _profile_fingerprint(self, target: str) -> dict[str, Any]:
-        """The throttles a target's device profile stands for (nothing for a target without one, so that no
-        existing run's fingerprint changes): a changed preset re-measures the runs and the baseline."""
-        profile = self.targets[target].device_profile
-        return {} if profile is None else {"device_profile": {profile: device_profiles.blkio(profile).to_dict()}}
+        """What a target's device profile stands for (its throttles; an emulated disk's datasheet values with
+        the config's overrides), nothing for a target without one, so that no existing run's fingerprint
+        changes: a changed preset re-measures the runs and the baseline."""
+        spec = self.targets[target]
+        if spec.device_profile is None:
+            return {}
+        return {
+            "device_profile": {spec.device_profile: device_profiles.fingerprint(spec.device_profile, spec.device_model)}
+        }
 
     def baseline_inputs(self, target: str) -> list[str]:
         """The device baseline a target's runs wait for (none when the study has no baseline)."""

@@ -1,5 +1,6 @@
 """Loop devices for image targets: whether this process may attach and mount, attaching an image (with
-direct I/O), whether a device has direct I/O on, which loop devices an image backs.
+direct I/O), whether a device has direct I/O on, which loop devices an image (or an emulated disk's served
+file) backs.
 """
 
 from __future__ import annotations
@@ -38,3 +39,20 @@ def direct_io_on(dev: str) -> bool | None:
 def backing(image: Path) -> list[str]:
     out = proc.run(["losetup", "-j", str(image)], check=False).stdout
     return [line.split(":", 1)[0] for line in out.splitlines() if line.strip()]
+
+
+def backed_by(path: Path) -> list[str]:
+    """Loop devices whose backing file is `path`, read from sysfs: unlike `losetup -j`, nothing stat()s the
+    file, which on a dead FUSE mount (an emulated disk whose daemon died) fails or hangs."""
+    # the kernel shows the path it opened, symbolic links resolved (the directory's only: the file itself
+    # lies on the FUSE mount, which may be dead)
+    want = str(Path(os.path.realpath(path.parent)) / path.name)
+    found = []
+    for d in sorted(Path("/sys/block").glob("loop*")):
+        try:
+            text = (d / "loop" / "backing_file").read_text().strip()
+        except OSError:
+            continue
+        if text.removesuffix(" (deleted)") == want:
+            found.append(f"/dev/{d.name}")
+    return found

@@ -28,6 +28,7 @@ class Mounted:
     mount_s: float | None = None
     implementation: str | None = None  # zfs: 'zfs-fuse' or 'openzfs'
     zfs: dict[str, Any] | None = None  # zfs: pool, dataset, effective dataset properties
+    disk: dict[str, Any] | None = None  # an emulated disk under the loop device: its daemon, files and model
 
     @property
     def fs_label(self) -> str:

@@ -14,9 +14,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config import device_profiles
 from pgfslab.config.targets import kind
 from pgfslab.errors import LabError
-from pgfslab.host import blockdev, btrfs, loop_devices, mounts, proc, safety, target_paths, target_release, zfs_target
+from pgfslab.host import (
+    blockdev,
+    btrfs,
+    disk_daemon,
+    loop_devices,
+    mounts,
+    proc,
+    safety,
+    target_paths,
+    target_release,
+    zfs_target,
+)
 from pgfslab.host.mounted_target import Mounted
 
 
@@ -32,7 +44,9 @@ def _unapplied(requested: list[str], effective: str | None) -> list[str]:
 
 @contextlib.contextmanager
 def attached_and_mounted(workdir: Path, name: str, spec: dict[str, Any]) -> Iterator[tuple[str, Path, float]]:
-    """Attach (image) or check (device), mount at the lab's mount point; always released after."""
+    """Attach (image) or check (device), mount at the lab's mount point; always released after. An image
+    target with an emulated disk (`device_profile: hdd`) has its image served by the disk's daemon for the
+    block and the loop device attached to the served file (the daemon stopped after the loop is detached)."""
     k = kind(spec)
     image = target_paths.image_path(workdir, name)
     if k == "image" and not image.exists():
@@ -40,23 +54,31 @@ def attached_and_mounted(workdir: Path, name: str, spec: dict[str, Any]) -> Iter
     mnt = target_paths.mountpoint(workdir, name)
     safety.require_unmountable(mnt, workdir)
     target_release.release(workdir, name)  # a killed earlier run may have left our own mount or loop behind
-    try:
+    with contextlib.ExitStack() as stack:
+        # run in reverse: unmount and detach, stop the disk's daemon, remove the empty mount point
+        stack.callback(_remove_mountpoint, mnt)
+        backing = image
+        if k == "image" and device_profiles.is_disk(spec.get("device_profile")):
+            model = device_profiles.model(spec, image.stat().st_size)
+            backing = stack.enter_context(disk_daemon.served(workdir, name, image, model)).file
+        stack.callback(target_release.release, workdir, name)
         if k == "device":
             blockdev.check_device(spec["device"], target=name, fs=spec["fs"], purpose="mount")
             dev = spec["device"]
         else:
-            dev = loop_devices.attach(image, spec.get("direct_io", True))
+            dev = loop_devices.attach(backing, spec.get("direct_io", True))
         mnt.mkdir(parents=True, exist_ok=True)
         opts = ",".join(spec.get("mount_options", []))
         cmd = ["mount", "-t", spec["fs"]] + (["-o", opts] if opts else []) + [dev, str(mnt)]
         t0 = time.monotonic()
         proc.run(cmd)
         yield dev, mnt, time.monotonic() - t0
-    finally:
-        target_release.release(workdir, name)
-        if not mounts.is_mounted(mnt):
-            with contextlib.suppress(OSError):
-                mnt.rmdir()  # only ever removes the empty mount point
+
+
+def _remove_mountpoint(mnt: Path) -> None:
+    if not mounts.is_mounted(mnt):
+        with contextlib.suppress(OSError):
+            mnt.rmdir()  # only ever removes the empty mount point
 
 
 @contextlib.contextmanager
@@ -161,4 +183,5 @@ def mounted(
             notes=notes,
             kind=k,
             mount_s=round(mount_s, 4),
+            disk=disk.record() if (disk := disk_daemon.current(name)) is not None else None,
         )

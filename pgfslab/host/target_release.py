@@ -1,5 +1,6 @@
 """Undo what the lab made for a target: unmount its mount point, export its zfs pool, detach the loop
-devices of its image. Only what the lab created (pgfslab/host/safety.py); safe to repeat.
+devices of its image (or of its emulated disk's served file, and stop a disk daemon a killed lab process
+left). Only what the lab created (pgfslab/host/safety.py); safe to repeat.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import time
 from pathlib import Path
 
 from pgfslab.errors import LabError
-from pgfslab.host import loop_devices, mounts, proc, safety, target_paths, zfs, zfs_daemon
+from pgfslab.host import disk_daemon, loop_devices, mounts, proc, safety, target_paths, zfs, zfs_daemon
 
 
 def release(workdir: Path, name: str) -> list[str]:
@@ -38,6 +39,21 @@ def release(workdir: Path, name: str) -> list[str]:
         for dev in loop_devices.backing(image):
             proc.run(["losetup", "-d", safety.require_detachable(dev, workdir)], check=False)
             done.append(f"detached {dev}")
+    done += _release_disk(workdir, name)
+    return done
+
+
+def _release_disk(workdir: Path, name: str) -> list[str]:
+    """The target's emulated disk: detach the loop devices on its served file, then stop a daemon a killed
+    lab process left and unmount its mount point (the daemon of this process's own block is left running:
+    that block stops it)."""
+    done: list[str] = []
+    f = disk_daemon.files(workdir, name)
+    for dev in loop_devices.backed_by(f.file):
+        proc.run(["losetup", "-d", safety.require_detachable(dev, workdir)], check=False)
+        done.append(f"detached {dev}")
+    if f.pid_file.exists() or mounts.is_mounted(f.mountpoint):
+        done += disk_daemon.release_stale(workdir, name)
     return done
 
 

@@ -10,7 +10,17 @@ from typing import Any
 
 from pgfslab.config.targets import kind
 from pgfslab.errors import LabError
-from pgfslab.host import btrfs, loop_devices, mounts, proc, safety, target_paths, target_release, zfs_target
+from pgfslab.host import (
+    btrfs,
+    disk_daemon,
+    loop_devices,
+    mounts,
+    proc,
+    safety,
+    target_paths,
+    target_release,
+    zfs_target,
+)
 from pgfslab.host.mounted_target import Mounted
 
 
@@ -25,7 +35,10 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
     mnt = target_paths.mountpoint(workdir, name)
     safety.require_unmountable(mnt, workdir)
     notes = target_release.release(workdir, name)
-    still = loop_devices.backing(target_paths.image_path(workdir, name))
+    disk = disk_daemon.current(name)  # an emulated disk stays served: the loop device goes back on it
+    still = loop_devices.backing(target_paths.image_path(workdir, name)) + (
+        loop_devices.backed_by(disk.file) if disk is not None else []
+    )
     if mounts.is_mounted(mnt) or still:
         # never mount an image a second time while the old mount lives on (lazily unmounted, its loop
         # device busy): two file systems writing one image would corrupt it
@@ -34,7 +47,9 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
             f"{'still mounted' if mounts.is_mounted(mnt) else 'its loop device ' + ', '.join(still) + ' is still busy'}"
             f" ({'; '.join(notes) or 'nothing released'}); a process may be stuck in the kernel"
         )
-    dev = loop_devices.attach(target_paths.image_path(workdir, name), spec.get("direct_io", True))
+    dev = loop_devices.attach(
+        disk.file if disk is not None else target_paths.image_path(workdir, name), spec.get("direct_io", True)
+    )
     opts = ",".join(spec.get("mount_options", []))
     t0 = time.monotonic()
     proc.run(["mount", "-t", spec["fs"]] + (["-o", opts] if opts else []) + [dev, str(mnt)])
@@ -57,5 +72,6 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
         direct_io=loop_devices.direct_io_on(dev),
         notes=[f"remounted after a power cut: {'; '.join(notes)}"],
         kind="image",
+        disk=disk.record() if disk is not None else None,
         mount_s=round(mount_s, 4),
     )

@@ -17,30 +17,85 @@ def profiles(study: Study) -> dict[str, str]:
     return {t: str(s.device_profile) for t, s in study.targets.items() if s.device_profile}
 
 
-def emulated_text(study: Study) -> str | None:
-    """What the throttled targets' device is, where its numbers come from, and what it does not emulate."""
+def recorded_kinds(ctx: Context) -> dict[str, str]:
+    """target -> "disk" or "throttle", as its runs recorded it (run.json `disk`, or cgroup read/write IOPS
+    limits): raw folders from before the emulated disk named the throttle `hdd`."""
+    kinds: dict[str, str] = {}
+    if "target" not in ctx.runs.columns:
+        return kinds
+    for run_id, target in ctx.runs.select("run_id", "target").iter_rows():
+        rec = ctx.records.get(run_id) or {}
+        if rec.get("disk"):
+            kinds[target] = "disk"
+        elif ((rec.get("cgroup") or {}).get("limits") or {}).get("read_iops") and target not in kinds:
+            kinds[target] = "throttle"
+    return kinds
+
+
+def emulated_text(study: Study, kinds: dict[str, str] | None = None) -> str | None:
+    """What the emulated targets' device is, where its numbers come from, and what it does not emulate.
+    `kinds` (recorded_kinds) overrides what the profile's name means today for a target whose runs say."""
     named = profiles(study)
     if not named:
         return None
-    parts = []
-    for name in sorted(set(named.values())):
-        b = device_profiles.blkio(name)
-        targets = ", ".join(t for t, p in named.items() if p == name)
-        parts.append(
-            f"{targets}: `{name}`, {b.read_iops} read and {b.write_iops} write operations per second and "
-            f"{b.read_bps}/s each way ({device_profiles.source(name)})"
+    kinds = kinds or {}
+
+    def kind(t: str, p: str) -> str:
+        return kinds.get(t) or ("disk" if device_profiles.is_disk(p) else "throttle")
+
+    out = []
+    disks = {t: p for t, p in named.items() if kind(t, p) == "disk"}
+    throttled = {t: p for t, p in named.items() if kind(t, p) == "throttle"}
+    if disks:
+        parts = []
+        for t, name in disks.items():
+            spec = study.targets[t]
+            m = device_profiles.model(spec.to_dict(), int(spec.size_gb * 2**30))
+            d, der = m.drive, m.describe()["derived"]
+            over = f"; overrides: {m.describe()['overrides']}" if m.describe()["overrides"] else ""
+            parts.append(
+                f"{t}: `{name}`, {d.rpm:.0f} rpm, seeks {d.seek_read_ms.track}/{d.seek_read_ms.average}/"
+                f"{d.seek_read_ms.full} ms (track/average/full stroke; writes {d.seek_write_ms.track}/"
+                f"{d.seek_write_ms.average}/{d.seek_write_ms.full}), {d.overhead_ms} ms command overhead, "
+                f"{d.rate_outer_mb_s:.0f}-{d.rate_inner_mb_s:.0f} MB/s, the image over {der['span']:.3g} of the "
+                f"stroke: a random 8 kB read {der['random_8k_read_ms']:.1f} ms{over}"
+            )
+        p = device_profiles.source(next(iter(disks.values())))
+        out.append(
+            "**Emulated disk (a model of one).** The data devices of " + "; ".join(parts) + " are an emulated "
+            f"magnetic disk with one head ({p}): a daemon of the lab serves the target's image under its loop "
+            "device and holds every request for its modelled service time, one request at a time from one queue "
+            "shared by reads and writes — the seek from the previous head position (fitted to the datasheet's "
+            "track-to-track, average and full-stroke seeks), the rotation to the sector (from the platter's "
+            "angle), the transfer at the zone's rate; a request that continues the previous one pays the "
+            "transfer only. Everything that reaches the device pays it, the kernel's write-back included; the "
+            "page cache stays in front, as on a real machine. Not emulated: a write cache (each write completes "
+            "on the medium) and command queueing (no reordering of the queue). The rows marked *emulated* in "
+            "the device table are measured on it. See docs/slow-device.md."
         )
-    return (
-        "**Emulated device (an approximation).** The data devices of " + "; ".join(parts) + " are throttled "
-        "with the cgroup blkio controller for the PostgreSQL server, its clients and the device baseline: "
-        "the rows marked *emulated* in the device table are measured under the throttle, those marked *real* "
-        "on the same machine's disk without it. A throttle is not a disk: it has no seek model (a sequential "
-        "I/O costs one operation like a random one; a merged readahead request counts once), the page cache "
-        "stays in front of the device, and under cgroup v1 the write-back that kernel threads do in the "
-        "background is not throttled at all — only what the cgroup's processes issue themselves (reads, "
-        "O_DIRECT, fsync, fdatasync and sync_file_range of their dirty pages). A flush counts as a write "
-        "operation: 8 kB writes with fdatasync after each run at half the write rate. See docs/slow-device.md."
-    )
+    if throttled:
+        parts = []
+        for name in sorted(set(throttled.values())):
+            tname = device_profiles.throttle(name) or "hdd-throttle"  # raw folders' `hdd` was this throttle
+            b = device_profiles.blkio(tname)
+            targets = ", ".join(t for t, p in throttled.items() if p == name)
+            parts.append(
+                f"{targets}: `{name}`, {b.read_iops} read and {b.write_iops} write operations per second and "
+                f"{b.read_bps}/s each way ({device_profiles.source(tname)})"
+            )
+        out.append(
+            "**Emulated device (an approximation).** The data devices of " + "; ".join(parts) + " are throttled "
+            "with the cgroup blkio controller for the PostgreSQL server, its clients and the device baseline: "
+            "the rows marked *emulated* in the device table are measured under the throttle, those marked *real* "
+            "on the same machine's disk without it. A throttle is not a disk: it has no seek model (a sequential "
+            "I/O costs one operation like a random one; a merged readahead request counts once), reads and "
+            "writes have separate budgets (writes never take time from reads), the page cache stays in front "
+            "of the device, and under cgroup v1 the write-back that kernel threads do in the background is not "
+            "throttled at all — only what the cgroup's processes issue themselves (reads, O_DIRECT, fsync, "
+            "fdatasync and sync_file_range of their dirty pages). A flush counts as a write operation: 8 kB "
+            "writes with fdatasync after each run at half the write rate. See docs/slow-device.md."
+        )
+    return "\n\n".join(out)
 
 
 def device_setup(ctx: Context) -> None:
@@ -66,7 +121,7 @@ def device_setup(ctx: Context) -> None:
     notes = sorted({n for n in device.device_table(ctx.db, ctx.study)["notes"].drop_nulls().to_list() if n})
     if notes:
         show("Device-baseline notes: " + " ".join(notes))
-    text = emulated_text(ctx.cfg)
+    text = emulated_text(ctx.cfg, recorded_kinds(ctx))
     if text:
         show(text)
 
@@ -116,7 +171,18 @@ def device_threats(ctx: Context) -> list[str]:
             "submission (QD32 equals QD1). Its numbers show ZFS's copy-on-write, record and ZIL behaviour "
             "with a large per-call overhead on top: they are not OpenZFS performance, in either direction."
         )
-    if profiles(ctx.cfg):
+    kinds = recorded_kinds(ctx)
+    named = {
+        kinds.get(t) or ("disk" if device_profiles.is_disk(p) else "throttle") for t, p in profiles(ctx.cfg).items()
+    }
+    if "disk" in named:
+        items.append(
+            "**An emulated magnetic disk.** The emulated targets' device is a model of a 7,200 rpm drive served "
+            "by a daemon on a fast disk: its seeks, rotation and transfer follow the datasheet, but without a "
+            "write cache or command queueing it serves writes and deep queues as a drive with both turned off "
+            "would; its service times are held by sleeping, so CPU steal on a busy host can make them longer."
+        )
+    if "throttle" in named:
         items.append(
             "**An emulated slow disk.** The throttled targets' device is a cgroup throttle on a fast disk, not "
             "a magnetic one: no seeks, the page cache in front, background write-back unthrottled (cgroup v1). "

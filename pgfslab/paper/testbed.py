@@ -93,6 +93,21 @@ def _checksums(ctx: Context) -> str:
     )
 
 
+def disk_label(model: dict[str, Any]) -> str:
+    """An emulated disk's model as the set-up table states it, from what target.json or run.json recorded."""
+    p, d = model.get("parameters") or {}, model.get("derived") or {}
+    r, w = p.get("seek_read_ms") or {}, p.get("seek_write_ms") or {}
+    over = model.get("overrides") or {}
+    return (
+        f"emulated disk `{model.get('preset')}` ({model.get('drive') or 'model'}): {p.get('rpm', 0):.0f} rpm, seek "
+        f"{r.get('track')}/{r.get('average')}/{r.get('full')} ms read, {w.get('track')}/{w.get('average')}/"
+        f"{w.get('full')} write (track/average/full stroke), {p.get('overhead_ms')} ms overhead, "
+        f"{p.get('rate_outer_mb_s')}-{p.get('rate_inner_mb_s')} MB/s, image over {d.get('span', 0):.3g} of the stroke, "
+        f"no write cache; random 8 kB read {d.get('random_8k_read_ms')} ms, sequential {d.get('sequential_mb_s')} MB/s"
+        + (f"; overrides {over}" if over else "")
+    )
+
+
 def _targets_table(ctx: Context) -> pl.DataFrame:
     rows = []
     for t in ctx.target_names:
@@ -117,6 +132,7 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
                 "existing": "existing mount",
                 "device": f"block device {mount.get('device') or ''}",
             }.get(kind, kind or "–")
+            + (" over an emulated disk" if mount.get("disk") else "")
             + (", direct I/O" if kind == "image" and mount.get("direct_io") else "")
         )
         load = (trec.get("load") or {}).get("wall_s") or (trec.get("load_sysbench") or {}).get("wall_s")
@@ -131,6 +147,15 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
         if wal:
             extras.append(
                 f"WAL on target {wal.get('target')} ({wal.get('fs_label') or wal.get('fs')}, {wal.get('device')})"
+            )
+        model = (mount.get("disk") or {}).get("model") or (trec.get("disk") or {}).get("model")
+        if model:
+            extras.append(disk_label(model))
+        elif ((rrec.get("cgroup") or {}).get("limits") or {}).get("read_iops"):
+            lim = rrec["cgroup"]["limits"]
+            extras.append(
+                f"blkio throttle ({spec.device_profile if spec else 'device profile'}): {lim.get('read_iops')} read and "
+                f"{lim.get('write_iops')} write operations/s"
             )
         sn = ctx.cfg.snapshots
         if sn and t in sn.targets:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config import device_profiles
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, mounted_target, pg_install, postgres, powercut, target_remount, zfs_daemon
@@ -32,7 +33,9 @@ def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, recor
     record["server"] = server
     record["postgres_settings"] = view.postgres.settings
     logs = _Logs(rdir)
-    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device, view.target.spec.device_profile)
+    limits = cgroups.limits_from_config(
+        view.resources.to_dict(), mnt.device, device_profiles.throttle(view.target.spec.device_profile)
+    )
     with cgroups.limited(cgroups.cgroup_name(view.target.study, view.spec.target), limits) as cg:
         try:
             before, effective = _write_and_crash_server(view, cg, mnt, rdir, out, rec, record, logs)

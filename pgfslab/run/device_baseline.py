@@ -436,10 +436,11 @@ def baseline_target(study: Study, target: str) -> Path:
     baseline.json (the record: target, file system as labelled, implementation, timings) under
     data/raw/<study>/_setup/<target>/device/. Returns baseline.json.
 
-    A target with a device profile is measured under it, as its runs are: fio and pg_test_fsync in the
-    profile's cgroup with its throttles on the target's device (what the cgroup was charged is recorded);
-    the record and the notes say the device is emulated."""
-    from pgfslab.host import cgroups, postgres, target_mount, zfs_target
+    A target with a device profile is measured on it, as its runs are: on the emulated disk under its loop
+    device (the disk's model and its daemon's counters over the baseline recorded), or with fio and
+    pg_test_fsync in a throttle profile's cgroup (what the cgroup was charged recorded); the record and the
+    notes say the device is emulated."""
+    from pgfslab.host import cgroups, disk_daemon, postgres, target_mount, zfs_target
     from pgfslab.run import provenance
     from pgfslab.run.common import SCHEMA_VERSION, now, say, write_json
 
@@ -462,8 +463,9 @@ def baseline_target(study: Study, target: str) -> Path:
         "started_at": now(),
     }
     profile = tv.spec.device_profile
+    throttle = device_profiles.throttle(profile)
     if profile is not None:
-        record["device_profile"] = device_profiles.describe(profile)
+        record["device_profile"] = device_profiles.describe(profile, tv.spec.device_model)
     t0 = time.monotonic()
     with (
         zfs_target.zfs_service(wd, [spec]),
@@ -471,13 +473,14 @@ def baseline_target(study: Study, target: str) -> Path:
         cgroups.limited(
             cgroups.cgroup_name(study.study, target),  # the runs' own: they wait for the baseline
             # the device's throttles only: the memory limit is the runs' "RAM", not the device's
-            cgroups.limits_from_config({"blkio": device_profiles.blkio(profile).to_dict()}, mnt.device, profile)
-            if profile is not None
+            cgroups.limits_from_config({"blkio": device_profiles.blkio(throttle).to_dict()}, mnt.device, throttle)
+            if throttle is not None
             else cgroups.Limits(),
         ) as cg,
     ):
         record["mount"] = mnt.describe()
         record["fs_label"] = mnt.fs_label
+        disk_before = disk_daemon.counters(target) if mnt.disk else None
         work = mnt.path / WORK_SUBDIR  # on the lab's own mounted target
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir()
@@ -497,11 +500,18 @@ def baseline_target(study: Study, target: str) -> Path:
                 wrap=cg.command if cg.active else None,
             )
             if profile is not None:
-                bl.notes.append(emulated_note(profile, mnt.device))
+                bl.notes.append(emulated_note(profile, mnt.device, mnt.disk))
         finally:
             shutil.rmtree(work, ignore_errors=True)
             if cg.active:
                 record["cgroup"] = {**cg.record, "usage": cg.usage()}
+        if mnt.disk:
+            disk_daemon.require_alive(target)
+            record["disk"] = {
+                "model": mnt.disk.get("model"),
+                "daemon": mnt.disk.get("daemon"),
+                "counters": disk_daemon.delta(disk_before, disk_daemon.counters(target)),
+            }
     record["baseline"] = asdict(bl)
     record["wall_s"] = round(time.monotonic() - t0, 2)
     record["ended_at"] = now()
@@ -512,8 +522,17 @@ def baseline_target(study: Study, target: str) -> Path:
     return out / "baseline.json"
 
 
-def emulated_note(profile: str, device: str | None) -> str:
-    """The baseline's note on a throttled target: which profile, on which device, and what it leaves out."""
+def emulated_note(profile: str, device: str | None, disk: dict[str, Any] | None = None) -> str:
+    """The baseline's note on an emulated device: which profile, on which device, and what it leaves out."""
+    if device_profiles.is_disk(profile):
+        model = (disk or {}).get("model") or {}
+        derived = model.get("derived") or {}
+        return (
+            f"{device or 'the device'} is on the emulated disk `{profile}` ({model.get('drive') or profile}: one head, "
+            f"one queue for reads and writes, seek + rotation + zoned transfer; modelled 8 kB random read "
+            f"{derived.get('random_8k_read_ms', '?')} ms, sequential {derived.get('sequential_mb_s', '?')} MB/s); "
+            "not emulated: a write cache, command queueing (requests are served in arrival order)"
+        )
     b = device_profiles.blkio(profile)
     return (
         f"{device or 'the device'} emulates `{profile}` (blkio throttle: {b.read_iops} read and {b.write_iops} "

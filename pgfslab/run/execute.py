@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ import psycopg
 from pgfslab.config import vm_settings
 from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
-from pgfslab.host import cpu_probe, mounted_target, sysctl, target_mount, zfs_target
+from pgfslab.host import cpu_probe, disk_daemon, mounted_target, sysctl, target_mount, zfs_target
 from pgfslab.run import record as run_record
 from pgfslab.run.common import disk_full_message, now, say, texts, wal_dir, wal_record, write_json
 from pgfslab.run.crash_cycle import durability_run
@@ -106,7 +107,17 @@ def measure(view: RunView, rdir: Path, record: dict[str, Any], ph: Phases, vm_he
     """The run on the machine: set up, the tool, what it left. Returns the run's error (None: a good run)."""
     with contextlib.ExitStack() as stack:
         mnt = set_up(stack, view, record, ph, vm_held)
-        outcome = run_tool(view, rdir, mnt, record, ph)
+        at_mount = disk_daemon.counters(mnt.name) if mnt.disk else None
+        try:
+            outcome = run_tool(view, rdir, mnt, record, ph)
+        except Exception as exc:
+            died = disk_death(mnt)
+            if died:  # the run failed because its device did: say so, not what the file system reported
+                raise LabError(died) from exc
+            raise
+        disk_daemon.require_alive(mnt.name)
+        if mnt.disk:
+            record["disk"] = disk_run_record(mnt, rdir, at_mount, record.get("disk"))
         record[view.workload.tool] = {
             "returncode": outcome.returncode,
             "wall_s": outcome.wall_s,
@@ -116,6 +127,34 @@ def measure(view: RunView, rdir: Path, record: dict[str, Any], ph: Phases, vm_he
         record.update(footprint(mnt))
         ph.lap("footprint")  # used bytes, compsize: what the run left on the target
     return error
+
+
+def disk_death(mnt: mounted_target.Mounted) -> str | None:
+    """Why the target's emulated disk is gone (None: it has none, or it runs)."""
+    disk = disk_daemon.current(mnt.name) if mnt.disk else None
+    return disk.death() if disk is not None else None
+
+
+def disk_run_record(
+    mnt: mounted_target.Mounted, rdir: Path, at_mount: dict[str, int] | None, measured: dict[str, Any] | None
+) -> dict[str, Any]:
+    """run.json's `disk`: the emulated disk's model and its daemon's counters over the run (from the mount to
+    the end of the tool: server start and stop, the cache drop's sync) and over the tool's measured window
+    (pg_run's), with its per-second series kept as disk_series.csv."""
+    assert mnt.disk is not None
+    series = Path(mnt.disk["series"])
+    if series.exists():
+        shutil.copyfile(series, rdir / "disk_series.csv")
+    return {
+        "profile": (mnt.disk.get("model") or {}).get("preset"),
+        "model": mnt.disk.get("model"),
+        "daemon": mnt.disk.get("daemon"),
+        "counters": {
+            "run": disk_daemon.delta(at_mount, disk_daemon.counters(mnt.name)),
+            **({"measured": measured.get("measured")} if measured else {}),
+        },
+        "series": "disk_series.csv" if series.exists() else None,
+    }
 
 
 def set_up(

@@ -12,7 +12,7 @@ from typing import Any
 
 from pgfslab.config.study import TargetView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, sysctl, target_paths, target_release
+from pgfslab.host import cgroups, disk_daemon, sysctl, target_paths, target_release
 from pgfslab.run.common import say
 
 
@@ -20,7 +20,7 @@ def release_after_interrupt(target: TargetView, vm_rec: dict[str, Any] | None = 
     """The safety net after an interrupt or a lab error: whatever the unwinding context managers
     could not release (a second signal during their cleanup, an error inside one) is released here.
     Idempotent and limited to the lab's own things: the target's server processes, its mount and loop
-    devices, its cgroups, and vm.* settings not restored. Returns what it had to do."""
+    devices, its emulated disk's daemon, its cgroups, and vm.* settings not restored. Returns what it had to do."""
     done: list[str] = []
     wd = target.workdir
     mnt = target_paths.mountpoint(wd, target.name)
@@ -32,6 +32,7 @@ def release_after_interrupt(target: TargetView, vm_rec: dict[str, Any] | None = 
         time.sleep(0.5)
     with contextlib.suppress(LabError):
         done += target_release.release(wd, target.name)
+    done += disk_daemon.stop_current(target.name)  # if its block's own cleanup was cut short
     wal = target.spec.wal_on
     if wal:  # the target that holds this target's WAL was mounted for the run too
         with contextlib.suppress(LabError):

@@ -12,10 +12,11 @@ from typing import Any
 
 import psycopg
 
+from pgfslab.config import device_profiles
 from pgfslab.config.model import Snapshots
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, mounted_target, pg_install, postgres, snapshots
+from pgfslab.host import cgroups, disk_daemon, mounted_target, pg_install, postgres, snapshots
 from pgfslab.progress import Progress
 from pgfslab.run import start_state
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts
@@ -33,7 +34,9 @@ def pg_run(
     orphans and stale postmaster.pid are cleaned up, and the server log is kept on every exit path."""
     pg = view.postgres
     bindir = pg_install.build_for(pg.version, pg.bindir).bindir
-    limits = cgroups.limits_from_config(view.resources.to_dict(), mnt.device, view.target.spec.device_profile)
+    limits = cgroups.limits_from_config(
+        view.resources.to_dict(), mnt.device, device_profiles.throttle(view.target.spec.device_profile)
+    )
     server: dict[str, Any] = {}
     record["server"] = server
     log_at: list[Any] = []
@@ -70,7 +73,10 @@ def pg_run(
                 smp = stack.enter_context(Samplers(rdir, view.sampler, cl.conninfo))
                 sched = _snapshots(stack, view.snapshots, mnt, rdir)
                 ph.lap("samplers_start")
+                disk_before = disk_daemon.counters(mnt.name) if mnt.disk else None
                 outcome = _execute(view, cg.command(cmd), rdir)
+                if disk_before is not None:  # the emulated disk's counters over the tool's run (its reads competing)
+                    record["disk"] = {"measured": disk_daemon.delta(disk_before, disk_daemon.counters(mnt.name))}
                 # pgbench's own start (connections, the vacuum of its tables) is tool_overhead
                 ph.lap_tool(None if view.workload.transactions else view.duration_s)
             record["sampler"] = {**view.sampler.to_dict(), **smp.record()}

@@ -16,7 +16,17 @@ import psycopg
 from pgfslab.config.model import Dataset
 from pgfslab.config.study import PostgresSettings, Study, TargetView, database_for
 from pgfslab.errors import LabError
-from pgfslab.host import mounted_target, pg_install, postgres, safety, target_create, target_mount, zfs, zfs_target
+from pgfslab.host import (
+    disk_daemon,
+    mounted_target,
+    pg_install,
+    postgres,
+    safety,
+    target_create,
+    target_mount,
+    zfs,
+    zfs_target,
+)
 from pgfslab.run import provenance, start_state
 from pgfslab.run.common import (
     PG_TOOLS,
@@ -102,6 +112,13 @@ def prepare_target(study: Study, target: str) -> Path:
             if full:
                 raise LabError(full) from None
             raise
+        if mnt.disk:  # the emulated disk's model, and what the preparation cost it (initdb, the bulk load)
+            disk_daemon.require_alive(target)
+            record["disk"] = {
+                "model": mnt.disk.get("model"),
+                "daemon": mnt.disk.get("daemon"),
+                "counters": disk_daemon.counters(target),
+            }
     record["ended_at"] = now()
     record["tools"] = provenance.tools(str(bindir) if bindir else "")
     record["host"] = provenance.host()

@@ -182,10 +182,11 @@ def parse(path: Path, fmt: str | None = None, **options: Any) -> dict[str, pl.Da
     return mod.parse(path, **options)  # type: ignore[call-arg]
 
 
-# The lab's own CSV logs (pgstat.csv, fsmicro_ops.csv, snapshots.csv): exact headers, so last in detection order.
-from pgfslab.ingest.parsers import btrfs_snapshots, fsmicro_ops, pg_aios, pgstat, pgstat_io  # noqa: E402
+# The lab's own CSV logs (pgstat.csv, fsmicro_ops.csv, snapshots.csv, disk_series.csv): exact headers, so last in
+# detection order.
+from pgfslab.ingest.parsers import btrfs_snapshots, disk_series, fsmicro_ops, pg_aios, pgstat, pgstat_io  # noqa: E402
 
-FORMATS.update({m.NAME: m for m in (pgstat, pgstat_io, pg_aios, fsmicro_ops, btrfs_snapshots)})  # type: ignore[misc]
+FORMATS.update({m.NAME: m for m in (pgstat, pgstat_io, pg_aios, fsmicro_ops, btrfs_snapshots, disk_series)})  # type: ignore[misc]
 
 # The device baseline's tools (pgfslab.run.device_baseline): fio's JSON report and pg_test_fsync's text.
 from pgfslab.ingest.parsers import fio, pg_test_fsync  # noqa: E402
