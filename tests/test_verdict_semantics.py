@@ -689,3 +689,25 @@ def test_a_crash_check_of_the_labs_own_stack_is_never_the_seeds_verdict() -> Non
     assert table.findings_table(res, [c])["here (the seed's own condition)"][0].startswith(
         "the lab's own finding, on its own stack: holds"
     )
+
+
+def test_on_the_emulated_disk_reads_compete_where_writes_held_its_one_head() -> None:
+    # the daemon's counters: writes held the head 1.27 s of a 20.3 s window (a real check run's numbers)
+    rec = {"disk": {"counters": {"measured": {"write_busy_ns": 1_274_633_468, "uptime_ns": 20_341_953_560}}}}
+    assert regime.write_busy_share(rec) == pytest.approx(1_274_633_468 / 20_341_953_560)
+    assert regime.write_busy_share({"cgroup": {"limits": {"read_iops": 150}}}) is None  # a throttle, not the disk
+    busy = cell(write_busy_share=[0.20, 0.30, 0.25], device_profile=["hdd"] * 3)
+    quiet = cell(write_busy_share=[0.01, 0.02, 0.03], device_profile=["hdd"] * 3)
+    assert regime.check(["reads_compete"], busy, quiet) == (
+        [],
+        ["reads competed with writes for the emulated disk's one head: writes held it A 25%, B 2% of the runs "
+         "(median, the daemon's counters)"],
+    )  # fmt: skip
+    assert regime.check(["reads_compete"], quiet, busy)[0] == [
+        "reads had the emulated disk's one head to themselves: writes held it 2.0% of side A's runs (median; the "
+        "lab asks >= 5% for reads and writes to compete)"
+    ]
+    # its diskstats are the emulated disk's own: a read-await claim is in its regime there, not under a throttle
+    assert regime.throttled_await("read_await_variance", busy, busy) == []
+    throttle = cell(write_busy_share=[None], device_profile=["hdd-throttle"])
+    assert "hdd-throttle" in regime.throttled_await("read_await_variance", throttle, throttle)[0]
