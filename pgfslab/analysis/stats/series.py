@@ -235,7 +235,7 @@ PHI_STEP = 0.05  # the grid φ is rounded to: one simulation per (n, φ) pair a 
 
 
 @functools.cache
-def mser_null_rate(n: int, phi: float = 0.0, batch: int = 5, sims: int = 4000) -> float:
+def mser_null_rate(n: int, phi: float = 0.0, batch: int = 5, sims: int = 20000) -> float:
     """The share of stationary series of `n` samples that `mser_truncation` calls not steady, for AR(1)
     noise with lag-1 coefficient `phi` (0: independent samples), each series started from the stationary
     distribution (no warm-up at all). MSER on few batches is a coin toss: about 45 % of 18-sample
