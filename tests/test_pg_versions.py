@@ -13,7 +13,7 @@ import pytest
 
 from pgfslab import yaml_text
 from pgfslab.analysis import registry
-from pgfslab.config import pg_settings
+from pgfslab.config import pg_settings, versions
 from pgfslab.config import study as config
 from pgfslab.errors import LabError
 from pgfslab.host import pg_install, postgres
@@ -225,30 +225,85 @@ def test_binaries_the_server_user_cannot_reach_are_refused_clearly():
         shutil.rmtree(hidden)
 
 
-def test_validation_refuses_a_major_no_build_gives_naming_the_key():
-    with pytest.raises(LabError, match=r"test.yaml: postgres.versions\[1\]: PostgreSQL 19 has no pinned build"):
+@pytest.fixture
+def distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The distribution's PostgreSQL majors as this test says (Debian 12's 15 unless told), not the machine's:
+    what validation accepts depends on them."""
+
+    def have(*majors: int) -> None:
+        root = tmp_path / "usr-lib-postgresql"
+        for major in majors:
+            (root / str(major) / "bin").mkdir(parents=True)
+            (root / str(major) / "bin" / "postgres").touch()
+        monkeypatch.setattr(versions, "DISTRIBUTION", root)
+
+    have(15)
+    return have
+
+
+PINNED = "(pinned: 14, 15, 16, 17, 18)"
+
+
+def test_validation_refuses_a_major_no_build_gives_naming_the_key(distribution):
+    with pytest.raises(LabError) as exc:
         cfg(postgres={"versions": [15, 19]})
-    with pytest.raises(LabError, match=r"targets.x.postgres_version: PostgreSQL 13 has no pinned build"):
+    assert str(exc.value).startswith(f"test.yaml: postgres.versions[1]: PostgreSQL 19 has no pinned build {PINNED}")
+    # a copy takes no postgres.bindir: the remedy is the key's own
+    assert "remove it, or add a target with postgres_version: 19" in str(exc.value)
+    with pytest.raises(LabError, match=r"^test\.yaml: postgres\.version: PostgreSQL 19 .*; give postgres\.bindir$"):
+        cfg(postgres={"version": 19})
+    with pytest.raises(LabError, match=r"^test\.yaml: targets\.x\.postgres_version: PostgreSQL 13 .*postgres_bindir$"):
         cfg(targets={"x": {"fs": "ext4", "postgres_version": 13}}, postgres={})
+    # a target of its own whose name looks like a copy's is still named by its own key
+    with pytest.raises(LabError, match=r"targets\.db-pg19\.postgres_version: PostgreSQL 19 has no pinned build"):
+        cfg(targets={"db-pg19": {"fs": "ext4", "postgres_version": 19}, "ext4": {"fs": "ext4"}})
     # the user's own binaries: any major, checked when they run
     cfg(targets={"x": {"fs": "ext4", "postgres_version": 13, "postgres_bindir": "/opt/pg13/bin"}}, postgres={})
+    cfg(postgres={"version": 19, "bindir": "/opt/pg19/bin"})
+    # a major the distribution has needs no pinned build
+    distribution(19)
+    assert list(cfg(postgres={"versions": [15, 19]})["targets"])[:2] == ["ext4-pg15", "ext4-pg19"]
 
 
-def test_validation_refuses_io_uring_on_a_build_without_liburing():
-    with pytest.raises(
-        LabError, match=r"postgres.settings.io_method: io_uring needs a build with liburing; the pinned PostgreSQL 18"
-    ):
+def _scan(**settings: str) -> dict:
+    return {"scan": {"tool": "pgbench", "builtin": "select-only", "clients": [1], "postgres_settings": settings}}
+
+
+def test_validation_refuses_io_uring_on_a_build_without_liburing(distribution):
+    with pytest.raises(LabError) as exc:
         cfg(postgres={"versions": [18], "settings": {"io_method": "io_uring"}})
-    with pytest.raises(LabError, match=r"workloads.rw.postgres_settings.io_method: io_uring"):
-        cfg(
-            postgres={"versions": [18]},
-            workloads={
-                "rw": {
-                    "tool": "pgbench",
-                    "builtin": "tpcb-like",
-                    "clients": [4],
-                    "postgres_settings": {"io_method": "io_uring"},
-                }
-            },
-        )
+    assert str(exc.value).startswith(
+        "test.yaml: postgres.settings.io_method: io_uring needs a build with liburing; the pinned PostgreSQL 18 build"
+    )
+    with pytest.raises(LabError, match=r"^test\.yaml: workloads\.scan\.postgres_settings\.io_method: io_uring"):
+        cfg(postgres={"version": 18}, workloads=_scan(io_method="IO_URING"))  # PostgreSQL ignores an enum's case
+    # a copy's settings are the target's the config names: the key path is the one in the file
+    with pytest.raises(LabError, match=r"^test\.yaml: targets\.xfs\.postgres_settings\.io_method: io_uring"):
+        cfg(postgres={"versions": [18]}, targets={"xfs": {"fs": "xfs", "postgres_settings": {"io_method": "io_uring"}}})
+    # a workload's worker does not change what the target's preparation starts its server with
+    with pytest.raises(LabError, match=r"^test\.yaml: postgres\.settings\.io_method: io_uring"):
+        cfg(postgres={"version": 18, "settings": {"io_method": "io_uring"}}, workloads=_scan(io_method="worker"))
     assert cfg(postgres={"versions": [18], "settings": {"io_method": "worker"}})  # what the pinned build has
+
+
+def test_io_uring_is_left_to_builds_validation_cannot_see_into(distribution):
+    """io_uring where no pinned build runs it: a target's own bindir, a target that sets another io_method
+    over the study's, the distribution's build (what it was built with is not recorded: its server decides)."""
+    uring = {"io_method": "io_uring"}
+    targets = {
+        "uring": {"fs": "xfs", "postgres_bindir": "/opt/pg18-uring/bin"},
+        "ext4": {"fs": "ext4", "postgres_settings": {"io_method": "worker"}},
+    }
+    assert cfg(postgres={"version": 18, "settings": uring}, targets=targets)
+    with pytest.raises(LabError, match=r"targets\.ext4\.postgres_settings\.io_method: io_uring"):
+        cfg(postgres={"version": 18}, targets={**targets, "ext4": {"fs": "ext4", "postgres_settings": uring}})
+    # 15 has no io_method at all: that is what it is told
+    with pytest.raises(LabError, match=r"PostgreSQL 15 has no setting 'io_method'"):
+        cfg(postgres={"version": 15}, workloads=_scan(**uring))
+    distribution(18)
+    assert cfg(postgres={"version": 18}, workloads=_scan(**uring))
+
+
+def test_a_copys_settings_are_named_by_the_target_the_config_names():
+    with pytest.raises(LabError, match=r"^test\.yaml: targets\.ext4\.postgres_settings\.io_method: PostgreSQL 15"):
+        cfg(targets={"ext4": {"fs": "ext4", "postgres_settings": {"io_method": "worker"}}})
