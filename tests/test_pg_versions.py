@@ -14,7 +14,7 @@ import pytest
 from pgfslab import yaml_text
 from pgfslab.analysis import registry
 from pgfslab.config import pg_settings, versions
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, load, load_study, validate
 from pgfslab.errors import LabError
 from pgfslab.host import pg_install, postgres
 
@@ -29,14 +29,14 @@ def cfg(**over) -> dict:
         "postgres": {"versions": [15, 18]},
     }
     raw.update(over)
-    return config.validate(raw, "test.yaml")
+    return validate(raw, "test.yaml")
 
 
 def test_versions_cross_every_target_in_order_and_the_plan_interleaves_them():
     c = cfg()
     assert list(c["targets"]) == ["ext4-pg15", "ext4-pg18", "xfs-pg15", "xfs-pg18"]
     assert c["targets"]["xfs-pg18"] == {**c["targets"]["xfs-pg15"], "postgres_version": 18}
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     ids = [r.run_id for r in study.runs]
     # the first round is the Williams design's first row for four targets: 0, 1, 3, 2 (pgfslab.config.order)
     assert ids[:4] == ["ext4-pg15.rw.c4.r1", "ext4-pg18.rw.c4.r1", "xfs-pg18.rw.c4.r1", "xfs-pg15.rw.c4.r1"]
@@ -55,9 +55,9 @@ def test_crossing_is_done_once_and_leaves_own_builds_alone():
         }
     )
     assert list(c["targets"]) == ["ext4-pg15", "ext4-pg18", "uring", "old"]
-    again = config.validate(c, "study.yaml")  # the frozen study.yaml validated again
+    again = validate(c, "study.yaml")  # the frozen study.yaml validated again
     assert list(again["targets"]) == list(c["targets"])
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     assert study.bindir_of("uring") == "/opt/pg18/bin" and study.pg_version_of("old") == 14
     assert study.postgres_for("old").bindir is None  # its own major: that major's build, not the study's bindir
 
@@ -117,7 +117,7 @@ def test_existing_studies_keep_their_targets_and_postgres_keys():
         raw = yaml_text.safe_load(path.read_text())
         if "versions" in (raw.get("postgres") or {}) or "version" in (raw.get("postgres") or {}):
             continue
-        c = config.load(path)
+        c = load(path)
         assert list(c["targets"]) == list(raw["targets"]), path
         assert set(c["postgres"]) <= {"user", "port_base", "settings", "bindir"}, path
         assert not any("postgres_version" in t for t in c["targets"].values()), path
@@ -171,7 +171,7 @@ def test_a_workload_runs_on_its_targets_and_rungs_only():
         },
     }
     c = cfg(workloads=wl, ladder={"scales": [2, 8]}, run={"repeats": 1})
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     ids = [r.run_id for r in study.runs]
     assert [i for i in ids if ".aio." in i] == ["ext4-pg18.aio.d2.c1.r1"]
     assert len([i for i in ids if ".rw." in i]) == 4 * 2
@@ -198,10 +198,10 @@ def test_a_workload_runs_on_its_targets_and_rungs_only():
 
 
 def test_the_issue_32_studies_are_what_their_comments_say():
-    versions = config.load_study(REPO / "config" / "pg-versions.yaml")
+    versions = load_study(REPO / "config" / "pg-versions.yaml")
     assert len(versions.targets) == 9 and {versions.pg_version_of(t) for t in versions.targets} == {15, 17, 18}
     assert versions.postgres.data_checksums is False and len(versions.runs) == 108
-    aio = config.load_study(REPO / "config" / "aio.yaml")
+    aio = load_study(REPO / "config" / "aio.yaml")
     assert {aio.pg_version_of(t) for t in aio.targets} == {18}
     direct = [r.target for r in aio.runs if r.workload == "direct"]
     assert set(direct) == {"ext4", "xfs", "btrfs"}
