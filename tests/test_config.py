@@ -8,7 +8,7 @@ import yaml
 
 from pgfslab import yaml_text
 from pgfslab.config import checks, vm_settings
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, load, validate
 from pgfslab.errors import LabError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,12 +26,12 @@ def test_shipped_configs_validate():
     for path in sorted((REPO / "config").glob("*.yaml")):
         if path.name == "schema.yaml":
             continue
-        cfg = config.load(path)
-        assert config.Study.from_dict(cfg).runs, path
+        cfg = load(path)
+        assert Study.from_dict(cfg).runs, path
 
 
 def test_defaults_are_filled():
-    cfg = config.validate(base())
+    cfg = validate(base())
     assert cfg["run"]["duration_s"] == 20
     assert cfg["targets"]["a"]["size_gb"] == 4
     assert cfg["targets"]["a"]["direct_io"] is True
@@ -53,7 +53,7 @@ def test_errors_name_the_key(mutate, key):
     cfg = base()
     mutate(cfg)
     with pytest.raises(LabError) as err:
-        config.validate(cfg, "my.yaml")
+        validate(cfg, "my.yaml")
     assert f"my.yaml: {key}" in str(err.value)
 
 
@@ -61,19 +61,19 @@ def test_repeats_for_unknown_client_count_rejected():
     cfg = base()
     cfg["workloads"]["w"]["repeats"] = {"8": 3}
     with pytest.raises(LabError, match="client counts \\[8\\]"):
-        config.validate(cfg)
+        validate(cfg)
 
 
 def test_yaml_error_names_line(tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text("study: x\ntargets:\n  a: {fs: ext4\n")
     with pytest.raises(LabError, match=r"s.yaml:\d+: not valid YAML"):
-        config.load(p)
+        load(p)
 
 
 def test_plan_is_interleaved_and_counts_repeats():
-    cfg = config.validate(base())
-    runs = config.Study.from_dict(cfg).runs
+    cfg = validate(base())
+    runs = Study.from_dict(cfg).runs
     counts = Counter((r.workload, r.clients, r.target) for r in runs)
     assert counts[("w", 1, "a")] == 2 and counts[("w", 4, "c")] == 5
     assert len({r.run_id for r in runs}) == len(runs)
@@ -88,11 +88,11 @@ def test_plan_is_interleaved_and_counts_repeats():
 
 
 def test_default_study_meets_its_brief():
-    cfg = config.load(REPO / "config" / "default.yaml")
+    cfg = load(REPO / "config" / "default.yaml")
     fss = {t["fs"] for t in cfg["targets"].values()}
     assert fss == {"ext4", "xfs", "btrfs"}
     assert any("compress=zstd" in t.get("mount_options", []) for t in cfg["targets"].values())
-    runs = config.Study.from_dict(cfg).runs
+    runs = Study.from_dict(cfg).runs
     assert max(Counter((r.target, r.workload, r.clients) for r in runs).values()) >= 5
     assert 20 <= cfg["run"]["duration_s"] <= 30
     # budget: the fixed rounds' run time must stay under 15 minutes on the 2-core machine, and the optional
@@ -131,22 +131,22 @@ def full() -> dict:
 
 
 def test_new_sections_validate_with_defaults():
-    cfg = config.validate(full())
-    assert cfg["snapshots"]["offset_s"] == 0 and config.Study.from_dict(cfg).snapshot_targets() == ["c", "disk"]
+    cfg = validate(full())
+    assert cfg["snapshots"]["offset_s"] == 0 and Study.from_dict(cfg).snapshot_targets() == ["c", "disk"]
     assert cfg["targets"]["disk"]["format"] is True and "format" not in cfg["targets"]["a"]
-    plain = config.validate(base())
+    plain = validate(base())
     assert plain["os"] == {"drop_caches": True} and plain["resources"] == {} and "snapshots" not in plain
-    assert config.Study.from_dict(plain).snapshot_targets() == []
+    assert Study.from_dict(plain).snapshot_targets() == []
 
 
 def test_drop_caches_is_one_setting():
     cfg = base()
     cfg["os"] = {"drop_caches": False}
-    got = config.validate(cfg)
+    got = validate(cfg)
     assert got["run"]["drop_caches"] is False and got["os"]["drop_caches"] is False
     cfg["run"] = {"drop_caches": True}
     with pytest.raises(LabError, match="disagree"):
-        config.validate(cfg)
+        validate(cfg)
 
 
 def test_vm_allowlist_matches_the_vm_settings_module():
@@ -197,7 +197,7 @@ def test_new_sections_errors_name_the_key(mutate, where):
     cfg = full()
     mutate(cfg)
     with pytest.raises(LabError) as err:
-        config.validate(cfg, "my.yaml")
+        validate(cfg, "my.yaml")
     assert where in str(err.value)
 
 
@@ -205,10 +205,10 @@ def test_blkio_needs_block_device_targets():
     cfg = full()
     del cfg["targets"]["ram"]
     cfg["resources"]["blkio"] = {"read_bps": "50MB", "write_iops": 2000}
-    config.validate(cfg)  # existing targets are checked at run time (their mount may be on a block device)
+    validate(cfg)  # existing targets are checked at run time (their mount may be on a block device)
     cfg["targets"]["ram"] = {"fs": "tmpfs"}
     with pytest.raises(LabError, match="resources.blkio: target ram \\(tmpfs\\) has no block device"):
-        config.validate(cfg)
+        validate(cfg)
 
 
 # ----------------------------------------------------------------------------- workloads of every tool
@@ -234,7 +234,7 @@ def test_workload_keys_belong_to_their_tool(workload, message):
     cfg = base()
     cfg["workloads"] = {"w": workload}
     with pytest.raises(LabError) as err:
-        config.validate(cfg, "my.yaml")
+        validate(cfg, "my.yaml")
     assert "my.yaml: workloads.w" in str(err.value) and message in str(err.value)
 
 
@@ -247,7 +247,7 @@ def test_target_and_workload_overrides_merge_over_the_study():
     cfg["workloads"]["w"]["postgres_settings"] = {"synchronous_commit": "off"}
     cfg["os"] = {"vm_dirty_bytes": "1GB"}
     cfg["workloads"]["w"]["os"] = {"vm_dirty_background_bytes": "32MB"}
-    c = config.Study.from_dict(config.validate(cfg))
+    c = Study.from_dict(validate(cfg))
     assert c.pg_settings_for("a", "w") == {"shared_buffers": "64MB", "fsync": "on", "synchronous_commit": "off"}
     assert c.pg_settings_for("b", "w") == {
         "shared_buffers": "64MB",
@@ -269,7 +269,7 @@ def test_postgres_setting_values_cannot_escape_the_config_file(value):
     cfg = base()
     cfg["postgres"] = {"settings": {"work_mem": value}}
     with pytest.raises(LabError) as err:
-        config.validate(cfg, "my.yaml")
+        validate(cfg, "my.yaml")
     assert "my.yaml: postgres.settings.work_mem" in str(err.value)
 
 
@@ -279,7 +279,7 @@ def test_pgbench_scripts_resolve_next_to_the_config(tmp_path):
     cfg["workloads"]["w"] = {"tool": "pgbench", "scripts": [{"file": "my.sql", "weight": 3}], "clients": [1]}
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    loaded = config.load(path)
+    loaded = load(path)
     assert loaded["workloads"]["w"]["scripts"] == [{"file": str(tmp_path / "my.sql"), "weight": 3}]
 
 
@@ -294,14 +294,14 @@ def test_the_schema_is_parsed_once_per_version_of_its_file(tmp_path: Path, monke
     copy = tmp_path / "config.schema.yaml"
     copy.write_text(text)
     monkeypatch.setattr(checks, "SCHEMA_PATH", copy)
-    assert config.validate(raw)["run"]["duration_s"] == 30
+    assert validate(raw)["run"]["duration_s"] == 30
     edited = text.replace(
         "duration_s: {type: integer, minimum: 1, default: 20}", "duration_s: {type: integer, minimum: 60, default: 60}"
     )
     assert edited != text
     copy.write_text(edited)
     with pytest.raises(LabError, match="duration_s"):
-        config.validate(raw)
+        validate(raw)
 
 
 def test_yaml_is_read_as_pyyamls_pure_python_loader_reads_it(tmp_path: Path) -> None:
@@ -321,4 +321,4 @@ def test_yaml_is_read_as_pyyamls_pure_python_loader_reads_it(tmp_path: Path) -> 
     bad = tmp_path / "bad.yaml"
     bad.write_text("study: x\ntargets:\n  ext4: {fs: ext4\nworkloads: {}\n")
     with pytest.raises(LabError, match=rf"^{bad}:4: not valid YAML"):
-        config.load(bad)
+        load(bad)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pgfslab.config import study as config
+from pgfslab.config.study import validate
 from pgfslab.errors import LabError
 from pgfslab.host import postgres
 
@@ -93,13 +93,13 @@ def test_injection_is_refused_naming_the_key(where: str, key: str, attack: str) 
         value = "/dev/" + attack
     _set(cfg, where, value)
     with pytest.raises(LabError) as err:
-        config.validate(cfg, "my.yaml")
+        validate(cfg, "my.yaml")
     text = str(err.value)
     assert f"my.yaml: {key}" in text, text
 
 
 def test_an_innocent_config_passes() -> None:
-    cfg = config.validate(base(), "my.yaml")
+    cfg = validate(base(), "my.yaml")
     assert cfg["workloads"]["w"]["tool"] == "pgbench"
 
 

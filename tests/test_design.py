@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from pgfslab.analysis import design
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, validate
 
 
 def test_too_few_runs_can_never_resolve_anything() -> None:
@@ -28,7 +28,7 @@ def test_the_plan_says_per_cell_and_claim_what_it_can_resolve() -> None:
         "workloads": {"rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1, 8], "repeats": 3}},
         "run": {"duration_s": 30},
     }
-    study = config.Study.from_dict(config.validate(cfg, "t.yaml"))
+    study = Study.from_dict(validate(cfg, "t.yaml"))
     cells = design.cells(study)
     assert cells["runs_per_target"].to_list() == [3, 3]
     assert set(cells["sigma_from"]) == {"default"} and set(cells["sigma"]) == {design.DEFAULT_SIGMA}

@@ -17,7 +17,7 @@ from conftest import needs_root
 
 from pgfslab.analysis.verdicts import claims, evaluate, facts, regime
 from pgfslab.config import device_profiles
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, load_study, resolve
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups
 from pgfslab.paper import device_baseline as paper_device
@@ -40,8 +40,8 @@ def study_dict(profile: str = "hdd-throttle") -> dict:
     }
 
 
-def build(raw: dict) -> config.Study:
-    return config.Study.from_dict(config.resolve(copy.deepcopy(raw), "my.yaml", REPO))
+def build(raw: dict) -> Study:
+    return Study.from_dict(resolve(copy.deepcopy(raw), "my.yaml", REPO))
 
 
 def test_profile_becomes_the_targets_blkio_and_keeps_the_studys_memory_limit():
@@ -165,7 +165,7 @@ def test_fsmicro_runs_on_an_emulated_disk():
 
 
 def test_the_btrfs_hdd_study_puts_its_data_on_the_emulated_disk_and_not_its_wal():
-    study = config.load_study(REPO / "config" / "btrfs-hdd.yaml")
+    study = load_study(REPO / "config" / "btrfs-hdd.yaml")
     assert "004" in study.seeds
     profiled = {t for t, s in study.targets.items() if s.device_profile == "hdd"}
     assert all(device_profiles.is_disk(study.targets[t].device_profile) for t in profiled)
@@ -181,7 +181,7 @@ def test_the_btrfs_hdd_study_puts_its_data_on_the_emulated_disk_and_not_its_wal(
 
 
 def test_the_durability_study_names_the_seeds_it_answers():
-    assert set(config.load_study(REPO / "config" / "durability.yaml").seeds) == {"001", "004"}
+    assert set(load_study(REPO / "config" / "durability.yaml").seeds) == {"001", "004"}
 
 
 # --- for real: the device baseline's fio under the profile, on a direct-I/O loop device
@@ -281,7 +281,7 @@ def test_an_emulated_device_is_compared_with_emulated_devices_only():
 
 
 def test_the_paper_says_which_device_is_emulated_and_what_it_leaves_out():
-    cfg = config.load_study(REPO / "config" / "btrfs-hdd.yaml")
+    cfg = load_study(REPO / "config" / "btrfs-hdd.yaml")
     assert paper_device.profiles(cfg) == {"ext4": "hdd", "btrfs": "hdd", "btrfs-zlib": "hdd"}
     text = paper_device.emulated_text(cfg)
     assert text is not None
@@ -294,7 +294,7 @@ def test_the_paper_says_which_device_is_emulated_and_what_it_leaves_out():
     for said in ("ext4, btrfs: `hdd-throttle`", "150 read and 150 write operations", "no seek model",
                  "separate budgets", "not throttled"):  # fmt: skip
         assert said in text, said
-    assert paper_device.emulated_text(config.load_study(REPO / "config" / "wal-separate.yaml")) is None
+    assert paper_device.emulated_text(load_study(REPO / "config" / "wal-separate.yaml")) is None
     # a raw folder from before the emulated disk: its `hdd` was the throttle, as its runs recorded
     text = paper_device.emulated_text(cfg, {"ext4": "throttle", "btrfs": "throttle", "btrfs-zlib": "throttle"})
     assert text is not None and "`hdd`, 150 read and 150 write operations" in text and "ST9500430SS" not in text

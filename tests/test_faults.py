@@ -216,11 +216,11 @@ def test_run_that_times_out(lab: Lab) -> None:
 def test_server_listens_on_a_unix_socket_only(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
     """listen_addresses = '', TCP to the port refused, socket directory 0700 and the server's user's,
     and root's pgbench still connects through it (trust authentication: no password anywhere)."""
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
     from pgfslab.host import postgres, target_mount
 
     monkeypatch.chdir(lab.work)
-    study = config.load_study(lab.work / "study.yaml")
+    study = load_study(lab.work / "study.yaml")
     wd = study.work_dir
     with (
         target_mount.mounted(wd, "ext4", study.targets["ext4"].to_dict(), "postgres", study=STUDY) as mnt,

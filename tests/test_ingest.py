@@ -22,7 +22,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import queries
 from pgfslab.cli.main import main
 from pgfslab.errors import LabError
 from pgfslab.ingest import export, parsers
@@ -660,8 +660,8 @@ def test_ingest_external_and_study(tmp_path: Path) -> None:
         fs = con.execute("SELECT count(*) FROM fs_ops f JOIN runs r USING (run_id) WHERE r.fs = 'ext4'").fetchall()
         assert fs[0][0] > 0
     # the study's own questions do not see the published runs
-    assert data.runs(db, "mini")["run_id"].to_list() == ["mini-ext4-tpcb-c2-r0"]
-    assert data.summaries(db, "mini").height == 1
+    assert queries.runs(db, "mini")["run_id"].to_list() == ["mini-ext4-tpcb-c2-r0"]
+    assert queries.summaries(db, "mini").height == 1
     # --no-published leaves them out
     ingest_study(raw, db, progress=False, external=None)
     with duckdb.connect(str(db), read_only=True) as con:

@@ -13,23 +13,23 @@ import pytest
 from pgfslab.analysis import registry
 from pgfslab.analysis.answers import io_methods as io
 from pgfslab.analysis.verdicts.ratio import RatioCI
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, load, validate
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def aio() -> config.Study:
-    return config.Study.from_dict(config.load(REPO / "config" / "aio.yaml"))
+def aio() -> Study:
+    return Study.from_dict(load(REPO / "config" / "aio.yaml"))
 
 
-def small(workloads: dict, settings: dict | None = None) -> config.Study:
+def small(workloads: dict, settings: dict | None = None) -> Study:
     cfg = {
         "study": "t",
         "postgres": {"version": 18, "settings": settings or {}},
         "targets": {"a": {"fs": "ext4"}, "b": {"fs": "xfs"}},
         "workloads": workloads,
     }
-    return config.Study.from_dict(config.validate(cfg))
+    return Study.from_dict(validate(cfg))
 
 
 def test_the_aio_study_families_and_variant_names() -> None:
@@ -220,7 +220,7 @@ def test_summary_names_each_target_with_its_interval() -> None:
 
 def test_the_registry_schedules_the_notebook_only_where_a_workload_sets_io_method() -> None:
     assert "io_methods" in [j.name for j in registry.jobs(aio())]
-    default = config.Study.from_dict(config.load(REPO / "config" / "default.yaml"))
+    default = Study.from_dict(load(REPO / "config" / "default.yaml"))
     assert "io_methods" not in [j.name for j in registry.jobs(default)]
     pg = {"tool": "pgbench", "builtin": "select-only"}
     only_study_wide = small({"w": dict(pg)}, {"io_method": "worker"})  # no workload varies it: nothing to compare

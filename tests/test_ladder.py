@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, database_for, validate
 from pgfslab.errors import LabError
 from pgfslab.runners import pgbench, sysbench
 
 
 def cfg(**ladder) -> dict:
-    return config.validate(
+    return validate(
         {
             "study": "lad",
             "targets": {"ext4": {"fs": "ext4"}, "btrfs": {"fs": "btrfs"}},
@@ -24,7 +24,7 @@ def cfg(**ladder) -> dict:
 
 
 def test_every_pgbench_cell_runs_at_every_rung_interleaved():
-    plan = config.Study.from_dict(cfg()).runs
+    plan = Study.from_dict(cfg()).runs
     ids = [r.run_id for r in plan]
     assert "ext4.rw.d1.c1.r1" in ids and "btrfs.rw.d3.c8.r2" in ids
     assert "ext4.micro.c1.r1" in ids  # fsmicro has no data set: no rung
@@ -35,11 +35,11 @@ def test_every_pgbench_cell_runs_at_every_rung_interleaved():
 
 
 def test_a_rungs_data_set_and_database():
-    c = config.Study.from_dict(cfg())
+    c = Study.from_dict(cfg())
     view = c.run_view(c.find_run("ext4.rw.d2.c1.r1"))
     assert view.dataset.scale == 30 and view.dataset_record()["rung"] == 2 and view.postgres.database == "pgfslab_d2"
     assert c.dataset_for("ext4").scale == 20  # the study's own without a rung
-    assert config.database_for(2) == "pgfslab_d2" and config.database_for(None) == "postgres"
+    assert database_for(2) == "pgfslab_d2" and database_for(None) == "postgres"
     cmd = pgbench.init_command("pgbench", ["-h", "/tmp"], view.dataset, view.postgres.database)
     assert cmd[-1] == "pgfslab_d2" and cmd[cmd.index("-s") + 1] == "30"
 
@@ -47,14 +47,14 @@ def test_a_rungs_data_set_and_database():
 def test_rung_fingerprints_differ_and_memory_limit_becomes_the_cgroup_limit():
     c = cfg(memory_limit_mb=1024)
     assert c["resources"]["memory_limit_mb"] == 1024
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     a = study.find_run("ext4.rw.d1.c1.r1")
     b = study.find_run("ext4.rw.d2.c1.r1")
     assert study.run_fingerprint(a) != study.run_fingerprint(b)
 
 
 def test_sysbench_rungs_are_table_sizes():
-    c = config.validate(
+    c = validate(
         {
             "study": "sb",
             "targets": {"x": {"fs": "xfs"}},
@@ -62,7 +62,7 @@ def test_sysbench_rungs_are_table_sizes():
             "ladder": {"table_sizes": [1000, 50000]},
         }
     )
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     assert study.dataset_for("x", 2).sysbench.table_size == 50000
     view = study.run_view(study.find_run("x.ro.d2.c4.r1"))
     assert view.postgres.database == "pgfslab_d2" and view.duration_s == 20
@@ -90,7 +90,7 @@ def test_bad_ladders_are_refused(ladder, words):
         "ladder": lad,
     }
     with pytest.raises(LabError, match=words):
-        config.validate(raw)
+        validate(raw)
 
 
 def test_ladder_and_resources_must_agree_on_the_memory_limit():
@@ -102,4 +102,4 @@ def test_ladder_and_resources_must_agree_on_the_memory_limit():
         "resources": {"memory_limit_mb": 256},
     }
     with pytest.raises(LabError, match="disagree"):
-        config.validate(raw)
+        validate(raw)

@@ -13,8 +13,8 @@ import pytest
 
 from pgfslab import yaml_text
 from pgfslab.analysis import registry
-from pgfslab.config import pg_settings
-from pgfslab.config import study as config
+from pgfslab.config import pg_settings, versions
+from pgfslab.config.study import Study, load, load_study, validate
 from pgfslab.errors import LabError
 from pgfslab.host import pg_install, postgres
 
@@ -29,14 +29,14 @@ def cfg(**over) -> dict:
         "postgres": {"versions": [15, 18]},
     }
     raw.update(over)
-    return config.validate(raw, "test.yaml")
+    return validate(raw, "test.yaml")
 
 
 def test_versions_cross_every_target_in_order_and_the_plan_interleaves_them():
     c = cfg()
     assert list(c["targets"]) == ["ext4-pg15", "ext4-pg18", "xfs-pg15", "xfs-pg18"]
     assert c["targets"]["xfs-pg18"] == {**c["targets"]["xfs-pg15"], "postgres_version": 18}
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     ids = [r.run_id for r in study.runs]
     # the first round is the Williams design's first row for four targets: 0, 1, 3, 2 (pgfslab.config.order)
     assert ids[:4] == ["ext4-pg15.rw.c4.r1", "ext4-pg18.rw.c4.r1", "xfs-pg18.rw.c4.r1", "xfs-pg15.rw.c4.r1"]
@@ -55,9 +55,9 @@ def test_crossing_is_done_once_and_leaves_own_builds_alone():
         }
     )
     assert list(c["targets"]) == ["ext4-pg15", "ext4-pg18", "uring", "old"]
-    again = config.validate(c, "study.yaml")  # the frozen study.yaml validated again
+    again = validate(c, "study.yaml")  # the frozen study.yaml validated again
     assert list(again["targets"]) == list(c["targets"])
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     assert study.bindir_of("uring") == "/opt/pg18/bin" and study.pg_version_of("old") == 14
     assert study.postgres_for("old").bindir is None  # its own major: that major's build, not the study's bindir
 
@@ -117,7 +117,7 @@ def test_existing_studies_keep_their_targets_and_postgres_keys():
         raw = yaml_text.safe_load(path.read_text())
         if "versions" in (raw.get("postgres") or {}) or "version" in (raw.get("postgres") or {}):
             continue
-        c = config.load(path)
+        c = load(path)
         assert list(c["targets"]) == list(raw["targets"]), path
         assert set(c["postgres"]) <= {"user", "port_base", "settings", "bindir"}, path
         assert not any("postgres_version" in t for t in c["targets"].values()), path
@@ -171,7 +171,7 @@ def test_a_workload_runs_on_its_targets_and_rungs_only():
         },
     }
     c = cfg(workloads=wl, ladder={"scales": [2, 8]}, run={"repeats": 1})
-    study = config.Study.from_dict(c)
+    study = Study.from_dict(c)
     ids = [r.run_id for r in study.runs]
     assert [i for i in ids if ".aio." in i] == ["ext4-pg18.aio.d2.c1.r1"]
     assert len([i for i in ids if ".rw." in i]) == 4 * 2
@@ -198,10 +198,10 @@ def test_a_workload_runs_on_its_targets_and_rungs_only():
 
 
 def test_the_issue_32_studies_are_what_their_comments_say():
-    versions = config.load_study(REPO / "config" / "pg-versions.yaml")
+    versions = load_study(REPO / "config" / "pg-versions.yaml")
     assert len(versions.targets) == 9 and {versions.pg_version_of(t) for t in versions.targets} == {15, 17, 18}
     assert versions.postgres.data_checksums is False and len(versions.runs) == 108
-    aio = config.load_study(REPO / "config" / "aio.yaml")
+    aio = load_study(REPO / "config" / "aio.yaml")
     assert {aio.pg_version_of(t) for t in aio.targets} == {18}
     direct = [r.target for r in aio.runs if r.workload == "direct"]
     assert set(direct) == {"ext4", "xfs", "btrfs"}
@@ -225,30 +225,85 @@ def test_binaries_the_server_user_cannot_reach_are_refused_clearly():
         shutil.rmtree(hidden)
 
 
-def test_validation_refuses_a_major_no_build_gives_naming_the_key():
-    with pytest.raises(LabError, match=r"test.yaml: postgres.versions\[1\]: PostgreSQL 19 has no pinned build"):
+@pytest.fixture
+def distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The distribution's PostgreSQL majors as this test says (Debian 12's 15 unless told), not the machine's:
+    what validation accepts depends on them."""
+
+    def have(*majors: int) -> None:
+        root = tmp_path / "usr-lib-postgresql"
+        for major in majors:
+            (root / str(major) / "bin").mkdir(parents=True)
+            (root / str(major) / "bin" / "postgres").touch()
+        monkeypatch.setattr(versions, "DISTRIBUTION", root)
+
+    have(15)
+    return have
+
+
+PINNED = "(pinned: 14, 15, 16, 17, 18)"
+
+
+def test_validation_refuses_a_major_no_build_gives_naming_the_key(distribution):
+    with pytest.raises(LabError) as exc:
         cfg(postgres={"versions": [15, 19]})
-    with pytest.raises(LabError, match=r"targets.x.postgres_version: PostgreSQL 13 has no pinned build"):
+    assert str(exc.value).startswith(f"test.yaml: postgres.versions[1]: PostgreSQL 19 has no pinned build {PINNED}")
+    # a copy takes no postgres.bindir: the remedy is the key's own
+    assert "remove it, or add a target with postgres_version: 19" in str(exc.value)
+    with pytest.raises(LabError, match=r"^test\.yaml: postgres\.version: PostgreSQL 19 .*; give postgres\.bindir$"):
+        cfg(postgres={"version": 19})
+    with pytest.raises(LabError, match=r"^test\.yaml: targets\.x\.postgres_version: PostgreSQL 13 .*postgres_bindir$"):
         cfg(targets={"x": {"fs": "ext4", "postgres_version": 13}}, postgres={})
+    # a target of its own whose name looks like a copy's is still named by its own key
+    with pytest.raises(LabError, match=r"targets\.db-pg19\.postgres_version: PostgreSQL 19 has no pinned build"):
+        cfg(targets={"db-pg19": {"fs": "ext4", "postgres_version": 19}, "ext4": {"fs": "ext4"}})
     # the user's own binaries: any major, checked when they run
     cfg(targets={"x": {"fs": "ext4", "postgres_version": 13, "postgres_bindir": "/opt/pg13/bin"}}, postgres={})
+    cfg(postgres={"version": 19, "bindir": "/opt/pg19/bin"})
+    # a major the distribution has needs no pinned build
+    distribution(19)
+    assert list(cfg(postgres={"versions": [15, 19]})["targets"])[:2] == ["ext4-pg15", "ext4-pg19"]
 
 
-def test_validation_refuses_io_uring_on_a_build_without_liburing():
-    with pytest.raises(
-        LabError, match=r"postgres.settings.io_method: io_uring needs a build with liburing; the pinned PostgreSQL 18"
-    ):
+def _scan(**settings: str) -> dict:
+    return {"scan": {"tool": "pgbench", "builtin": "select-only", "clients": [1], "postgres_settings": settings}}
+
+
+def test_validation_refuses_io_uring_on_a_build_without_liburing(distribution):
+    with pytest.raises(LabError) as exc:
         cfg(postgres={"versions": [18], "settings": {"io_method": "io_uring"}})
-    with pytest.raises(LabError, match=r"workloads.rw.postgres_settings.io_method: io_uring"):
-        cfg(
-            postgres={"versions": [18]},
-            workloads={
-                "rw": {
-                    "tool": "pgbench",
-                    "builtin": "tpcb-like",
-                    "clients": [4],
-                    "postgres_settings": {"io_method": "io_uring"},
-                }
-            },
-        )
+    assert str(exc.value).startswith(
+        "test.yaml: postgres.settings.io_method: io_uring needs a build with liburing; the pinned PostgreSQL 18 build"
+    )
+    with pytest.raises(LabError, match=r"^test\.yaml: workloads\.scan\.postgres_settings\.io_method: io_uring"):
+        cfg(postgres={"version": 18}, workloads=_scan(io_method="IO_URING"))  # PostgreSQL ignores an enum's case
+    # a copy's settings are the target's the config names: the key path is the one in the file
+    with pytest.raises(LabError, match=r"^test\.yaml: targets\.xfs\.postgres_settings\.io_method: io_uring"):
+        cfg(postgres={"versions": [18]}, targets={"xfs": {"fs": "xfs", "postgres_settings": {"io_method": "io_uring"}}})
+    # a workload's worker does not change what the target's preparation starts its server with
+    with pytest.raises(LabError, match=r"^test\.yaml: postgres\.settings\.io_method: io_uring"):
+        cfg(postgres={"version": 18, "settings": {"io_method": "io_uring"}}, workloads=_scan(io_method="worker"))
     assert cfg(postgres={"versions": [18], "settings": {"io_method": "worker"}})  # what the pinned build has
+
+
+def test_io_uring_is_left_to_builds_validation_cannot_see_into(distribution):
+    """io_uring where no pinned build runs it: a target's own bindir, a target that sets another io_method
+    over the study's, the distribution's build (what it was built with is not recorded: its server decides)."""
+    uring = {"io_method": "io_uring"}
+    targets = {
+        "uring": {"fs": "xfs", "postgres_bindir": "/opt/pg18-uring/bin"},
+        "ext4": {"fs": "ext4", "postgres_settings": {"io_method": "worker"}},
+    }
+    assert cfg(postgres={"version": 18, "settings": uring}, targets=targets)
+    with pytest.raises(LabError, match=r"targets\.ext4\.postgres_settings\.io_method: io_uring"):
+        cfg(postgres={"version": 18}, targets={**targets, "ext4": {"fs": "ext4", "postgres_settings": uring}})
+    # 15 has no io_method at all: that is what it is told
+    with pytest.raises(LabError, match=r"PostgreSQL 15 has no setting 'io_method'"):
+        cfg(postgres={"version": 15}, workloads=_scan(**uring))
+    distribution(18)
+    assert cfg(postgres={"version": 18}, workloads=_scan(**uring))
+
+
+def test_a_copys_settings_are_named_by_the_target_the_config_names():
+    with pytest.raises(LabError, match=r"^test\.yaml: targets\.ext4\.postgres_settings\.io_method: PostgreSQL 15"):
+        cfg(targets={"ext4": {"fs": "ext4", "postgres_settings": {"io_method": "worker"}}})

@@ -11,7 +11,7 @@ import pytest
 
 from pgfslab.analysis import registry
 from pgfslab.analysis.answers import pg_versions as pv
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, load
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,7 +89,7 @@ def test_too_few_runs_are_said_not_hidden() -> None:
 def test_the_summary_names_each_fs_with_its_interval() -> None:
     rows = [("ext4", 15, v) for v in BASE] + [("ext4", 18, v) for v in DOUBLE]
     rows += [("xfs", 15, v) for v in BASE] + [("xfs", 18, v) for v in BASE]
-    st = config.Study.from_dict(config.load(REPO / "config" / "pg-versions.yaml"))
+    st = Study.from_dict(load(REPO / "config" / "pg-versions.yaml"))
     text = pv.summary(pv.compare(runs(rows), ["ext4", "xfs"]), st)
     assert (
         "PostgreSQL 18 over 15: faster on ext4 2.00 [1.67, 2.40]; no difference resolved on xfs 1.00 [0.83, 1.20]."
@@ -102,7 +102,7 @@ def test_the_summary_names_each_fs_with_its_interval() -> None:
 def test_the_tables_carry_both_readings_per_row() -> None:
     rows = [("ext4", 15, v) for v in BASE] + [("ext4", 18, v) for v in DOUBLE]
     rows += [("xfs", 15, v) for v in BASE] + [("xfs", 18, v) for v in BASE]
-    st = config.Study.from_dict(config.load(REPO / "config" / "pg-versions.yaml"))
+    st = Study.from_dict(load(REPO / "config" / "pg-versions.yaml"))
     [(cell, table)] = pv.tables(pv.compare(runs(rows), ["ext4", "xfs"]), st)
     assert cell.startswith("ro (select-only), 4 clients, scale 10")
     xfs18 = table.filter((pl.col("file system") == "xfs") & (pl.col("major") == 18)).row(0, named=True)
@@ -112,8 +112,8 @@ def test_the_tables_carry_both_readings_per_row() -> None:
 
 
 def test_the_registry_schedules_the_notebook_only_across_majors() -> None:
-    crossed = config.Study.from_dict(config.load(REPO / "config" / "pg-versions.yaml"))
+    crossed = Study.from_dict(load(REPO / "config" / "pg-versions.yaml"))
     assert "pg_versions" in [j.name for j in registry.jobs(crossed)]
     for one_major in ("default.yaml", "aio.yaml"):
-        st = config.Study.from_dict(config.load(REPO / "config" / one_major))
+        st = Study.from_dict(load(REPO / "config" / one_major))
         assert "pg_versions" not in [j.name for j in registry.jobs(st)]

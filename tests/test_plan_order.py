@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pgfslab.config import order
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, load_study, validate
 from pgfslab.errors import LabError
 from pgfslab.run import record
 
@@ -31,8 +31,8 @@ def base(**run: Any) -> dict[str, Any]:
     }
 
 
-def study(cfg: dict[str, Any]) -> config.Study:
-    return config.Study.from_dict(config.validate(cfg, "s.yaml"))
+def study(cfg: dict[str, Any]) -> Study:
+    return Study.from_dict(validate(cfg, "s.yaml"))
 
 
 def test_the_default_order_is_a_williams_design_balancing_positions_and_predecessors() -> None:
@@ -127,7 +127,7 @@ def test_new_keys_absent_keep_run_ids_and_fingerprints() -> None:
 def test_shipped_studies_fingerprints_do_not_see_the_new_keys() -> None:
     """Every shipped config without the keys: its run fingerprints hold none of them."""
     for path in sorted((REPO / "config").glob("*.yaml")):
-        s = config.load_study(path)
+        s = load_study(path)
         if s.run.cache is None:
             assert "cache" not in json.loads(s.run_fingerprint(s.runs[0]))["run"], path
 
@@ -178,7 +178,7 @@ def test_aa_twin_is_checked_against_its_baseline() -> None:
 
 def test_shipped_twins() -> None:
     for name in ("default", "fs-compare"):
-        s = config.load_study(REPO / "config" / f"{name}.yaml")
+        s = load_study(REPO / "config" / f"{name}.yaml")
         assert {t: spec.aa_twin_of for t, spec in s.targets.items() if spec.aa_twin_of} == {"ext4-aa": "ext4"}
 
 

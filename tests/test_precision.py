@@ -15,14 +15,14 @@ from pgfslab.analysis import precision_gate as precision
 from pgfslab.analysis.answers import precision as answers
 from pgfslab.analysis.stats import power
 from pgfslab.cli import main as cli_main
-from pgfslab.config import study as config
+from pgfslab.config.study import RunSpec, Study, raw_dir, validate
 from pgfslab.errors import LabError
 from pgfslab.run import execute
 
 REPORT = (Path(__file__).parent / "data" / "docs" / "pg14_typical.stdout").read_text()  # a real pgbench 14 report
 
 
-def cfg(**prec) -> config.Study:
+def cfg(**prec) -> Study:
     raw = {
         "study": "prec",
         "targets": {"a": {"fs": "ext4"}, "b": {"fs": "xfs"}},
@@ -32,7 +32,7 @@ def cfg(**prec) -> config.Study:
         },
         "precision": {"half_width": 0.05, "min_repeats": 6, "max_repeats": 9, "cells": ["w"], **prec},
     }
-    return config.Study.from_dict(config.validate(raw))
+    return Study.from_dict(validate(raw))
 
 
 # ------------------------------------------------------------------ the plan
@@ -80,14 +80,14 @@ def write_run(raw: Path, run_id: str, tps: float | None, status: str = "ok") -> 
         (rdir / "pgbench.stdout").write_text(REPORT.replace("896.967014", f"{tps:.6f}"))
 
 
-def spec(c: config.Study, run_id: str) -> config.RunSpec:
+def spec(c: Study, run_id: str) -> RunSpec:
     return c.find_run(run_id)
 
 
 def test_round_runs_while_a_target_is_imprecise_and_is_skipped_once_all_are(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     c = cfg()
-    raw = config.raw_dir("prec")
+    raw = raw_dir("prec")
     # a: six runs within 1 % of 1000; b: one wild run makes its interval (min..max at n=6) wide
     for i, (ta, tb) in enumerate(zip([1000, 1004, 996, 1002, 998, 1001], [900, 1000, 1001, 999, 1002, 1400]), 1):
         write_run(raw, f"a.w.c4.r{i}", ta)
@@ -117,7 +117,7 @@ def test_run_one_asks_the_gate_the_command_passes(tmp_path, monkeypatch):
     optional round is refused."""
     monkeypatch.chdir(tmp_path)
     c = cfg()
-    raw = config.raw_dir("prec")
+    raw = raw_dir("prec")
     for i in range(1, 7):
         write_run(raw, f"a.w.c1.r{i}", 500 + i)
         write_run(raw, f"b.w.c1.r{i}", 400 + i)
@@ -133,7 +133,7 @@ def test_failed_runs_do_not_count_and_budget_stops_rounds(tmp_path, monkeypatch)
 
     monkeypatch.chdir(tmp_path)
     c = cfg(budget_min=30)
-    raw = config.raw_dir("prec")
+    raw = raw_dir("prec")
     for i in range(1, 7):
         write_run(raw, f"a.w.c4.r{i}", 1000 + i, status="failed" if i == 3 else "ok")
         write_run(raw, f"b.w.c4.r{i}", 1000 + 50 * i)

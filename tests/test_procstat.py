@@ -159,15 +159,15 @@ def test_the_stat_sampler_at_its_default_keeps_run_fingerprints(tmp_path: Path) 
 
     import yaml
 
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
 
     src = Path(__file__).resolve().parent.parent / "config" / "fs-compare.yaml"
-    default = config.load_study(src)
+    default = load_study(src)
     fp = json.loads(default.run_fingerprint(default.runs[0]))
     assert default.sampler.stat_hz == 1 and "stat_hz" not in fp["sampler"]
     assert {"meminfo_hz", "diskstats_hz", "vmstat_hz", "pgstat_hz"} <= set(fp["sampler"])
     cfg = yaml.safe_load(src.read_text())
     cfg["sampler"]["stat_hz"] = 2
     (tmp_path / "fs-compare.yaml").write_text(yaml.safe_dump(cfg))
-    faster = config.load_study(tmp_path / "fs-compare.yaml")
+    faster = load_study(tmp_path / "fs-compare.yaml")
     assert json.loads(faster.run_fingerprint(faster.runs[0]))["sampler"]["stat_hz"] == 2

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import machine_can_run_studies
 
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, validate
 from pgfslab.host import postgres, target_mount
 from pgfslab.run import start_state
 from pgfslab.run.prepare import prepare_target
@@ -29,14 +29,14 @@ STUDY = "startstate"
 
 
 @pytest.fixture(scope="module")
-def prepared() -> Iterator[tuple[config.Study, Path]]:
+def prepared() -> Iterator[tuple[Study, Path]]:
     work = Path(tempfile.mkdtemp(prefix="pgfslab-start-"))
     work.chmod(0o755)  # the server's user walks into it
     cwd = Path.cwd()
     os.chdir(work)
     try:
-        study = config.Study.from_dict(
-            config.validate(
+        study = Study.from_dict(
+            validate(
                 {
                     "study": STUDY,
                     "targets": {"d": {"fs": "dir"}},
@@ -55,7 +55,7 @@ def prepared() -> Iterator[tuple[config.Study, Path]]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_prepared_target_is_vacuumed_checkpointed_and_quiet(prepared: tuple[config.Study, Path]) -> None:
+def test_prepared_target_is_vacuumed_checkpointed_and_quiet(prepared: tuple[Study, Path]) -> None:
     study, record = prepared
     settled = json.loads(record.read_text())["settled"]
     assert settled["vacuum_analyze"]["databases"] == ["postgres"]
@@ -74,7 +74,7 @@ def test_prepared_target_is_vacuumed_checkpointed_and_quiet(prepared: tuple[conf
         assert all(v and a for _, v, a in rows), rows
 
 
-def test_cold_and_warm_starts_are_reached_and_verified(prepared: tuple[config.Study, Path]) -> None:
+def test_cold_and_warm_starts_are_reached_and_verified(prepared: tuple[Study, Path]) -> None:
     study, _ = prepared
     tv = study.target_view("d")
     with target_mount.mounted(tv.workdir, "d", tv.spec.to_dict(), "postgres", study=STUDY) as mnt:

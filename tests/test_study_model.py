@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from pgfslab.config import checks, model
-from pgfslab.config import study as config
+from pgfslab.config.study import Study, load_study, validate
 from pgfslab.errors import LabError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,9 +89,7 @@ def schema() -> dict[str, Any]:
 def test_the_dataclasses_mirror_the_schema_both_ways() -> None:
     assert mismatches(schema(), schema(), model.StudyConfig, "config") == []
     # the study adds derived views, no field of its own
-    assert [f.name for f in model.config_fields(config.Study)] == [
-        f.name for f in model.config_fields(model.StudyConfig)
-    ]
+    assert [f.name for f in model.config_fields(Study)] == [f.name for f in model.config_fields(model.StudyConfig)]
 
 
 @pytest.mark.parametrize(
@@ -139,8 +137,8 @@ def test_every_config_and_raw_folder_is_built_and_given_back_unchanged(path: Pat
     """The frozen study.yaml of a raw folder (and every config of the lab) is the same text after the typed
     study gave it back: key for key, in its order."""
     raw = yaml.safe_load(path.read_text())
-    cfg = config.validate(raw, str(path))
-    study = config.Study.from_dict(cfg)
+    cfg = validate(raw, str(path))
+    study = Study.from_dict(cfg)
     assert yaml.safe_dump(study.to_dict(), sort_keys=False) == yaml.safe_dump(cfg, sort_keys=False)
     assert json.dumps(study.to_dict()) == json.dumps(cfg)
     # postgres.versions crosses the targets that name no build of their own: <target>-pg<major> for each
@@ -153,7 +151,7 @@ def test_every_config_and_raw_folder_is_built_and_given_back_unchanged(path: Pat
 
 
 def test_a_study_reads_as_its_config_says() -> None:
-    study = config.load_study(REPO / "config" / "wal-separate.yaml")
+    study = load_study(REPO / "config" / "wal-separate.yaml")
     raw = yaml.safe_load((REPO / "config" / "wal-separate.yaml").read_text())
     for name, spec in raw["targets"].items():
         assert study.targets[name].fs == spec["fs"]
@@ -175,4 +173,4 @@ def test_unknown_keys_and_missing_required_ones_are_refused() -> None:
         "workloads": {"w": {"tool": "pgbench", "builtin": "tpcb-like"}},
     }
     with pytest.raises(LabError, match=r"targets\.a\.dataset: unknown key\(s\) scael"):
-        config.validate(base, "x.yaml")
+        validate(base, "x.yaml")

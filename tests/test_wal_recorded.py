@@ -17,8 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import wal, wal_device
+from pgfslab.analysis import queries, wal, wal_device
 
 STUDIES = Path(__file__).resolve().parent / "data" / "studies"
 
@@ -79,7 +78,7 @@ def test_data_and_wal_on_one_ext4_device(dirty: str) -> None:
 
 
 def test_v1_pgstat_gives_no_wal_rows(dirty: str) -> None:
-    ps = data.pgstat(dirty, "dirty-bytes")
+    ps = queries.pgstat(dirty, "dirty-bytes")
     assert ps.height > 0 and ps["wal_sync"].null_count() == ps.height
     assert wal.run_deltas(ps).height == 0
 
@@ -107,8 +106,8 @@ def _pgstat_rows(rundir: Path) -> list[dict[str, str]]:
 
 
 def _per_run(db: str) -> pl.DataFrame:
-    runs = data.runs(db, "wal-zfs", only_ok=True)
-    return wal.per_run(data.pgstat(db, "wal-zfs"), runs, data.run_records(db, "wal-zfs"))
+    runs = queries.runs(db, "wal-zfs", only_ok=True)
+    return wal.per_run(queries.pgstat(db, "wal-zfs"), runs, queries.run_records(db, "wal-zfs"))
 
 
 def test_commits_per_flush_read_from_the_files(walzfs: str) -> None:
@@ -169,7 +168,7 @@ def test_zfs_footprint_beside_btrfs_compsize(walzfs: str) -> None:
     from pgfslab.analysis.answers import footprint
 
     last = footprint.after_last_run(
-        data.storage(walzfs, "wal-zfs"), data.targets(walzfs, "wal-zfs"), data.target_names(walzfs, "wal-zfs")
+        queries.storage(walzfs, "wal-zfs"), queries.targets(walzfs, "wal-zfs"), queries.target_names(walzfs, "wal-zfs")
     )
     final: dict[str, dict] = {}
     for _, rec in sorted(_runs(WALZFS), key=lambda x: x[1]["plan_index"]):

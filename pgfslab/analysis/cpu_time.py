@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 from scipy.stats import spearmanr
 
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import queries
 
 # the states a CPU's time is split into (guest and guest_nice are already counted in user and nice)
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -90,7 +90,7 @@ def cpu_per_transaction(samples: pl.DataFrame, headline: pl.DataFrame) -> pl.Dat
 
 def per_run(db: str | Path, study: str) -> pl.DataFrame:
     """CPU_MEASURES of the study's successful runs that sampled /proc/stat."""
-    return cpu_measures(data.cpu_stat(db, study))
+    return cpu_measures(queries.cpu_stat(db, study))
 
 
 def steal_sentence(steal: Sequence[float | None], runs: int) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import queries
 from pgfslab.analysis.charts import alt
 from pgfslab.config.model import StudyConfig
 
@@ -28,14 +28,14 @@ COW_FS = {"zfs", "btrfs"}
 
 
 def has_baseline(db: str, study: str) -> bool:
-    if not data.has_table(db, "device_baselines"):
+    if not queries.has_table(db, "device_baselines"):
         return False
-    return bool(data.frame(db, "SELECT count(*) AS n FROM device_baselines WHERE study = ?", [study])["n"][0])
+    return bool(queries.frame(db, "SELECT count(*) AS n FROM device_baselines WHERE study = ?", [study])["n"][0])
 
 
 def device_table(db: str, study: str) -> pl.DataFrame:
     """One row per measured target (see the module's docstring); numbers as the tools reported them."""
-    return data.frame(
+    return queries.frame(
         db,
         """
         WITH j AS (
@@ -88,8 +88,8 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
     such commit waits for at least one WAL flush, so tps / ceiling above 1 means commits shared flushes or
     did not wait for one (synchronous_commit=off, fsync=off)."""
     dev = device_table(db, study)
-    recs = data.run_records(db, study)
-    head = data.headline(db, study)
+    recs = queries.run_records(db, study)
+    head = queries.headline(db, study)
     rows = []
     for t in dev["target"].to_list():
         vals = []
@@ -111,7 +111,7 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
         rows, schema={"target": pl.Utf8, "workloads": pl.Utf8, "runs": pl.Int64, "tps_1_client": pl.Float64}
     )
     return (
-        with_wal_ceiling(dev, wal_targets(data.study_of(db)))
+        with_wal_ceiling(dev, wal_targets(queries.study_of(db)))
         .join(tps, on="target", how="left")
         .with_columns((pl.col("tps_1_client") / pl.col("ceiling_commits_s")).alias("share_of_ceiling"))
     )

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pgfslab.analysis import charts
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries
 from pgfslab.paths import in_lab
 
 
@@ -29,13 +28,13 @@ def setup(db: str | Path, study: str, figures_dir: str | Path, tables_dir: str |
     A database that does not exist stops the notebook with one line saying how to make it."""
     db_path = in_lab(db)
     if not db_path.exists():
-        raise data.MissingData(
+        raise queries.MissingData(
             f"{db_path}: no such study database: run the study first (`make run`, or "
             f"`make analyse STUDY={study}` on its raw folder), or set `db` in the parameters cell"
         )
     charts.use_theme()
-    cfg = data.study_config(db_path)
-    runs = data.runs(db_path, study).select("target", "target_label").unique()
+    cfg = queries.study_config(db_path)
+    runs = queries.runs(db_path, study).select("target", "target_label").unique()
     labels = {t: lab for t, lab in runs.iter_rows() if lab and lab != t}  # e.g. 'zfs (zfs-fuse, userspace)'
-    colors = charts.target_colors(data.target_names(db_path, study), labels)  # one colour per target, everywhere
+    colors = charts.target_colors(queries.target_names(db_path, study), labels)  # one colour per target, everywhere
     return Setup(db_path, in_lab(figures_dir), in_lab(tables_dir), cfg, colors)

@@ -22,12 +22,11 @@ from pathlib import Path
 
 import polars as pl
 
-from pgfslab.analysis import cpu_time, wal_device
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import cpu_time, queries, wal_device
 
 
 def _autovacuum(db: str | Path, study: str) -> pl.DataFrame | None:
-    samples = data.pgstat(db, study)
+    samples = queries.pgstat(db, study)
     cols = [c for c in samples.columns if "autovacuum" in c or "autoanalyze" in c]
     if samples.height == 0 or not cols:
         return None
@@ -37,7 +36,7 @@ def _autovacuum(db: str | Path, study: str) -> pl.DataFrame | None:
 
 def run_evidence(db: str | Path, study: str) -> pl.DataFrame:
     """One row per successful run: run_id and the evidence columns recorded for the study."""
-    out = data.runs(db, study, only_ok=True).select("run_id", "checkpoints_req", "checkpoints_timed")
+    out = queries.runs(db, study, only_ok=True).select("run_id", "checkpoints_req", "checkpoints_timed")
     io = wal_device.per_run(str(db), study)
     if io.height:
         reads = io.filter(pl.col("role").is_in([wal_device.ROLE_DATA, wal_device.ROLE_BOTH]))

@@ -24,8 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import stats
+from pgfslab.analysis import queries, stats
 
 ROLE_DATA = "data"
 ROLE_WAL = "WAL"
@@ -70,9 +69,9 @@ def device_roles(records: dict[str, dict[str, Any]]) -> pl.DataFrame:
 
 def diskstats(db: str, study: str, devices: list[str]) -> pl.DataFrame:
     """The diskstats samples of the study's successful runs for the named devices (epoch seconds)."""
-    if not devices or not data.has_table(db, "diskstats"):
+    if not devices or not queries.has_table(db, "diskstats"):
         return pl.DataFrame()
-    return data.frame(
+    return queries.frame(
         db,
         """
         SELECT d.run_id, epoch(d.ts) AS epoch_s, d.device, d.reads_completed, d.writes_completed,
@@ -120,12 +119,14 @@ def run_io(samples: pl.DataFrame, roles: pl.DataFrame) -> pl.DataFrame:
 
 def per_run(db: str, study: str) -> pl.DataFrame:
     """`run_io` of every successful run of the study with its cell (target, workload, clients, repeat)."""
-    recs = data.run_records(db, study)
+    recs = queries.run_records(db, study)
     roles = device_roles(recs)
     io = run_io(diskstats(db, study, roles["device"].to_list()), roles)
     if io.height == 0:
         return io
-    runs = data.runs(db, study, only_ok=True).select("run_id", "target", "workload", "clients", "repeat", "plan_index")
+    runs = queries.runs(db, study, only_ok=True).select(
+        "run_id", "target", "workload", "clients", "repeat", "plan_index"
+    )
     return io.join(runs, on="run_id", how="inner").sort("plan_index", "role")
 
 

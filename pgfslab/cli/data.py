@@ -20,15 +20,15 @@ from pgfslab.errors import LabError
 def cmd_freeze(args: argparse.Namespace) -> int:
     import yaml  # not at start-up: `pgfslab ingest`'s fast start does without it
 
-    from pgfslab.config import study as config
+    from pgfslab.config.study import Study, load, validate
 
     if (args.config is None) == (args.json is None):
         raise LabError("freeze: give one of --config FILE or --json TEXT (the resolved config)")
     if args.config is not None:
-        cfg, source = config.load(args.config), str(args.config)
+        cfg, source = load(args.config), str(args.config)
     else:
         source = args.source or "the workflow's resolved config"
-        cfg = config.validate(json.loads(args.json), source)
+        cfg = validate(json.loads(args.json), source)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
     tmp.write_text(
@@ -36,7 +36,7 @@ def cmd_freeze(args: argparse.Namespace) -> int:
         + yaml.safe_dump(cfg, sort_keys=False)
     )
     tmp.replace(args.out)
-    host = config.Study.from_dict(cfg).host
+    host = Study.from_dict(cfg).host
     if host:  # a host's own raw folder says what machine it is
         from pgfslab.run import common, hosts
 
@@ -46,9 +46,9 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
 def cmd_notebook(args: argparse.Namespace) -> int:
     from pgfslab.analysis import execute, registry
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
 
-    study = config.load_study(args.config)
+    study = load_study(args.config)
     job = registry.job(study, args.name)
     name = study.study
     params = job.parameters(

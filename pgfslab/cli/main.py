@@ -41,9 +41,9 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from pgfslab.analysis import design
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
 
-    study = config.load_study(args.config)
+    study = load_study(args.config)
     for r in study.runs:
         print(r.run_id)
     print(f"# {len(study.runs)} runs, {len(study.targets)} targets", file=sys.stderr)
@@ -53,26 +53,26 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
 
-    study = config.load_study(args.config)
+    study = load_study(args.config)
     print(f"{args.config}: valid study {study.study!r} ({len(study.runs)} runs)")
     return 0
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
     from pgfslab.run import prepare
 
-    prepare.prepare_target(config.load_study(args.config), args.target)
+    prepare.prepare_target(load_study(args.config), args.target)
     return 0
 
 
 def cmd_run_one(args: argparse.Namespace) -> int:
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
     from pgfslab.run import execute
 
-    execute.run_one(config.load_study(args.config), args.run_id, precision_gate=_precision_gate)
+    execute.run_one(load_study(args.config), args.run_id, precision_gate=_precision_gate)
     return 0
 
 
@@ -86,10 +86,10 @@ def _precision_gate(study: Study, spec: RunSpec) -> tuple[Any, str]:
 
 
 def cmd_device_baseline(args: argparse.Namespace) -> int:
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
     from pgfslab.run import device_baseline
 
-    device_baseline.baseline_target(config.load_study(args.config), args.target)
+    device_baseline.baseline_target(load_study(args.config), args.target)
     return 0
 
 
@@ -113,10 +113,10 @@ def cmd_host_share(args: argparse.Namespace) -> int:
 def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import host_folders
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
     from pgfslab.host import target_release, zfs_daemon
 
-    study = config.load_study(args.config)
+    study = load_study(args.config)
     hosts = [study.host]
     if not study.host:  # and every host share of the study run on this machine
         hosts += [f.name for f in host_folders.host_folders(study.raw_dir)]
@@ -136,9 +136,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     paper, and leftovers. Exit status 0 only when every planned run is ok (or an optional precision round
     that was not needed)."""
     from pgfslab.config import host_folders
-    from pgfslab.config import study as config
+    from pgfslab.config.study import load_study
 
-    study = config.load_study(args.config)
+    study = load_study(args.config)
     if not study.host:  # a study run on several hosts: each host's share (data/raw/<study>/<host>/)
         hosts = [f.name for f in host_folders.host_folders(study.raw_dir)]
         if hosts:

@@ -23,9 +23,9 @@ METRICS: dict[str, bool] = {
 
 
 def _pick_study(db: Path, study: str | None) -> str:
-    from pgfslab.analysis import queries as data
+    from pgfslab.analysis import queries
 
-    runs = data.frame(db, "SELECT DISTINCT study FROM runs WHERE study IS NOT NULL ORDER BY study")
+    runs = queries.frame(db, "SELECT DISTINCT study FROM runs WHERE study IS NOT NULL ORDER BY study")
     studies = runs["study"].to_list() if runs.height else []
     if study:
         if study not in studies:
@@ -42,15 +42,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     significantly worse after the --adjust correction."""
     import polars as pl
 
-    from pgfslab.analysis import queries as data
-    from pgfslab.analysis import stats
+    from pgfslab.analysis import queries, stats
 
     if args.metric not in METRICS:
         raise LabError(f"--metric {args.metric!r}: one of {', '.join(METRICS)}")
     try:
         study = _pick_study(args.db, args.study)
-        df = data.summaries(args.db, study)
-    except data.MissingData as exc:
+        df = queries.summaries(args.db, study)
+    except queries.MissingData as exc:
         raise LabError(str(exc)) from None
     df = df.filter((pl.col("status") == "ok") & pl.col(args.metric).is_not_null())
     if args.workload:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
@@ -75,11 +76,11 @@ def validate(raw: Any, source: str = "<config>") -> dict[str, Any]:
         raise LabError("invalid study config\n  " + "\n  ".join(lines))
     _check_characters(raw, source)
     cfg = _fill_defaults(json.loads(json.dumps(raw)), sch)
-    versions.cross_targets(cfg, source)
+    crossed = versions.cross_targets(cfg, source)
     _resolve_drop_caches(raw, cfg, source)
     _resolve_memory_limit(cfg, source)
     _check_dataset_overrides(cfg, source)
-    check(StudyConfig.from_dict(cfg), source)
+    check(StudyConfig.from_dict(cfg), source, crossed)
     return cfg
 
 
@@ -134,8 +135,10 @@ def _check_dataset_overrides(cfg: dict[str, Any], source: str) -> None:
                 raise LabError(f"{source}: targets.{name}.{exc}") from None
 
 
-def check(study: StudyConfig, source: str) -> None:
-    """Every rule of a study the schema cannot say."""
+def check(study: StudyConfig, source: str, crossed: Mapping[str, str] | None = None) -> None:
+    """Every rule of a study the schema cannot say. `crossed`: each copy of a target made by postgres.versions
+    and the target the config names (versions.cross_targets), for the key paths of the messages."""
+    crossed = crossed or {}
     _check_targets(study, source)
     for name in [None, *study.workloads]:
         try:
@@ -151,8 +154,8 @@ def check(study: StudyConfig, source: str) -> None:
     _check_aa_twins(study, source)
     _check_cache(study, source)
     _check_snapshots(study, source)
-    _check_pg_settings(study, source)
-    _check_builds(study, source)
+    _check_pg_settings(study, source, crossed)
+    _check_builds(study, source, crossed)
     _check_precision(study, source)
     _check_ladder(study, source)
     for name, wl in study.workloads.items():
@@ -325,12 +328,13 @@ def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: s
             raise LabError(f"{source}: workloads.{name}.rungs: {wrong} not rungs of this study ({have})")
 
 
-def _settings_given(study: StudyConfig, target: str) -> list[tuple[str, Any]]:
-    """Where a target's cluster gets PostgreSQL settings from, by key path: the study's, the target's, and
-    each workload's that runs on it."""
+def _settings_given(study: StudyConfig, target: str, crossed: Mapping[str, str]) -> list[tuple[str, Any]]:
+    """Where a target's cluster gets PostgreSQL settings from, by key path, in the order they apply (a later one
+    wins): the study's, the target's (a copy made by postgres.versions has the settings of the target the
+    config names), then each workload's that runs on it."""
     given = [
         ("postgres.settings", study.postgres.settings),
-        (f"targets.{target}.postgres_settings", study.targets[target].postgres_settings),
+        (f"targets.{crossed.get(target, target)}.postgres_settings", study.targets[target].postgres_settings),
     ]
     return given + [
         (f"workloads.{w}.postgres_settings", wl.postgres_settings)
@@ -339,47 +343,69 @@ def _settings_given(study: StudyConfig, target: str) -> list[tuple[str, Any]]:
     ]
 
 
-def _check_pg_settings(study: StudyConfig, source: str) -> None:
+def _check_pg_settings(study: StudyConfig, source: str, crossed: Mapping[str, str]) -> None:
     """Every PostgreSQL setting a target's cluster gets (the study's, the target's, each workload's) is one its
     major has (pgfslab.config.pg_settings); a target of no named major is left to its server."""
     for name in study.targets:
         major = study.pg_version_of(name)
         if major is None:
             continue
-        for where, settings in _settings_given(study, name):
+        for where, settings in _settings_given(study, name, crossed):
             for key in settings or {}:
                 why = pg_settings.problem(key, major)
                 if why:
                     raise LabError(f"{source}: {where}.{key}: {why} (target {name} runs PostgreSQL {major})")
 
 
-def _check_builds(study: StudyConfig, source: str) -> None:
-    """Every target's PostgreSQL major is one the lab can run (the distribution's or a pinned build; any with
-    a bindir), and io_method = io_uring only on a build with liburing (the pinned ones have none)."""
+def _in_force(layers: list[tuple[str, Any]], key: str) -> tuple[str, Any] | None:
+    """(key path, value) of the layer whose `key` a server started with `layers` runs with (the last that sets
+    it), None when none sets it."""
+    found = None
+    for where, settings in layers:
+        if key in (settings or {}):
+            found = (where, settings[key])
+    return found
+
+
+def _check_builds(study: StudyConfig, source: str, crossed: Mapping[str, str]) -> None:
+    """Every target's PostgreSQL major is one the lab can run (the distribution's, else a pinned build; any with
+    a bindir), and io_method = io_uring only where the build has liburing (no pinned one has)."""
     asked = list(study.postgres.versions or ())
     for name, spec in study.targets.items():
         major = study.pg_version_of(name)
         if major is None or study.bindir_of(name) is not None:
             continue  # the default build, or the user's own binaries (any build, checked when they run)
-        if spec.postgres_version is not None and major in asked and name.endswith(f"-pg{major}"):
+        # a copy and a target naming its own major take no postgres.bindir (Study.bindir_of), so each is told
+        # the remedy its own key has
+        if name in crossed:
             where = f"postgres.versions[{asked.index(major)}]"
+            remedy = f"remove it, or add a target with postgres_version: {major} and the postgres_bindir of a build"
         elif spec.postgres_version is not None:
             where = f"targets.{name}.postgres_version"
+            remedy = "give the target a postgres_bindir"
         else:
             where = "postgres.version"
+            remedy = "give postgres.bindir"
         if not versions.available(major):
             pinned = ", ".join(map(str, versions.PINNED_VERSIONS))
             raise LabError(
                 f"{source}: {where}: PostgreSQL {major} has no pinned build (pinned: {pinned}) and is not installed "
-                f"under {versions.DISTRIBUTION}; give postgres.bindir (or the target's postgres_bindir)"
+                f"under {versions.DISTRIBUTION}; {remedy}"
             )
+        # the distribution's build is what build_for picks when there is one; what it was built with is not
+        # recorded here, so its server decides at its first start
         if versions.installed_here(major) or major in versions.PINNED_WITH_LIBURING:
             continue
-        for key_path, settings in _settings_given(study, name):
-            if str((settings or {}).get("io_method", "")).lower() == "io_uring":
+        given = _settings_given(study, name, crossed)
+        # the preparation's server has the study's and the target's settings, each run's its workload's over them
+        starts = [given[:2], *(given[:2] + [w] for w in given[2:])]
+        for layers in starts:
+            found = _in_force(layers, "io_method")
+            if found is not None and str(found[1]).lower() == "io_uring":  # PostgreSQL ignores an enum's case
                 raise LabError(
-                    f"{source}: {key_path}.io_method: io_uring needs a build with liburing; the pinned PostgreSQL "
-                    f"{major} build (target {name}) has none: use worker or sync, or give a bindir built with liburing"
+                    f"{source}: {found[0]}.io_method: io_uring needs a build with liburing; the pinned PostgreSQL "
+                    f"{major} build (target {name}) has none: use worker or sync, or give the target a "
+                    "postgres_bindir built with liburing"
                 )
 
 

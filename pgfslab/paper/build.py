@@ -25,10 +25,10 @@ def write_meta(build_dir: str | Path, **meta: Any) -> None:
 
 
 def _study_meta(db: Path, study: str) -> dict[str, Any]:
-    from pgfslab.analysis import queries as data
+    from pgfslab.analysis import queries
 
-    info = data.study_info(db)
-    runs = data.runs(db, study)
+    info = queries.study_info(db)
+    runs = queries.runs(db, study)
     last = runs["ended_at"].max() if runs.height else None
     return {
         "title": info.get("title") or f"pgfs-lab study {study}",

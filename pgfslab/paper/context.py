@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 from IPython.display import Markdown, display
 
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import queries
 from pgfslab.config.model import Workload
 from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
@@ -65,8 +65,8 @@ class Context:
         """Paths relative to the repository (or absolute), wherever the kernel runs."""
         db = str(in_lab(db))
         figures_dir, tables_dir, build_dir = (str(in_lab(p)) for p in (figures_dir, tables_dir, build_dir))
-        info = data.study_info(db)
-        runs = data.require(data.runs(db, study), f"runs of study {study!r}")
+        info = queries.study_info(db)
+        runs = queries.require(queries.runs(db, study), f"runs of study {study!r}")
         # the paper speaks of the config's workloads: a ladder's `tpcb.d2` is `tpcb` (its cell in cell_workload)
         runs = runs.with_columns(
             pl.col("workload").alias("cell_workload"), pl.coalesce("base_workload", "workload").alias("workload")
@@ -75,15 +75,15 @@ class Context:
             db,
             study,
             info,
-            data.study_of(db),
+            queries.study_of(db),
             runs,
-            data.targets(db, study),
-            data.headline(db, study, only_ok=False),
-            data.run_records(db, study, only_ok=False),
+            queries.targets(db, study),
+            queries.headline(db, study, only_ok=False),
+            queries.run_records(db, study, only_ok=False),
             Path(figures_dir),
             Path(tables_dir),
             Path(build_dir),
-            data.target_records(db, study),
+            queries.target_records(db, study),
         )
 
     # ---------------------------------------------------------------- facts used by several sections
@@ -101,7 +101,7 @@ class Context:
 
     @property
     def target_names(self) -> list[str]:
-        return data.target_names(self.db, self.study)
+        return queries.target_names(self.db, self.study)
 
     @property
     def baseline(self) -> str:
@@ -124,7 +124,7 @@ class Context:
         return next(iter(self.records.values()), {})
 
     def unit(self, tool: str | None = None) -> str:
-        return data.METRICS.get(tool or self.tools[0], data.METRICS["pgbench"]).unit
+        return queries.METRICS.get(tool or self.tools[0], queries.METRICS["pgbench"]).unit
 
     def headline_cell(self) -> tuple[str, int | None]:
         """The cell with the most repeats per target (ties: more clients, then config order)."""

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import report
+from pgfslab.analysis import queries, report
 from pgfslab.paper.context import Context, show
 
 
 def durability_frame(ctx: Context) -> pl.DataFrame:
     """The durability checks of the study (empty when it ran none, or its database predates them)."""
     try:
-        return data.frame(
+        return queries.frame(
             ctx.db,
             """
             SELECT r.target, r.target_label, r.workload, r.status, d.* EXCLUDE (target, workload, run_id)

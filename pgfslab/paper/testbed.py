@@ -9,8 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import report
+from pgfslab.analysis import queries, report
 from pgfslab.paper.context import PG_TOOLS, Context, show
 from pgfslab.paper.device_baseline import device_setup
 from pgfslab.paper.hosts import setup_hosts
@@ -136,7 +135,11 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
             + (", direct I/O" if kind == "image" and mount.get("direct_io") else "")
         )
         load = (trec.get("load") or {}).get("wall_s") or (trec.get("load_sysbench") or {}).get("wall_s")
-        ds = data.dataset_label({**rrec, "dataset": rrec.get("dataset") or trec.get("dataset") or {}}) if rrec else "–"
+        ds = (
+            queries.dataset_label({**rrec, "dataset": rrec.get("dataset") or trec.get("dataset") or {}})
+            if rrec
+            else "–"
+        )
         extras = []
         build = rrec.get("postgres_build") or trec.get("postgres_build")
         if build and spec and (spec.postgres_version or spec.postgres_bindir):

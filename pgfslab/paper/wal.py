@@ -16,8 +16,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from pgfslab.analysis import charts, device, report, wal, wal_device
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, device, queries, report, wal, wal_device
 from pgfslab.paper.context import Context, figure, show
 
 
@@ -57,7 +56,7 @@ def flush_runs(ctx: Context) -> pl.DataFrame:
     runs = writing_runs(ctx)
     if runs.height == 0:
         return pl.DataFrame()
-    return wal.per_run(data.pgstat(ctx.db, ctx.study), runs, ctx.records)
+    return wal.per_run(queries.pgstat(ctx.db, ctx.study), runs, ctx.records)
 
 
 def flush_table(per_run: pl.DataFrame, labels: dict[str, str]) -> pl.DataFrame:
@@ -197,7 +196,7 @@ def wal_results(ctx: Context) -> None:
     if per_run.height:
         ctx.tables_dir.mkdir(parents=True, exist_ok=True)
         per_run.write_parquet(ctx.tables_dir / "wal_flushes.parquet")
-        seconds = wal.per_second(data.pgstat(ctx.db, ctx.study), ctx.records)
+        seconds = wal.per_second(queries.pgstat(ctx.db, ctx.study), ctx.records)
         seconds.filter(pl.col("run_id").is_in(per_run["run_id"].to_list())).write_parquet(
             ctx.tables_dir / "wal_flushes_per_second.parquet"
         )
