@@ -220,7 +220,7 @@ def judge(
         return Verdict(UNRESOLVED, None, None, "no runs on one side")
     if not ci.confidence >= level - 1e-9:
         why = (
-            f"{ci.n_a}+{ci.n_b} runs give no {100 * level:g} % interval (the widest there is: {interval_text(ci)})"
+            f"{ci.n_a}+{ci.n_b} runs give no {100 * level:.3g} % interval (the widest there is: {interval_text(ci)})"
             if math.isfinite(ci.hi) and math.isfinite(ci.confidence)
             else f"{ci.n_a}+{ci.n_b} runs: too few for an interval ({_num(ci.ratio)})"
         )
