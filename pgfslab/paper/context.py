@@ -29,14 +29,14 @@ PG_TOOLS = ("pgbench", "sysbench", "durability")  # the tools that run a Postgre
 # the executed notebooks whose results the paper shows, in this order (per-workload ones first)
 RESULT_ORDER = [
     "seed_verdicts",
-    "io_methods",  # the aio study's question (issue 32): which file systems gain from asynchronous I/O
-    "pg_versions",  # the pg-versions study's question (issue 32): does a file-system choice hold on a newer major
+    "io_methods",  # the aio study's question: which file systems gain from asynchronous I/O
+    "pg_versions",  # the pg-versions study's question: does a file-system choice hold on a newer major
     "throughput_stability",
     "sysbench_qps",
     "latency_percentiles",
     "variance_significance",
     "precision",
-    "exchangeability",  # beside the comparisons: are the runs exchangeable, the A/A band, two days (issue 30)
+    "exchangeability",  # beside the comparisons: are the runs exchangeable, the A/A band, two days
     "dirty_memory_checkpoints",
     "compression_footprint",
     "scaling",

@@ -217,7 +217,7 @@ def _start_sentence(ctx: Context) -> str:
     runs spanned, and how repeats were decided."""
     c = ctx.cfg
     rungs = "; each rung of the data-set ladder has a database of its own" if c.ladder else ""
-    # raw folders measured before the defined starting state (issue 30) have neither record: said as they ran
+    # raw folders measured before the defined starting state have neither record: said as they ran
     settled = any("settled" in r for r in ctx.target_records.values())
     stated = any("start_state" in r for r in ctx.records.values())
     return (

@@ -73,7 +73,7 @@ def threats(ctx: Context) -> None:
             "machine; only interleaved repeats and rank tests are used to compare targets."
         )
     counted = ctx.runs.filter((pl.col("status") == "ok") & ~pl.col("burn_in").fill_null(False)).height
-    if counted:  # what the hypervisor took: one measured limit of the instrument's precision (issue 30)
+    if counted:  # what the hypervisor took: one measured limit of the instrument's precision
         per_run = cpu_time.per_run(ctx.db, ctx.study)
         effect = ""
         if ctx.ok.height:  # a study of crashes (durability) has runs but no throughput to set steal against

@@ -1,4 +1,4 @@
-"""The defined starting state of a run, the same for every target (issue 30): after a target's load its
+"""The defined starting state of a run, the same for every target: after a target's load its
 tables vacuumed and analysed, a checkpoint, and autovacuum quiet; before each run a checkpoint and the cache
 state the study asks for (`run.cache`), reached and verified, recorded in run.json as `start_state`.
 
