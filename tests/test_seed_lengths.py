@@ -24,3 +24,9 @@ def test_the_methodology_sets_the_seeds_lengths_beside_the_studys() -> None:
     assert out["seed"].to_list() == ["000", "004"]  # the seeds the study names, in the seeds' order
     assert set(out["this study's runs"]) == {"15–20 s"}  # the skipped round ran nothing
     assert out["its runs"][0] == "two hours per run"
+
+
+def test_the_lengths_the_seeds_state_in_their_text() -> None:
+    runs = {r["seed"]: r for r in seed_runs()}
+    # 003: "The benchmark was run for 600 seconds on each run"; 002: its charts' x range is [0:1800]
+    assert (runs["003"]["seconds"], runs["002"]["seconds"]) == (600, 1800)
