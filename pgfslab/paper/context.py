@@ -24,7 +24,6 @@ from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
 
 PG_TOOLS = ("pgbench", "sysbench", "durability")  # the tools that run a PostgreSQL server
-SKIPPED = "skipped"  # run.json's status of an optional precision round that was not needed: nothing ran
 
 
 # the executed notebooks whose results the paper shows, in this order (per-workload ones first)
@@ -52,10 +51,10 @@ class Context:
     study: str
     info: dict[str, Any]
     cfg: Study
-    runs: pl.DataFrame  # the runs that ran (ok or not), in plan order; no skipped precision round
+    runs: pl.DataFrame
     targets: pl.DataFrame
     headline: pl.DataFrame
-    records: dict[str, dict[str, Any]]  # run_id -> run.json of each run in `runs`
+    records: dict[str, dict[str, Any]]
     figures_dir: Path
     tables_dir: Path
     build_dir: Path
@@ -68,10 +67,6 @@ class Context:
         figures_dir, tables_dir, build_dir = (str(in_lab(p)) for p in (figures_dir, tables_dir, build_dir))
         info = queries.study_info(db)
         runs = queries.require(queries.runs(db, study), f"runs of study {study!r}")
-        # the paper speaks of the runs that ran: an optional precision round the study skipped measured nothing
-        # and its record holds no host, commit or mount (the precision section reads those rounds itself)
-        runs = runs.filter(pl.col("status").ne_missing(SKIPPED))
-        records = queries.run_records(db, study, only_ok=False)
         # the paper speaks of the config's workloads: a ladder's `tpcb.d2` is `tpcb` (its cell in cell_workload)
         runs = runs.with_columns(
             pl.col("workload").alias("cell_workload"), pl.coalesce("base_workload", "workload").alias("workload")
@@ -84,7 +79,7 @@ class Context:
             runs,
             queries.targets(db, study),
             queries.headline(db, study, only_ok=False),
-            {r: rec for r, rec in records.items() if rec.get("status") != SKIPPED},
+            queries.run_records(db, study, only_ok=False),
             Path(figures_dir),
             Path(tables_dir),
             Path(build_dir),
