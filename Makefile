@@ -83,7 +83,7 @@ test-fast: setup
 	@cd $(LAB) && $(PY) -m pytest -m "not slow" -q
 
 lint: setup
-	@cd $(LAB) && $(PY) -m ruff check . && $(PY) -m ruff format --check .
+	@cd $(LAB) && $(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m mypy
 
 # Every notebook's percent-format pair (jupytext.toml: notebooks/x.py beside notebooks/x.ipynb) written again
 # from the .ipynb, the source of truth; tests/test_notebook_pairs.py fails while a pair differs.

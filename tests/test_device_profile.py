@@ -21,7 +21,14 @@ from pgfslab.config.study import Study, load_study, resolve
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups
 from pgfslab.paper import device_baseline as paper_device
+from pgfslab.records.run_record import RunRecord, parse
 from pgfslab.run import device_baseline
+
+
+def rec_of(data: dict[str, object]) -> RunRecord:
+    """A run record from run.json's mapping, as the analysis reads it."""
+    return parse(data)[0]
+
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -234,12 +241,12 @@ def test_a_throttled_run_is_io_bound_by_what_its_cgroup_was_charged():
         "phases_s": phases,
         "cgroup": {"limits": limits, "usage": {"io": {"read_ios": 1650, "write_ios": 33, "read_bytes": 8e6}}},
     }
-    assert regime.throttle_busy(rec) == pytest.approx(1650 / (150 * 11.0))
+    assert regime.throttle_busy(rec_of(rec)) == pytest.approx(1650 / (150 * 11.0))
     rec["cgroup"]["usage"]["io"]["read_ios"] = 330
-    assert regime.throttle_busy(rec) == pytest.approx(330 / (150 * 11.0))  # 20 %: not I/O-bound
+    assert regime.throttle_busy(rec_of(rec)) == pytest.approx(330 / (150 * 11.0))  # 20 %: not I/O-bound
     rec["cgroup"]["usage"]["io"]["write_bytes"] = 1.1e9  # bandwidth-bound writes
-    assert regime.throttle_busy(rec) == 1.0
-    assert regime.throttle_busy({"phases_s": phases, "cgroup": {"limits": {"memory_limit_bytes": 1}}}) is None
+    assert regime.throttle_busy(rec_of(rec)) == 1.0
+    assert regime.throttle_busy(rec_of({"phases_s": phases, "cgroup": {"limits": {"memory_limit_bytes": 1}}})) is None
 
 
 def test_an_emulated_device_is_compared_with_emulated_devices_only():

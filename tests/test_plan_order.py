@@ -63,6 +63,8 @@ def test_an_odd_number_of_targets_needs_the_mirrored_rows() -> None:
 
 
 def test_a_run_records_the_run_that_ended_last_before_it(tmp_path: Path) -> None:
+    from pgfslab.records.run_record import Predecessor
+
     def put(rid: str, target: str, ended: str | None, status: str = "ok") -> None:
         (tmp_path / rid).mkdir()
         rec = {"run_id": rid, "target": target, "status": status, "ended_at": ended}
@@ -73,8 +75,8 @@ def test_a_run_records_the_run_that_ended_last_before_it(tmp_path: Path) -> None
     put("b.w.1", "b", "2026-11-28T10:01:00.000+00:00")
     put("c.w.1", "c", "2026-11-28T10:02:00.000+00:00", status="skipped")  # nothing ran
     put("d.w.1", "d", None)  # a run.json without an end: never finished
-    assert record.predecessor(tmp_path, "c.w.2") == {"run_id": "b.w.1", "target": "b"}
-    assert record.predecessor(tmp_path, "b.w.1") == {"run_id": "a.w.1", "target": "a"}  # not itself
+    assert record.predecessor(tmp_path, "c.w.2") == Predecessor(run_id="b.w.1", target="b")
+    assert record.predecessor(tmp_path, "b.w.1") == Predecessor(run_id="a.w.1", target="a")  # not itself
 
 
 def test_round_r_starts_at_target_r_mod_n_and_every_position_is_taken_equally() -> None:
@@ -184,12 +186,13 @@ def test_shipped_twins() -> None:
 
 def test_a_run_row_carries_its_predecessor_and_the_host_probe() -> None:
     from pgfslab.ingest.run_rows import run_row
+    from pgfslab.records.run_record import parse
 
     rec = {"run_id": "x.w.c4.r2", "study": "t", "target": "x", "status": "ok", "predecessor": {"run_id": "a.w.c4.r2", "target": "a"},
            "host_probe": {"work": "sha256", "wall_s": 0.2, "mib_per_s": 2560.0}}  # fmt: skip
-    row = run_row(rec)
+    row = run_row(parse(rec)[0])
     assert (row["predecessor"], row["host_speed"]) == ("a", 2560.0)
-    old = run_row({"run_id": "x.w.c4.r1", "study": "t", "target": "x", "status": "ok"})  # a run.json from before either
+    old = run_row(parse({"run_id": "x.w.c4.r1", "study": "t", "target": "x", "status": "ok"})[0])  # from before either
     assert (old["predecessor"], old["host_speed"]) == (None, None)
 
 
@@ -209,12 +212,13 @@ def test_a_runs_length_is_its_own_and_a_skipped_round_is_no_commit() -> None:
     is the run's own; `run.duration_s` is the study default (all an older run.json has)."""
     from pgfslab.ingest.run_rows import run_row
     from pgfslab.paper.testbed import lab_commit
+    from pgfslab.records.run_record import parse
 
     rec = {"run_id": "x.ro.c4.r1", "study": "t", "target": "x", "status": "ok", "duration_s": 20,
-           "run": {"duration_s": 15}}  # fmt: skip
-    assert run_row(rec)["duration_s"] == 20
-    assert run_row({k: v for k, v in rec.items() if k != "duration_s"})["duration_s"] == 15
+           "run": {"duration_s": 15}, "schema_version": 1}  # fmt: skip
+    assert run_row(parse(rec)[0])["duration_s"] == 20
+    assert run_row(parse({k: v for k, v in rec.items() if k != "duration_s"})[0])["duration_s"] == 15
     ran = {"status": "ok", "git": {"commit": "2ba1787aed79ffff", "dirty": False}}
     skipped = {"status": "skipped"}  # a round the precision target skipped: no code ran, no commit
-    assert lab_commit([ran, ran, skipped]) == "2ba1787aed79"
-    assert lab_commit([ran, {"status": "ok"}]) == "2ba1787aed79, unknown — 2 commits over the runs"
+    assert lab_commit([parse(r)[0] for r in (ran, ran, skipped)]) == "2ba1787aed79"
+    assert lab_commit([parse(ran)[0], parse({"status": "ok"})[0]]) == "2ba1787aed79, unknown — 2 commits over the runs"

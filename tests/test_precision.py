@@ -17,6 +17,7 @@ from pgfslab.analysis.stats import power
 from pgfslab.cli import main as cli_main
 from pgfslab.config.study import RunSpec, Study, raw_dir, validate
 from pgfslab.errors import LabError
+from pgfslab.records.run_record import parse
 from pgfslab.run import execute
 
 REPORT = (Path(__file__).parent / "data" / "docs" / "pg14_typical.stdout").read_text()  # a real pgbench 14 report
@@ -238,7 +239,7 @@ def test_skipped_rounds_per_cell_with_the_reason():
         },
         "a.w.c4.r1": {"status": "ok", "workload": "w", "rung": None, "clients": 4, "repeat": 1},
     }
-    out = answers.skipped_rounds(records)
+    out = answers.skipped_rounds({k: parse(v)[0] for k, v in records.items()})
     assert out.to_dicts() == [
         {"workload": "w", "rung": None, "clients": 4, "rounds_skipped": 2, "reason": "precision reached"}
     ]

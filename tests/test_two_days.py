@@ -21,6 +21,7 @@ from pgfslab.analysis.answers import exchangeability as ex
 from pgfslab.errors import LabError
 from pgfslab.ingest import days
 from pgfslab.ingest.study import ingest_study
+from pgfslab.records.run_record import parse
 
 REPO = Path(__file__).resolve().parent.parent
 STUDIES = REPO / "tests" / "data" / "studies"
@@ -184,7 +185,8 @@ def test_start_states_per_cell_from_the_runs_records() -> None:
         "b1": {"start_state": {"cache": "cold", "autovacuum_quiet": True, "hit_ratio": None}},
         "old": {},  # recorded before the defined starting state: left out
     }
-    got = {r["target_label"]: r for r in ex.start_states(runs, records).iter_rows(named=True)}
+    typed = {k: parse(v)[0] for k, v in records.items()}
+    got = {r["target_label"]: r for r in ex.start_states(runs, typed).iter_rows(named=True)}
     assert got["a"]["runs"] == 3 and got["a"]["autovacuum_quiet"] == 2
     assert got["a"]["hit_ratio"] == pytest.approx(0.50) and (got["a"]["steady"], got["a"]["warm"]) == (2, 3)
     assert got["b"]["cache"] == "cold" and got["b"]["runs"] == 1 and got["b"]["hit_ratio"] is None

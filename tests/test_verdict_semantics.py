@@ -18,6 +18,13 @@ from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.claims import Claim
 from pgfslab.analysis.verdicts.ratio import RatioCI, interaction_ci, judge
 from pgfslab.errors import LabError
+from pgfslab.records.run_record import RunRecord, parse
+
+
+def rec_of(data: dict[str, object]) -> RunRecord:
+    """A run record from run.json's mapping, as the analysis reads it."""
+    return parse(data)[0]
+
 
 STUDIES = Path(__file__).parent / "data" / "studies"
 
@@ -280,9 +287,9 @@ def test_reads_held_at_their_own_throttle_budget_cannot_be_starved_by_writes() -
     """Seed 004's crossover: checkpoint writes starve the reads of one disk. A blkio throttle gives reads
     and writes separate budgets; reads running at theirs measure reads per transaction, not contention."""
     limits = {"read_iops": 150, "write_iops": 150, "read_bps": 100_000_000, "write_bps": 100_000_000}
-    assert regime.read_budget({"cgroup": {"limits": limits}}) == 150.0
-    assert regime.read_budget({"cgroup": {"limits": {"read_iops": 150}}}) is None  # one direction: no budgets
-    assert regime.read_budget({}) is None  # a real device
+    assert regime.read_budget(rec_of({"cgroup": {"limits": limits}})) == 150.0
+    assert regime.read_budget(rec_of({"cgroup": {"limits": {"read_iops": 150}}})) is None  # one direction: no budgets
+    assert regime.read_budget(rec_of({})) is None  # a real device
     pinned = cell(
         reads_per_s=[150.2, 149.8, 151.0],
         read_budget_share=[150.2 / 150, 149.8 / 150, 151.0 / 150],
@@ -694,8 +701,10 @@ def test_a_crash_check_of_the_labs_own_stack_is_never_the_seeds_verdict() -> Non
 def test_on_the_emulated_disk_reads_compete_where_writes_held_its_one_head() -> None:
     # the daemon's counters: writes held the head 1.27 s of a 20.3 s window (a real check run's numbers)
     rec = {"disk": {"counters": {"measured": {"write_busy_ns": 1_274_633_468, "uptime_ns": 20_341_953_560}}}}
-    assert regime.write_busy_share(rec) == pytest.approx(1_274_633_468 / 20_341_953_560)
-    assert regime.write_busy_share({"cgroup": {"limits": {"read_iops": 150}}}) is None  # a throttle, not the disk
+    assert regime.write_busy_share(rec_of(rec)) == pytest.approx(1_274_633_468 / 20_341_953_560)
+    assert (
+        regime.write_busy_share(rec_of({"cgroup": {"limits": {"read_iops": 150}}})) is None
+    )  # a throttle, not the disk
     busy = cell(write_busy_share=[0.20, 0.30, 0.25], device_profile=["hdd"] * 3)
     quiet = cell(write_busy_share=[0.01, 0.02, 0.03], device_profile=["hdd"] * 3)
     assert regime.check(["reads_compete"], busy, quiet) == (

@@ -14,6 +14,12 @@ from pgfslab.analysis.verdicts import claims, evaluate, facts, table
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.claims import Claim
 from pgfslab.analysis.verdicts.ratio import judge, ratio_ci
+from pgfslab.records.run_record import RunRecord, parse
+
+
+def rec_of(data: dict[str, object]) -> RunRecord:
+    """A run record from run.json's mapping, as the analysis reads it."""
+    return parse(data)[0]
 
 
 def test_ratio_interval_is_the_order_statistics_of_pairwise_ratios():
@@ -196,9 +202,9 @@ def test_regime_of_a_data_set():
 
 
 def test_compression_of_a_target():
-    assert facts.compression({"target_spec": {"mount_options": ["noatime", "compress=zstd:3"]}}) == "zstd"
-    assert facts.compression({"target_spec": {"mount_options": ["compress-force=lzo"]}}) == "lzo"
-    assert facts.compression({"target_spec": {"mount_options": []}}) == "none"
+    assert facts.compression(rec_of({"target_spec": {"mount_options": ["noatime", "compress=zstd:3"]}})) == "zstd"
+    assert facts.compression(rec_of({"target_spec": {"mount_options": ["compress-force=lzo"]}})) == "lzo"
+    assert facts.compression(rec_of({"target_spec": {"mount_options": []}})) == "none"
 
 
 def test_a_setting_a_run_left_at_its_default_is_that_default(tmp_path) -> None:

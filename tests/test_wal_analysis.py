@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from pgfslab.analysis import wal, wal_device
+from pgfslab.records.run_record import parse
 
 
 def _pgstat(run_id: str, ts: list[float], **cols: list[float | int | None]) -> pl.DataFrame:
@@ -42,9 +43,12 @@ RUNS = pl.DataFrame(
     }
 )
 RECORDS = {
-    "a": {"postgres": {"settings": {"track_wal_io_timing": {"setting": "on", "unit": None}}}},
-    "b": {"postgres": {"settings": {"wal_sync_method": {"setting": "open_datasync", "unit": None}}}},
-    "old": {"postgres": {"settings": {}}},
+    k: parse(v)[0]
+    for k, v in {
+        "a": {"postgres": {"settings": {"track_wal_io_timing": {"setting": "on", "unit": None}}}},
+        "b": {"postgres": {"settings": {"wal_sync_method": {"setting": "open_datasync", "unit": None}}}},
+        "old": {"postgres": {"settings": {}}},
+    }.items()
 }
 
 
@@ -82,7 +86,7 @@ def test_per_run_ratio_of_sums_net_of_the_samplers_own_commits() -> None:
 
 
 def test_without_io_timing_the_sync_time_is_null() -> None:
-    recs = {"a": {"postgres": {"settings": {}}}}
+    recs = {"a": parse({"postgres": {"settings": {}}})[0]}
     out = wal.per_run(_three_samples("a"), RUNS, recs)
     assert out["sync_ms_per_flush"].to_list() == [None]
 
@@ -148,7 +152,7 @@ DEV_RECORDS = {
 
 
 def test_device_roles_from_run_json() -> None:
-    roles = wal_device.device_roles(DEV_RECORDS).sort("run_id", "role")
+    roles = wal_device.device_roles({k: parse(v)[0] for k, v in DEV_RECORDS.items()}).sort("run_id", "role")
     assert roles.rows() == [
         ("e1", "data+WAL", "loop1", "ext4"),
         ("w1", "WAL", "loop1", "ext4"),
@@ -157,7 +161,7 @@ def test_device_roles_from_run_json() -> None:
 
 
 def test_run_io_keeps_the_devices_apart() -> None:
-    roles = wal_device.device_roles(DEV_RECORDS)
+    roles = wal_device.device_roles({k: parse(v)[0] for k, v in DEV_RECORDS.items()})
     s = pl.DataFrame(
         {
             "run_id": ["w1"] * 6 + ["e1"] * 2,

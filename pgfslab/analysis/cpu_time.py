@@ -117,7 +117,7 @@ def steal_and_throughput(runs: pl.DataFrame, steal: pl.DataFrame) -> tuple[float
         return None
     rel = both.with_columns((pl.col("value") / pl.col("value").median().over("target")).alias("rel"))
     res = spearmanr(rel["cpu_steal"].to_numpy(), rel["rel"].to_numpy())
-    return float(res.statistic), float(res.pvalue), rel.height  # type: ignore[attr-defined]
+    return float(res.statistic), float(res.pvalue), rel.height
 
 
 def steal_effect_sentence(effect: tuple[float, float, int] | None, cell: str) -> str:

@@ -19,6 +19,7 @@ import polars as pl
 from pgfslab.analysis import queries
 from pgfslab.analysis.charts import alt
 from pgfslab.config.model import StudyConfig
+from pgfslab.records.run_record import RunRecord
 
 # workloads that commit writes (a select-only run has no fdatasync per transaction)
 READ_ONLY_BUILTINS = {"select-only"}
@@ -72,11 +73,12 @@ def device_table(db: str, study: str) -> pl.DataFrame:
     ).with_columns((1e6 / pl.col("fdatasync_p50_us")).alias("ceiling_commits_s"))
 
 
-def writes(rec: dict[str, Any]) -> bool:
-    wl = rec.get("workload_spec") or {}
-    if rec.get("tool") == "pgbench":
+def writes(rec: RunRecord) -> bool:
+    """Whether the run's workload writes (its config's builtin or sysbench test)."""
+    wl = rec.workload_spec or {}
+    if rec.tool == "pgbench":
         return wl.get("builtin") not in READ_ONLY_BUILTINS or bool(wl.get("scripts"))
-    if rec.get("tool") == "sysbench":
+    if rec.tool == "sysbench":
         return wl.get("test") not in READ_ONLY_TESTS
     return False
 
@@ -95,8 +97,8 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
         vals = []
         workloads = set()
         for r in head.filter((pl.col("target") == t) & (pl.col("clients") == 1)).iter_rows(named=True):
-            rec = recs.get(r["run_id"]) or {}
-            if r["value"] is not None and writes(rec):
+            rec = recs.get(r["run_id"])
+            if r["value"] is not None and rec is not None and writes(rec):
                 vals.append(float(r["value"]))
                 workloads.add(str(r["workload"]))
         rows.append(

@@ -27,7 +27,9 @@ from typing import Any
 
 from pgfslab.analysis.stats.cells import median_ci_ranks
 from pgfslab.config.study import RunSpec, Study, run_id
+from pgfslab.errors import LabError
 from pgfslab.ingest.parsers import ParseError, pgbench_summary, sysbench
+from pgfslab.records import run_record
 from pgfslab.run.common import write_json
 
 
@@ -101,8 +103,8 @@ def _ok_values(study: Study, cell: tuple[str, int | None, int], target: str, bef
     values = []
     for rep in range(1, before):
         rdir = study.raw_dir / (run_id(target, workload, clients, rep, rung) + study.host_suffix)
-        with contextlib.suppress(OSError, json.JSONDecodeError):
-            if json.loads((rdir / "run.json").read_text()).get("status") != "ok":
+        with contextlib.suppress(OSError, LabError):  # a round not run, or its record unreadable
+            if run_record.read(rdir / "run.json")[0].status != "ok":
                 continue
             value = headline(rdir, tool)
             if value is not None:
@@ -114,10 +116,10 @@ def study_started(raw: Path) -> dt.datetime | None:
     """When the study's first run started (from the run records in its raw folder)."""
     starts = []
     for rj in raw.glob("*/run.json"):
-        with contextlib.suppress(OSError, json.JSONDecodeError, KeyError, ValueError, TypeError):
-            rec = json.loads(rj.read_text())
-            if rec.get("status") != "skipped":
-                starts.append(dt.datetime.fromisoformat(rec["started_at"]))
+        with contextlib.suppress(LabError, ValueError):  # a record being written, or unreadable
+            rec = run_record.read(rj)[0]
+            if rec.status != "skipped" and rec.started_at:
+                starts.append(dt.datetime.fromisoformat(rec.started_at))
     return min(starts) if starts else None
 
 

@@ -13,6 +13,7 @@ from IPython.display import Markdown, display
 
 from pgfslab.analysis import charts
 from pgfslab.config.model import StudyConfig, Workload
+from pgfslab.records.run_record import GitFacts, HostFacts, PgFacts, RunRecord
 
 
 def fmt(value: Any, digits: int = 1) -> str:
@@ -74,28 +75,27 @@ def bytes_h(n: float | int | None) -> str:
     return f"{size:.1f} TiB"
 
 
-def setup_facts(run_json: str) -> dict[str, str]:
-    """Host, kernel, PostgreSQL and tool facts from one run.json (all runs of a study share them)."""
-    rec = json.loads(run_json)
-    host, tools, pg = rec.get("host", {}), rec.get("tools", {}), rec.get("postgres", {})
-    git = rec.get("git", {})
+def setup_facts(rec: RunRecord) -> dict[str, str]:
+    """Host, kernel, PostgreSQL and tool facts from one run's record (all runs of a study share them)."""
+    host, tools, pg = rec.host or HostFacts(), rec.tools or {}, rec.postgres or PgFacts()
+    git = rec.git or GitFacts()
     return {
-        "CPU": f"{host.get('cpu_model') or '?'} ({host.get('cpus')} logical CPUs)",
-        "Memory": bytes_h((host.get("mem_total_kb") or 0) * 1024),
-        "OS / kernel": f"{host.get('os') or '?'} / Linux {host.get('kernel') or '?'}",
-        "PostgreSQL": (pg.get("version") or "?").split(" on ")[0],
+        "CPU": f"{host.cpu_model or '?'} ({host.cpus} logical CPUs)",
+        "Memory": bytes_h((host.mem_total_kb or 0) * 1024),
+        "OS / kernel": f"{host.os or '?'} / Linux {host.kernel or '?'}",
+        "PostgreSQL": (pg.version or "?").split(" on ")[0],
         "pgbench": tools.get("pgbench") or "?",
         "File-system tools": "; ".join(v for k, v in tools.items() if k.startswith("mkfs") and v),
         "Python stack": ", ".join(
             f"{k} {tools[k]}" for k in ("polars", "duckdb", "snakemake", "scipy") if tools.get(k)
         ),
-        "Lab commit": (git.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if git.get("dirty") else ""),
+        "Lab commit": (git.commit or "unknown")[:12] + (" (uncommitted changes)" if git.dirty else ""),
     }
 
 
-def non_default_settings(run_json: str) -> pl.DataFrame:
-    rec = json.loads(run_json)
-    settings = (rec.get("postgres") or {}).get("settings") or {}
+def non_default_settings(rec: RunRecord) -> pl.DataFrame:
+    """The server's settings in force that differ from its defaults (pg_settings' source), with units."""
+    settings = rec.postgres.settings if rec.postgres else {}
     skip = {
         "port",
         "unix_socket_directories",

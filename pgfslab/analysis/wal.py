@@ -36,6 +36,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import stats
+from pgfslab.records.run_record import RunRecord
 
 SAMPLER_COMMITS_PER_SAMPLE = 2  # the sampler's own SELECT and pg_stat_clear_snapshot(), each a transaction
 SYNC_METHODS_COUNTED = {"fsync", "fdatasync", "fsync_writethrough"}  # wal_sync counts these (PG docs)
@@ -60,13 +61,13 @@ RUN_SCHEMA: dict[str, Any] = {
 }
 
 
-def _setting(rec: dict[str, Any], name: str) -> str | None:
-    s = ((rec.get("postgres") or {}).get("settings") or {}).get(name) or {}
-    v = s.get("setting")
+def _setting(rec: RunRecord, name: str) -> str | None:
+    """A setting in force after the run (pg_settings' `setting`), None when not listed."""
+    v = ((rec.postgres.settings if rec.postgres else {}).get(name) or {}).get("setting")
     return None if v is None else str(v)
 
 
-def run_facts(records: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def run_facts(records: dict[str, RunRecord]) -> pl.DataFrame:
     """Per run, from run.json: `wal_sync_method` (as in force; Linux's default when not listed among the
     non-default settings), `io_timing` (track_wal_io_timing on), `synchronous_commit`."""
     rows = [
@@ -119,7 +120,7 @@ def _flushes(counted: pl.Expr) -> pl.Expr:
     return pl.when(counted).then(pl.col("wal_sync")).otherwise(pl.col("wal_write"))
 
 
-def per_run(pgstat: pl.DataFrame, runs: pl.DataFrame, records: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def per_run(pgstat: pl.DataFrame, runs: pl.DataFrame, records: dict[str, RunRecord]) -> pl.DataFrame:
     """`run_deltas` joined with the run's cell (`runs`: run_id, target, workload, clients, repeat, ...) and
     `run_facts`, with `flushes`, `wal_flush_counter`, `commits_per_flush`, `wal_bytes_per_commit`,
     `fpi_share`, `sync_ms_per_flush` (null without track_wal_io_timing) and `commits_per_s`."""
@@ -147,7 +148,7 @@ def per_run(pgstat: pl.DataFrame, runs: pl.DataFrame, records: dict[str, dict[st
     )
 
 
-def per_second(pgstat: pl.DataFrame, records: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def per_second(pgstat: pl.DataFrame, records: dict[str, RunRecord]) -> pl.DataFrame:
     """Per sample interval of every v2 run: `commits` (net of the sampler's two), `flushes` (the run's flush
     counter's increase) and `commits_per_flush` (null for an interval without a flush)."""
     if not _has_wal(pgstat):

@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import queries, stats
+from pgfslab.records.run_record import MountFacts, RunRecord
 
 ROLE_DATA = "data"
 ROLE_WAL = "WAL"
@@ -45,25 +46,26 @@ def _dev(path: Any) -> str | None:
     return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
-def device_roles(records: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def device_roles(records: dict[str, RunRecord]) -> pl.DataFrame:
     """Per run, its data device and (with `wal_on`) its WAL device, from run.json: run_id, role, device,
     on_target (the target whose file system is on that device). Runs without a block device (a fallback
     directory, tmpfs) have no row."""
     rows = []
     for rid, rec in records.items():
-        mount = rec.get("mount") or {}
-        wal = rec.get("wal") or {}
-        data_dev, wal_dev = _dev(mount.get("device")), _dev(wal.get("device"))
-        target = str(rec.get("target") or mount.get("name") or "")
-        if data_dev and not str(mount.get("device")).startswith("/dev/"):
+        mount, wal = rec.mount or MountFacts(), rec.wal
+        data_dev, wal_dev = _dev(mount.device), _dev(wal.device if wal else None)
+        target = str(rec.target or mount.name or "")
+        if data_dev and not str(mount.device).startswith("/dev/"):
             data_dev = None  # tmpfs, an existing mount's source name: not a block device
-        if wal_dev and not str(wal.get("device")).startswith("/dev/"):
+        if wal_dev and wal is not None and not str(wal.device).startswith("/dev/"):
             wal_dev = None
         if data_dev:
             role = ROLE_DATA if wal else ROLE_BOTH
             rows.append({"run_id": rid, "role": role, "device": data_dev, "on_target": target})
         if wal_dev and wal_dev != data_dev:
-            rows.append({"run_id": rid, "role": ROLE_WAL, "device": wal_dev, "on_target": str(wal.get("target"))})
+            rows.append(
+                {"run_id": rid, "role": ROLE_WAL, "device": wal_dev, "on_target": str(wal.target if wal else None)}
+            )
     return pl.DataFrame(rows, schema=ROLE_SCHEMA)
 
 

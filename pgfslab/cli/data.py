@@ -235,7 +235,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("freeze", help="write the resolved study config (defaults filled) for the raw folder")
     p.add_argument("--config", type=Path, help="a study config file")
     p.add_argument("--json", help="or the config as Snakemake resolved it (JSON)")

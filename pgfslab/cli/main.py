@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pgfslab.cli import data as cli_data
 from pgfslab.cli import stats as cli_stats
 from pgfslab.errors import LabError
+from pgfslab.records import run_record
 
 if TYPE_CHECKING:  # for annotations only: the config stage (jsonschema, YAML) is imported by its commands
     from pgfslab.config.study import RunSpec, Study
@@ -158,22 +159,20 @@ def _status(study: Study) -> int:
         marker = raw / r.run_id / "run.incomplete.json"
         if rj.exists():
             try:
-                rec = json.loads(rj.read_text())
-            except json.JSONDecodeError:
-                rec = {"status": "unreadable run.json"}
-            key = rec.get("status", "?")
-            if rec.get("fallback"):
-                key += " (FALLBACK plain directory)"
-            if rec.get("error"):
-                reasons[r.run_id] = str(rec["error"])
-            elif rec.get("skip_reason"):
-                reasons[r.run_id] = str(rec["skip_reason"])
+                rec = run_record.read(rj)[0]
+            except LabError as exc:
+                key, reasons[r.run_id] = "unreadable run.json", str(exc)
+            else:
+                key = rec.status or "?"
+                if rec.fallback:
+                    key += " (FALLBACK plain directory)"
+                if rec.error or rec.skip_reason:
+                    reasons[r.run_id] = str(rec.error or rec.skip_reason)
         elif marker.exists():
             key = "incomplete"
             try:
-                rec = json.loads(marker.read_text())
-                reasons[r.run_id] = str(rec.get("error") or "stopped while running (killed?)")
-            except json.JSONDecodeError:
+                reasons[r.run_id] = run_record.read(marker)[0].error or "stopped while running (killed?)"
+            except LabError:
                 reasons[r.run_id] = "stopped while running"
         else:
             key = "not run"

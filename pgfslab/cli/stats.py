@@ -93,7 +93,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register the statistics commands with `python -m pgfslab`'s subparsers."""
     p = sub.add_parser("compare", help="benchstat-style comparison of two targets (median, CI, U test, geomean)")
     p.add_argument("--db", type=Path, required=True)

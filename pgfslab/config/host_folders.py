@@ -9,7 +9,6 @@ library and YAML: the Snakefile asks at every start-up (pgfslab.ingest.merge ing
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 from pgfslab import yaml_text
 from pgfslab.config.checks import validate
 from pgfslab.errors import LabError
+from pgfslab.records import run_record
 
 HOST_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 # Keys of a resolved study config that may differ between the hosts of one study.
@@ -111,9 +111,10 @@ def check_one_study(folders: Sequence[HostFolder]) -> dict[str, Any]:
 def _recorded_hostname(folder: Path) -> str | None:
     for rj in sorted(folder.glob("*/run.json")):
         try:
-            name = (json.loads(rj.read_text()).get("host") or {}).get("hostname")
-        except (OSError, json.JSONDecodeError):
+            facts = run_record.read(rj)[0].host
+        except LabError:
             continue
+        name = facts.hostname if facts else None
         if name:
             return str(name)
     return None

@@ -13,7 +13,6 @@ found by the notebooks, which say so). Built next to the target and renamed into
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pgfslab import paths
@@ -24,6 +23,7 @@ from pgfslab.errors import LabError
 from pgfslab.ingest.load import store_held
 from pgfslab.ingest.published import EXTERNAL_DIR
 from pgfslab.ingest.study import StudySummary, ingest_folder, new_study_database
+from pgfslab.records import run_record
 
 DAYS = ("day1", "day2")  # the host keys of the two days, in the order they ran
 
@@ -33,8 +33,8 @@ def first_start(folder: Path) -> str | None:
     starts = []
     for rj in folder.glob("*/run.json"):
         try:
-            started = json.loads(rj.read_text()).get("started_at")
-        except (OSError, json.JSONDecodeError):
+            started = run_record.read(rj)[0].started_at
+        except LabError:
             continue
         if started:
             starts.append(str(started))

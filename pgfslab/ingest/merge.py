@@ -29,6 +29,7 @@ from pgfslab.ingest.load import insert, store_held
 from pgfslab.ingest.published import EXTERNAL_DIR
 from pgfslab.ingest.schema import duck_type
 from pgfslab.ingest.study import StudySummary, ingest_folder, new_study_database
+from pgfslab.records import run_record
 
 HOSTS: dict[str, Any] = {
     "study": pl.Utf8,
@@ -61,7 +62,8 @@ def host_row(hf: HostFolder, study: str, runs: int) -> dict[str, Any]:
     machine = rec.get("machine") or {}
     if not machine:
         for rj in sorted(hf.folder.glob("*/run.json")):
-            machine = json.loads(rj.read_text()).get("host") or {}
+            facts = run_record.read(rj)[0].host
+            machine = facts.model_dump(mode="json", exclude_unset=True) if facts else {}
             if machine:
                 break
     slurm = rec.get("slurm") or {}

@@ -1,11 +1,14 @@
-"""A study folder's records as rows: run.json -> `runs` and `run_params`, a target's target.json ->
-`targets` (what the lab recorded, flattened; the whole record kept as JSON beside the columns)."""
+"""A study folder's records as rows: a run's record (pgfslab.records.run_record) -> `runs` and `run_params`, a
+target's target.json -> `targets` (what the lab recorded, flattened; the whole record kept as JSON beside the
+columns)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 from typing import Any
+
+from pgfslab.records.run_record import HostFacts, MountFacts, PgFacts, PostgresBuild, RunRecord
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
@@ -20,85 +23,83 @@ def _ts(text: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(text) if text else None
 
 
-def run_row(rec: dict[str, Any], origin: str = "local") -> dict[str, Any]:
-    mount = rec.get("mount") or {}
-    pg = rec.get("postgres") or {}
-    pg_before = rec.get("postgres_before") or {}
-    bgw, bgw0 = pg.get("bgwriter") or {}, pg_before.get("bgwriter") or {}
-    dbs, dbs0 = pg.get("database_stats") or {}, pg_before.get("database_stats") or {}
-
-    def delta(a: dict[str, Any], b: dict[str, Any], k: str) -> int | None:
-        return a[k] - b[k] if k in a and k in b else None
-
-    fallback = bool(rec.get("fallback", mount.get("fallback", False)))
-    target = rec["target"]
-    wl = rec.get("workload_spec") or {}
+def run_row(rec: RunRecord, origin: str = "local") -> dict[str, Any]:
+    """The run's row of `runs` (schema.RUNS): its columns from the typed record, the record itself as JSON."""
+    mount = rec.mount or MountFacts()
+    pg, pg0 = rec.postgres or PgFacts(), rec.postgres_before or PgFacts()
+    host = rec.host or HostFacts()
+    fallback = bool(rec.fallback if rec.fallback is not None else mount.fallback)
+    target = str(rec.target)
     return {
-        "run_id": rec["run_id"],
-        "study": rec["study"],
-        "host": rec.get("host_key"),
+        "run_id": rec.run_id,
+        "study": rec.study,
+        "host": rec.host_key,
         "origin": origin,
-        "status": rec.get("status"),
-        "error": rec.get("error"),
+        "status": rec.status,
+        "error": rec.error,
         "target": target,
-        "target_label": f"{target} (FALLBACK: plain directory)"
-        if fallback
-        else impl_label(target, rec.get("fs_label")),
-        "fs_label": rec.get("fs_label") or rec.get("fs"),
-        "fs": rec.get("fs"),
+        "target_label": f"{target} (FALLBACK: plain directory)" if fallback else impl_label(target, rec.fs_label),
+        "fs_label": rec.fs_label or rec.fs,
+        "fs": rec.fs,
         "fallback": fallback,
-        "mount_options": mount.get("mount_options"),
-        "device": mount.get("device"),
-        "direct_io": mount.get("direct_io"),
+        "mount_options": mount.mount_options,
+        "device": mount.device,
+        "direct_io": mount.direct_io,
         # a ladder's rung is part of the cell: `tpcb.d2` (the base workload in base_workload)
-        "workload": rec.get("workload") if rec.get("rung") is None else f"{rec.get('workload')}.d{rec['rung']}",
-        "base_workload": rec.get("workload"),
-        "tool": rec.get("tool"),
-        "builtin": wl.get("builtin"),
-        "clients": rec.get("clients"),
-        "threads": _threads(rec),
-        "repeat": rec.get("repeat"),
-        "plan_index": rec.get("plan_index"),
-        "position": rec.get("position"),
-        "predecessor": (rec.get("predecessor") or {}).get("target"),
-        "host_speed": (rec.get("host_probe") or {}).get("mib_per_s"),
-        "burn_in": bool(rec.get("burn_in", False)),
-        # the run's own length (a workload may set its own); older run.json files have only the study's
-        "duration_s": rec.get("duration_s", (rec.get("run") or {}).get("duration_s")),
-        "scale": (rec.get("dataset") or {}).get("scale"),
-        "rung": rec.get("rung"),
-        "dataset_bytes": (rec.get("target_setup") or {}).get("database_bytes_loaded"),
-        "started_at": _ts(rec.get("started_at")),
-        "ended_at": _ts(rec.get("ended_at")),
-        "wall_s": rec.get("wall_s"),
-        "pg_version": pg.get("version"),
+        "workload": rec.workload if rec.rung is None else f"{rec.workload}.d{rec.rung}",
+        "base_workload": rec.workload,
+        "tool": rec.tool,
+        "builtin": (rec.workload_spec or {}).get("builtin"),
+        "clients": rec.clients,
+        "threads": _threads(rec.commands or []),
+        "repeat": rec.repeat,
+        "plan_index": rec.plan_index,
+        "position": rec.position,
+        "predecessor": rec.predecessor.target if rec.predecessor else None,
+        "host_speed": rec.host_probe.mib_per_s if rec.host_probe else None,
+        "burn_in": bool(rec.burn_in),
+        "duration_s": rec.duration_s,
+        "scale": rec.dataset.scale if rec.dataset else None,
+        "rung": rec.rung,
+        "dataset_bytes": rec.target_setup.database_bytes_loaded if rec.target_setup else None,
+        "started_at": _ts(rec.started_at),
+        "ended_at": _ts(rec.ended_at),
+        "wall_s": rec.wall_s,
+        "pg_version": pg.version,
         **_build_columns(rec),
-        "kernel": (rec.get("host") or {}).get("kernel"),
-        "cpu_model": (rec.get("host") or {}).get("cpu_model"),
-        "cpus": (rec.get("host") or {}).get("cpus"),
-        "mem_total_kb": (rec.get("host") or {}).get("mem_total_kb"),
-        "git_commit": (rec.get("git") or {}).get("commit"),
-        "database_bytes_end": pg.get("database_bytes"),
-        "fs_used_bytes_end": rec.get("fs_used_bytes"),
-        "checkpoints_timed": delta(bgw, bgw0, "checkpoints_timed"),
-        "checkpoints_req": delta(bgw, bgw0, "checkpoints_req"),
-        "xact_commit": delta(dbs, dbs0, "xact_commit"),
-        "run_json": json.dumps(rec, sort_keys=True),
+        "kernel": host.kernel,
+        "cpu_model": host.cpu_model,
+        "cpus": host.cpus,
+        "mem_total_kb": host.mem_total_kb,
+        "git_commit": rec.git.commit if rec.git else None,
+        "database_bytes_end": pg.database_bytes,
+        "fs_used_bytes_end": rec.fs_used_bytes,
+        "checkpoints_timed": _delta(pg.bgwriter, pg0.bgwriter, "checkpoints_timed"),
+        "checkpoints_req": _delta(pg.bgwriter, pg0.bgwriter, "checkpoints_req"),
+        "xact_commit": _delta(pg.database_stats, pg0.database_stats, "xact_commit"),
+        "run_json": json.dumps(rec.to_json(), sort_keys=True),
     }
 
 
-def _build_columns(rec: dict[str, Any]) -> dict[str, Any]:
+def _delta(after: dict[str, int | float | None], before: dict[str, int | float | None], counter: str) -> int | None:
+    """A server counter's change over the run (None unless both ends have it)."""
+    a, b = after.get(counter), before.get(counter)
+    return int(a - b) if a is not None and b is not None else None
+
+
+def _build_columns(rec: RunRecord) -> dict[str, Any]:
     """The run's PostgreSQL build: server and client versions, where it came from, its checksums."""
-    build = rec.get("postgres_build") or {}
-    checksums = (rec.get("postgres") or rec.get("postgres_before") or {}).get("data_checksums")
-    what = f"{build['wheel']} sha256:{build['sha256']}" if build.get("wheel") else build.get("bindir")
+    build = rec.postgres_build or PostgresBuild()
+    tools = rec.tools or {}
+    facts = rec.postgres or rec.postgres_before
+    what = f"{build.wheel} sha256:{build.sha256}" if build.wheel else build.bindir
     return {
-        "pg_major": build.get("major"),
-        "pg_server_version": build.get("version") or (rec.get("tools") or {}).get("postgres"),
-        "pg_client_version": (rec.get("tools") or {}).get("pgbench"),
-        "pg_source": build.get("source"),
+        "pg_major": build.major,
+        "pg_server_version": build.version or tools.get("postgres"),
+        "pg_client_version": tools.get("pgbench"),
+        "pg_source": build.source,
         "pg_build": what,
-        "data_checksums": checksums,
+        "data_checksums": facts.data_checksums if facts else None,
     }
 
 
@@ -110,19 +111,29 @@ def impl_label(target: str, fs_label: str | None) -> str:
     return f"{target} ({impl})" if "zfs" in target else f"{target} (zfs: {impl})"
 
 
-def _threads(rec: dict[str, Any]) -> int | None:
-    for cmd in rec.get("commands") or []:
+def _threads(commands: list[list[str]]) -> int | None:
+    for cmd in commands:
         if "-j" in cmd:
             return int(cmd[cmd.index("-j") + 1])
     return None
 
 
-def run_params(rec: dict[str, Any]) -> list[dict[str, str]]:
+def run_params(rec: RunRecord) -> list[dict[str, str]]:
+    """Every configured parameter of the run, flattened (`run.duration_s`), its value as text."""
     flat: dict[str, str] = {}
-    for key in ("target_spec", "workload_spec", "dataset", "run", "sampler", "postgres_settings_config"):
-        _flatten(key, rec.get(key), flat)
-    flat["clients"] = str(rec.get("clients"))
-    return [{"run_id": rec["run_id"], "key": k, "value": v} for k, v in sorted(flat.items())]
+    dataset = rec.dataset.model_dump(mode="json", exclude_unset=True) if rec.dataset else None
+    parts = {
+        "target_spec": rec.target_spec,
+        "workload_spec": rec.workload_spec,
+        "dataset": dataset,
+        "run": rec.run,
+        "sampler": rec.sampler,
+        "postgres_settings_config": rec.postgres_settings_config,
+    }
+    for key, part in parts.items():
+        _flatten(key, part, flat)
+    flat["clients"] = str(rec.clients)
+    return [{"run_id": str(rec.run_id), "key": k, "value": v} for k, v in sorted(flat.items())]
 
 
 def target_row(rec: dict[str, Any]) -> dict[str, Any]:

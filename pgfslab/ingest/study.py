@@ -28,6 +28,7 @@ from pgfslab.ingest.prefetch import Prefetch
 from pgfslab.ingest.published import EXTERNAL_DIR, external_files, ingest_external
 from pgfslab.ingest.run_rows import run_params, run_row, target_row
 from pgfslab.ingest.schema import DEVICE_BASELINES, RUN_PARAMS, RUNS, STUDY, TARGETS, create_schema
+from pgfslab.records import run_record
 
 # Files of a run folder that are records, not logs: provenance (run.json), the server's log (read
 # by notebooks from the raw folder), the runners' own diagnostics (sysbench and fsmicro print only
@@ -246,21 +247,22 @@ def _ingest_runs(
             if marker.exists():
                 summary.warnings.append(f"{rdir}: incomplete run (no run.json), left out")
             continue
-        try:
-            rec = json.loads(rj.read_text())
-        except json.JSONDecodeError as exc:
-            raise LabError(f"{rj}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        run, unknown = run_record.read(rj)
+        run.require("run_id", "study", "target", where=str(rj))
+        if unknown:
+            summary.warnings.append(f"{rj}: keys not understood, left out of the record: {', '.join(unknown)}")
         if host is not None:
             suffix = f"@{host}"
-            rec = {**rec, "host_key": host, "run_id": rec["run_id"].removesuffix(suffix) + suffix}
-        insert(con, "runs", pl.DataFrame([run_row(rec)], schema=RUNS))
-        insert(con, "run_params", pl.DataFrame(run_params(rec), schema=RUN_PARAMS))
+            run.host_key = host
+            run.run_id = str(run.run_id).removesuffix(suffix) + suffix
+        insert(con, "runs", pl.DataFrame([run_row(run)], schema=RUNS))
+        insert(con, "run_params", pl.DataFrame(run_params(run), schema=RUN_PARAMS))
         summary.runs += 1
-        if rec.get("status") == "skipped":  # an optional precision round that was not needed: no output
+        if run.status == "skipped":  # an optional precision round that was not needed: no output
             summary.skipped_runs += 1
             continue
-        if rec.get("status") != "ok":
-            summary.failed_runs.append(f"{rec['run_id']}: {rec.get('status')}: {rec.get('error')}")
+        if run.status != "ok":
+            summary.failed_runs.append(f"{run.run_id}: {run.status}: {run.error}")
         for f in _run_files(rdir):
             if f.stat().st_size == 0:  # an empty stream (a tool that printed nothing) holds no rows
                 summary.warnings.append(f"{f}: not ingested (empty file)")
@@ -272,13 +274,13 @@ def _ingest_runs(
                     con,
                     f,
                     fmt=got[0] if got else None,
-                    run_id=rec["run_id"],
+                    run_id=str(run.run_id),
                     study=study,
                     source_name=str(prefix / f.relative_to(raw)),
                     parsed=got[1] if got else None,
                 )
             except (parsers.ParseError, LabError) as exc:
-                if rec.get("status") == "ok":
+                if run.status == "ok":
                     raise
                 # a failed run's partial logs: what parses is in, the rest is said (never half a file)
                 summary.warnings.append(f"{f}: not ingested (partial output of a failed run): {exc}")

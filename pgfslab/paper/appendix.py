@@ -28,7 +28,7 @@ def appendix(ctx: Context) -> None:
         if key in seen or r["run_id"] not in ctx.records:
             continue
         seen.add(key)
-        for cmd in ctx.records[r["run_id"]].get("commands") or []:
+        for cmd in ctx.records[r["run_id"]].commands or []:
             lines.append(f"# {r['workload']}, {r['clients']} client(s), target {r['target']}\n{_command(cmd)}")
     nbs = []
     a = ctx.cfg.analysis

@@ -22,6 +22,7 @@ from pgfslab.analysis import queries
 from pgfslab.config.model import Workload
 from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
+from pgfslab.records.run_record import RunRecord
 
 PG_TOOLS = ("pgbench", "sysbench", "durability")  # the tools that run a PostgreSQL server
 
@@ -54,7 +55,7 @@ class Context:
     runs: pl.DataFrame
     targets: pl.DataFrame
     headline: pl.DataFrame
-    records: dict[str, dict[str, Any]]
+    records: dict[str, RunRecord]
     figures_dir: Path
     tables_dir: Path
     build_dir: Path
@@ -117,11 +118,12 @@ class Context:
         """The targets under study: every target but the A/A controls, which measure the instrument."""
         return [t for t in self.target_names if t not in self.twins]
 
-    def first_record(self, tools: tuple[str, ...] | None = None) -> dict[str, Any]:
+    def first_record(self, tools: tuple[str, ...] | None = None) -> RunRecord:
+        """The first run's record (of one of `tools`, when given; an empty record for a study without runs)."""
         for rec in self.records.values():
-            if tools is None or rec.get("tool") in tools:
+            if tools is None or rec.tool in tools:
                 return rec
-        return next(iter(self.records.values()), {})
+        return next(iter(self.records.values()), RunRecord())
 
     def unit(self, tool: str | None = None) -> str:
         return queries.METRICS.get(tool or self.tools[0], queries.METRICS["pgbench"]).unit

@@ -24,10 +24,12 @@ def recorded_kinds(ctx: Context) -> dict[str, str]:
     if "target" not in ctx.runs.columns:
         return kinds
     for run_id, target in ctx.runs.select("run_id", "target").iter_rows():
-        rec = ctx.records.get(run_id) or {}
-        if rec.get("disk"):
+        rec = ctx.records.get(run_id)
+        if rec is None:
+            continue
+        if rec.disk:
             kinds[target] = "disk"
-        elif ((rec.get("cgroup") or {}).get("limits") or {}).get("read_iops") and target not in kinds:
+        elif ((rec.cgroup.limits if rec.cgroup else None) or {}).get("read_iops") and target not in kinds:
             kinds[target] = "throttle"
     return kinds
 

@@ -12,6 +12,7 @@ import polars as pl
 from pgfslab.analysis import charts, queries, report
 from pgfslab.analysis.stats import blocked
 from pgfslab.paper.context import Context, figure, names, show
+from pgfslab.records.run_record import HostFacts
 
 HARDWARE = ("cpu_model", "cpus", "mem_total_kb", "devices")
 
@@ -29,9 +30,17 @@ def _hosts_table(ctx: Context) -> pl.DataFrame:
     rows = []
     for h in host_keys(ctx):
         ids = ctx.runs.filter(pl.col("host") == h)["run_id"].to_list()
-        machine = next(((ctx.records[i].get("host") or {}) for i in ids if i in ctx.records), {})
+        machine = next((ctx.records[i].host for i in ids if i in ctx.records and ctx.records[i].host), None)
+        facts = machine or HostFacts()
         rows.append(
-            {"host": h, **{k: machine.get(k) for k in ("hostname", "cpu_model", "cpus", "mem_total_kb", "kernel")}}
+            {
+                "host": h,
+                "hostname": facts.hostname,
+                "cpu_model": facts.cpu_model,
+                "cpus": facts.cpus,
+                "mem_total_kb": facts.mem_total_kb,
+                "kernel": facts.kernel,
+            }
         )
         rows[-1].update(devices=None, slurm_job_id=None, runs=len(ids))
     return pl.DataFrame(rows)

@@ -148,8 +148,9 @@ def _order_sentence(ctx: Context) -> str:
     c = ctx.cfg
     run = c.run
     recs = ctx.records.values()
-    kind = run.order or ("williams" if any("predecessor" in r for r in recs) else "rotate")
-    if kind != "fixed" and not any("position" in r for r in recs):
+    # which keys the runs recorded says which order they ran in (a first run's predecessor is recorded, as none)
+    kind = run.order or ("williams" if any("predecessor" in r.model_fields_set for r in recs) else "rotate")
+    if kind != "fixed" and not any("position" in r.model_fields_set for r in recs):
         kind = "fixed"
     out = {
         "williams": "; the rounds follow a Williams design (each round one row of a Williams Latin square), so "
@@ -196,14 +197,14 @@ def _cache_words(run: RunSettings) -> str:
 
 def _state_measured(ctx: Context) -> str:
     """What the runs' records say about the starting state they reached (run.json `start_state`)."""
-    states = [r["start_state"] for r in ctx.records.values() if isinstance(r.get("start_state"), dict)]
+    states = [r.start_state for r in ctx.records.values() if r.start_state is not None]
     if not states:
         return ""
-    quiet = sum(1 for s in states if s.get("autovacuum_quiet"))
+    quiet = sum(1 for s in states if s.autovacuum_quiet)
     out = f"{quiet} of {len(states)} runs started with no autovacuum worker running. "
-    ratios = sorted(s["hit_ratio"] for s in states if s.get("hit_ratio") is not None)
+    ratios = sorted(s.hit_ratio for s in states if s.hit_ratio is not None)
     if ratios:
-        steady = sum(1 for s in states if s.get("steady"))
+        steady = sum(1 for s in states if s.steady)
         out += (
             f"The warm starts' buffer hit ratio, measured by the last probe: median {ratios[len(ratios) // 2]:.2f} "
             f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}); {steady} of {len(ratios)} reached a steady ratio within "
@@ -219,7 +220,7 @@ def _start_sentence(ctx: Context) -> str:
     rungs = "; each rung of the data-set ladder has a database of its own" if c.ladder else ""
     # raw folders measured before the defined starting state have neither record: said as they ran
     settled = any("settled" in r for r in ctx.target_records.values())
-    stated = any("start_state" in r for r in ctx.records.values())
+    stated = any(r.start_state is not None for r in ctx.records.values())
     return (
         f"**Starting state.** Every target's data set is loaded once (not restored before each run{rungs})"
         + (

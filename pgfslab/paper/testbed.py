@@ -4,7 +4,6 @@ from the provenance records the lab writes with each run (run.json) and target (
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import polars as pl
@@ -13,26 +12,27 @@ from pgfslab.analysis import queries, report
 from pgfslab.paper.context import PG_TOOLS, Context, show
 from pgfslab.paper.device_baseline import device_setup
 from pgfslab.paper.hosts import setup_hosts
+from pgfslab.records.run_record import CgroupRecord, Dataset, HostFacts, MountFacts, PostgresBuild, RunRecord, WalPlace
 
 
 def _facts(ctx: Context) -> dict[str, str]:
     rec = ctx.first_record()
-    host, tools, git = rec.get("host") or {}, rec.get("tools") or {}, rec.get("git") or {}
+    host, tools = rec.host or HostFacts(), rec.tools or {}
     facts = {
-        "CPU": f"{host.get('cpu_model') or '?'} ({host.get('cpus')} logical CPUs, {host.get('arch') or '?'})",
-        "Memory": report.bytes_h((host.get("mem_total_kb") or 0) * 1024),
-        "OS / kernel": f"{host.get('os') or '?'} / Linux {host.get('kernel') or '?'}",
+        "CPU": f"{host.cpu_model or '?'} ({host.cpus} logical CPUs, {host.arch or '?'})",
+        "Memory": report.bytes_h((host.mem_total_kb or 0) * 1024),
+        "OS / kernel": f"{host.os or '?'} / Linux {host.kernel or '?'}",
     }
     if ctx.uses_postgres:
-        pg = ctx.first_record(PG_TOOLS)
-        facts["PostgreSQL"] = _builds(ctx) or ((pg.get("postgres") or {}).get("version") or "?").split(" on ")[0]
+        pg = ctx.first_record(PG_TOOLS).postgres
+        facts["PostgreSQL"] = _builds(ctx) or ((pg.version if pg else None) or "?").split(" on ")[0]
         checksums = _checksums(ctx)
         if checksums:
             facts["Data checksums"] = checksums
     for tool in ("pgbench", "sysbench"):
         if tool in ctx.tools:
             # each server's own pgbench: as many client versions as servers
-            seen = {(r.get("tools") or {}).get(tool) for r in ctx.records.values() if r.get("tool") == tool}
+            seen = {(r.tools or {}).get(tool) for r in ctx.records.values() if r.tool == tool}
             facts[tool] = "; ".join(sorted(str(v) for v in seen if v)) or tools.get(tool) or "?"
     if "fsmicro" in ctx.tools:
         facts["fsmicro"] = "pgfslab/runners/fsmicro.py (this lab; pebble bench fs layout), Python " + (
@@ -48,16 +48,15 @@ def _facts(ctx: Context) -> dict[str, str]:
         if tools.get(k)
     )
     facts["Lab commit"] = lab_commit(list(ctx.records.values()))
-    del git
     return facts
 
 
-def lab_commit(records: list[dict[str, Any]]) -> str:
+def lab_commit(records: list[RunRecord]) -> str:
     """The lab commits the runs ran at, short, in order; "unknown" for a run that ran without one recorded.
     A round the precision target skipped ran no code and records no commit: it is not counted."""
-    ran = [r for r in records if r.get("status") != "skipped"]
-    commits = sorted({(r.get("git") or {}).get("commit") or "unknown" for r in ran})
-    dirty = any((r.get("git") or {}).get("dirty") for r in ran)
+    ran = [r for r in records if r.status != "skipped"]
+    commits = sorted({(r.git.commit if r.git else None) or "unknown" for r in ran})
+    dirty = any(r.git and r.git.dirty for r in ran)
     out = ", ".join(c[:12] for c in commits) + (" (uncommitted changes)" if dirty else "")
     return out + (f" — {len(commits)} commits over the runs" if len(commits) > 1 else "")
 
@@ -67,9 +66,9 @@ def _builds(ctx: Context) -> str:
     distribution's package, a pinned PyPI wheel (file name and sha256) or a user's bindir."""
     seen: dict[str, str] = {}
     for rec in ctx.records.values():
-        b = rec.get("postgres_build")
+        b = rec.postgres_build
         if b:
-            seen.setdefault(str(b.get("version")), f"{b.get('version')}: {b.get('origin')}")
+            seen.setdefault(str(b.version), f"{b.version}: {b.origin}")
     return "; ".join(seen[v] for v in sorted(seen, key=lambda v: [int(x) for x in v.split(".") if x.isdigit()]))
 
 
@@ -78,9 +77,10 @@ def _checksums(ctx: Context) -> str:
     not compare checksums off with on unsaid)."""
     per: dict[str, set[bool]] = {}
     for rec in ctx.records.values():
-        on = (rec.get("postgres") or rec.get("postgres_before") or {}).get("data_checksums")
+        facts = rec.postgres or rec.postgres_before
+        on = facts.data_checksums if facts else None
         if on is not None:
-            major = str((rec.get("postgres_build") or {}).get("major") or "")
+            major = str((rec.postgres_build.major if rec.postgres_build else None) or "")
             per.setdefault(major, set()).add(bool(on))
     if not per:
         return ""
@@ -112,16 +112,13 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
     for t in ctx.target_names:
         trec = ctx.target_records.get(t) or {}
         runs = ctx.runs.filter(pl.col("target") == t)
-        rrec = next((ctx.records[r] for r in runs["run_id"].to_list() if r in ctx.records), {})
-        mount = rrec.get("mount") or trec.get("mount") or {}
+        rrec = next((ctx.records[r] for r in runs["run_id"].to_list() if r in ctx.records), None)
+        # the run's parts where a run recorded them, else the target's own record (target.json) of the same part
+        mount = (rrec.mount if rrec else None) or MountFacts.model_validate(trec.get("mount") or {})
         created = trec.get("created") or {}
         spec = ctx.cfg.targets.get(t)
-        fallback = bool(mount.get("fallback") or created.get("fallback"))
-        kind = (
-            mount.get("kind")
-            or created.get("kind")
-            or ("image" if str(mount.get("device", "")).startswith("/dev/loop") else "")
-        )
+        fallback = bool(mount.fallback or created.get("fallback"))
+        kind = mount.kind or created.get("kind") or ("image" if str(mount.device or "").startswith("/dev/loop") else "")
         device = (
             "plain directory (FALLBACK)"
             if fallback
@@ -129,33 +126,35 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
                 "image": "image on a loop device",
                 "tmpfs": "tmpfs",
                 "existing": "existing mount",
-                "device": f"block device {mount.get('device') or ''}",
+                "device": f"block device {mount.device or ''}",
             }.get(kind, kind or "–")
-            + (" over an emulated disk" if mount.get("disk") else "")
-            + (", direct I/O" if kind == "image" and mount.get("direct_io") else "")
+            + (" over an emulated disk" if mount.disk else "")
+            + (", direct I/O" if kind == "image" and mount.direct_io else "")
         )
         load = (trec.get("load") or {}).get("wall_s") or (trec.get("load_sysbench") or {}).get("wall_s")
         ds = (
-            queries.dataset_label({**rrec, "dataset": rrec.get("dataset") or trec.get("dataset") or {}})
+            queries.dataset_label(
+                rrec.model_copy(update={"dataset": rrec.dataset or Dataset.model_validate(trec.get("dataset") or {})})
+            )
             if rrec
             else "–"
         )
         extras = []
-        build = rrec.get("postgres_build") or trec.get("postgres_build")
+        build = (rrec.postgres_build if rrec else None) or (
+            PostgresBuild.model_validate(trec["postgres_build"]) if trec.get("postgres_build") else None
+        )
         if build and spec and (spec.postgres_version or spec.postgres_bindir):
-            extras.append(f"PostgreSQL {build.get('version')} ({build.get('source')})")
+            extras.append(f"PostgreSQL {build.version} ({build.source})")
         if spec and spec.postgres_settings:
             extras.append(", ".join(f"{k}={v}" for k, v in spec.postgres_settings.items()))
-        wal = rrec.get("wal") or trec.get("wal")
+        wal = (rrec.wal if rrec else None) or (WalPlace.model_validate(trec["wal"]) if trec.get("wal") else None)
         if wal:
-            extras.append(
-                f"WAL on target {wal.get('target')} ({wal.get('fs_label') or wal.get('fs')}, {wal.get('device')})"
-            )
-        model = (mount.get("disk") or {}).get("model") or (trec.get("disk") or {}).get("model")
+            extras.append(f"WAL on target {wal.target} ({wal.fs_label or wal.fs}, {wal.device})")
+        model = (mount.disk or {}).get("model") or (trec.get("disk") or {}).get("model")
+        lim = (rrec.cgroup.limits if rrec and rrec.cgroup else None) or {}  # pgfslab.host.cgroups' limits
         if model:
             extras.append(disk_label(model))
-        elif ((rrec.get("cgroup") or {}).get("limits") or {}).get("read_iops"):
-            lim = rrec["cgroup"]["limits"]
+        elif lim.get("read_iops"):
             extras.append(
                 f"blkio throttle ({spec.device_profile if spec else 'device profile'}): {lim.get('read_iops')} read and "
                 f"{lim.get('write_iops')} write operations/s"
@@ -166,12 +165,12 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
         rows.append(
             {
                 "target": t,
-                "fs": rrec.get("fs_label")
+                "fs": (rrec.fs_label if rrec else None)
                 or created.get("fs_label")
                 or (spec.fs if spec else None)
                 or (trec.get("spec") or {}).get("fs"),
                 "device": device,
-                "mount options (in force)": mount.get("mount_options") or "–",
+                "mount options (in force)": mount.mount_options or "–",
                 "image": report.bytes_h(created.get("image_bytes")) if created.get("image_bytes") else "–",
                 "data set": ds,
                 "load s": float(load) if load is not None else None,
@@ -197,16 +196,16 @@ def _os_table(ctx: Context) -> pl.DataFrame:
     rows = []
     for wl in ctx.runs["workload"].unique(maintain_order=True).to_list():
         rid = ctx.runs.filter(pl.col("workload") == wl)["run_id"][0]
-        rec = ctx.records.get(rid) or {}
-        vm = dict(rec.get("vm") or {})
-        after = (rec.get("vm_applied") or {}).get("after") or {}
+        rec = ctx.records.get(rid) or RunRecord()
+        vm: dict[str, Any] = dict(rec.vm or {})
+        after = (rec.vm_applied or {}).get("after") or {}  # pgfslab.host.sysctl's record of what it set
         vm.update({k.removeprefix("vm."): v for k, v in after.items()})
-        res = rec.get("resources") or {}
-        cg = rec.get("cgroup") or {}
+        res = rec.resources or {}  # the config's `resources`
+        cg = rec.cgroup or CgroupRecord()
         limit = (
             (
                 f"{res['memory_limit_mb']} MiB"
-                + ("" if cg.get("applied") else " (requested, not applied: " + str(cg.get("reason") or "?") + ")")
+                + ("" if cg.applied else " (requested, not applied: " + str(cg.reason or "?") + ")")
             )
             if res.get("memory_limit_mb")
             else "none"
@@ -222,7 +221,7 @@ def _os_table(ctx: Context) -> pl.DataFrame:
                 else f"{vm.get('dirty_ratio')} %",
                 "expire / writeback cs": f"{vm.get('dirty_expire_centisecs')} / {vm.get('dirty_writeback_centisecs')}",
                 "swappiness": str(vm.get("swappiness")),
-                "page cache dropped": "yes" if str(rec.get("caches", "")).startswith("dropped") else "no",
+                "page cache dropped": "yes" if str(rec.caches or "").startswith("dropped") else "no",
                 "cgroup memory limit": limit,
             }
         )
@@ -267,7 +266,7 @@ def setup(ctx: Context) -> None:
     device_setup(ctx)
     if ctx.uses_postgres:
         rec = ctx.first_record(PG_TOOLS)
-        settings = report.non_default_settings(json.dumps(rec))
+        settings = report.non_default_settings(rec)
         show(
             report.markdown_table(
                 settings,

@@ -24,7 +24,8 @@ def threats(ctx: Context) -> None:
         )
     else:
         items.append(f"**Small hardware.** {cpus} logical CPUs and {mem_gib:.0f} GiB of memory.")
-    kinds = {((ctx.records.get(r) or {}).get("mount") or {}).get("kind") for r in ctx.runs["run_id"].to_list()}
+    mounts = [ctx.records[r].mount for r in ctx.runs["run_id"].to_list() if r in ctx.records]
+    kinds = {m.kind for m in mounts if m is not None}
     if "image" in kinds:
         items.append(
             "**Loop devices.** The targets are image files on the host's own file system; even with direct "
@@ -39,7 +40,7 @@ def threats(ctx: Context) -> None:
     dur = int(ctx.runs["duration_s"].max() or 0)
     if ctx.uses_postgres and ctx.ok.height:  # a crash check measures no throughput: nothing to warm up
         rec = ctx.first_record(PG_TOOLS)
-        ct = ((rec.get("postgres") or {}).get("settings") or {}).get("checkpoint_timeout") or {}
+        ct = (rec.postgres.settings if rec.postgres else {}).get("checkpoint_timeout") or {}
         ct_s = int(ct.get("setting", 300)) if str(ct.get("setting", "")).isdigit() else 300
         if dur < ct_s:
             items.append(
@@ -84,8 +85,8 @@ def threats(ctx: Context) -> None:
                 cpu_time.steal_and_throughput(cell.select("run_id", "target", "value"), per_run), label
             )
         items.append(f"**Neighbours.** {cpu_time.steal_sentence(per_run['cpu_steal'].to_list(), counted)}." + effect)
-    limit_req = [((ctx.records.get(r) or {}).get("resources") or {}).get("memory_limit_mb") for r in ctx.records]
-    applied = [bool(((ctx.records.get(r) or {}).get("cgroup") or {}).get("applied")) for r in ctx.records]
+    limit_req = [(r.resources or {}).get("memory_limit_mb") for r in ctx.records.values()]  # the config's
+    applied = [bool(r.cgroup and r.cgroup.applied) for r in ctx.records.values()]
     if any(limit_req) and not all(applied):
         items.append(
             "**Memory limit not applied.** The study asked for a cgroup memory limit, but some runs went ahead "

@@ -45,7 +45,7 @@ def _labels(ctx: Context) -> dict[str, str]:
 def writing_runs(ctx: Context) -> pl.DataFrame:
     """The successful runs whose workload writes (a read-only commit needs no flush)."""
     ok = ctx.runs.filter(pl.col("status") == "ok")
-    keep = [r for r in ok["run_id"].to_list() if device.writes(ctx.records.get(r) or {})]
+    keep = [r for r in ok["run_id"].to_list() if r in ctx.records and device.writes(ctx.records[r])]
     return ok.filter(pl.col("run_id").is_in(keep)).select(
         "run_id", "target", pl.col("cell_workload").alias("workload"), "clients", "repeat", "plan_index"
     )

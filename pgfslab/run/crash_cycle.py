@@ -15,12 +15,13 @@ from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, mounted_target, pg_install, postgres, powercut, target_remount, zfs_daemon
 from pgfslab.progress import Progress
+from pgfslab.records.run_record import CgroupRecord, MountFacts, PgFacts, RunRecord, ServerFacts
 from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import durability, process
 
 
-def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any]) -> process.Outcome:
+def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord) -> process.Outcome:
     """One durability check (pgfslab/runners/durability.py): write, crash, restart, verify.
 
     Writes durability.json (the parser `durability` reads it). The run fails only when the cycle could
@@ -29,9 +30,9 @@ def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, recor
     rec = _cycle_record(view, mnt)
     out = rdir / "durability"
     out.mkdir()
-    server: dict[str, Any] = {}
-    record["server"] = server
-    record["postgres_settings"] = view.postgres.settings
+    server = ServerFacts()
+    record.server = server  # filled as the cycle goes
+    record.postgres_settings = view.postgres.settings
     logs = _Logs(rdir)
     limits = cgroups.limits_from_config(
         view.resources.to_dict(), mnt.device, device_profiles.throttle(view.target.spec.device_profile)
@@ -40,16 +41,16 @@ def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, recor
         try:
             before, effective = _write_and_crash_server(view, cg, mnt, rdir, out, rec, record, logs)
             _restart_and_verify(view, cg, mnt, out, rec, record, logs, before, effective)
-            record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
+            record.cgroup = CgroupRecord.model_validate({**cg.record, "usage": cg.usage() if cg.active else None})
         finally:
             logs.keep()
     rec["verdict"] = durability.verdict(rec)
     write_json(rdir / "durability.json", rec)
     error = _cycle_error(rec)
-    server["crash"] = "caused by the durability check itself (not a failure of the run)"
+    server.crash = "caused by the durability check itself (not a failure of the run)"
     say(view.label, rec["verdict"])
     return process.Outcome(
-        record["commands"][0] if record.get("commands") else [], 0, round(time.monotonic() - t_start, 3), False, error
+        record.commands[0] if record.commands else [], 0, round(time.monotonic() - t_start, 3), False, error
     )
 
 
@@ -103,20 +104,21 @@ def _write_and_crash_server(
     rdir: Path,
     out: Path,
     rec: dict[str, Any],
-    record: dict[str, Any],
+    record: RunRecord,
     logs: _Logs,
 ) -> tuple[dict[str, int], dict[str, str]]:
     """1. The server started, the client committing for crash_after_s, then the crash. Returns the tables'
     sums before and the server's effective durability settings (for the verification)."""
     pg, crash = view.postgres, rec["crash"]
-    server = record["server"]
+    server = record.server
+    assert server is not None  # durability_run's
     bindir = pg_install.build_for(pg.version, pg.bindir).bindir
     with postgres.running(
         mnt.path / "pgdata", pg.port, bindir, pg.user, run_settings=pg.settings, wrap=cg.command
     ) as cl:
         logs.add("postgresql.log", cl.log)
-        server["start_notes"] = list(cl.notes)
-        record["postgres_before"] = cl.facts()
+        server.start_notes = list(cl.notes)
+        record.postgres_before = PgFacts.model_validate(cl.facts())
         with cl.connect() as conn:
             durability.prepare(conn)
             effective = durability.settings(conn)
@@ -129,7 +131,7 @@ def _write_and_crash_server(
         cmd = durability.client_command(
             cl.conninfo, rec["tag"], view.spec.clients, scale, out.resolve(), crash_after + 120
         )
-        record["commands"] = [cmd]
+        record.commands = [cmd]
         with Samplers(rdir, view.sampler):
             # before a power cut, the server log as the server wrote it (page cache included)
             crash_info = _write_and_crash(
@@ -145,7 +147,7 @@ def _write_and_crash_server(
             )
         rec.update(crash_info)
         rec["crashes"] = 1
-    server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
+    server.cleanup = list(cl.notes)[len(server.start_notes) :]
     return before, effective
 
 
@@ -155,7 +157,7 @@ def _restart_and_verify(
     mnt: mounted_target.Mounted,
     out: Path,
     rec: dict[str, Any],
-    record: dict[str, Any],
+    record: RunRecord,
     logs: _Logs,
     before: dict[str, int],
     effective: dict[str, str],
@@ -167,7 +169,7 @@ def _restart_and_verify(
     if crash == "power-loss":
         vmnt = target_remount.remount(view.target.workdir, view.spec.target, view.target.spec.to_dict(), pg.user)
         rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
-        record["mount_after_crash"] = vmnt.describe()
+        record.mount_after_crash = MountFacts.model_validate(vmnt.describe())
         logs.add("durability/postgresql.after-crash.log", vmnt.path / "postgresql.log")
     t0 = time.monotonic()
     try:
@@ -183,7 +185,7 @@ def _restart_and_verify(
             rec["restart_notes"] = list(cl2.notes)
             with cl2.connect() as conn:
                 rec.update(durability.verify(conn, rec["tag"], out, before, effective, rec["crash_at"], crash))
-            record["postgres"] = cl2.facts()
+            record.postgres = PgFacts.model_validate(cl2.facts())
     except LabError as exc:
         rec["restart_error"] = " ".join(str(exc).split())[:600]
 

@@ -20,6 +20,16 @@ from pgfslab.config import vm_settings
 from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
 from pgfslab.host import cpu_probe, disk_daemon, mounted_target, sysctl, target_mount, zfs_target
+from pgfslab.records.run_record import (
+    Compsize,
+    DiskRecord,
+    HostProbe,
+    MountFacts,
+    RunRecord,
+    ToolOutcome,
+    WalPlace,
+    ZfsFootprint,
+)
 from pgfslab.run import record as run_record
 from pgfslab.run.common import disk_full_message, now, say, texts, wal_dir, wal_record, write_json
 from pgfslab.run.crash_cycle import durability_run
@@ -62,10 +72,10 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
         if skipped is not None:
             return skipped
     record = run_record.started(view)
-    record["predecessor"] = run_record.predecessor(view.raw_dir, run_id)
+    record.predecessor = run_record.predecessor(view.raw_dir, run_id)
     done, eta = run_record.study_eta(view.raw_dir, view.total)
     say(view.label, f"starting ({done} runs done; {eta})")
-    write_json(rdir / "run.incomplete.json", record)
+    write_json(rdir / "run.incomplete.json", record.to_json())
     t0 = time.monotonic()
     ph.lap("provenance")  # host, tools' versions, git: what the run.json says about where it ran
     vm_held: list[dict[str, Any]] = []  # the vm settings applied, until restored (for the safety net)
@@ -74,6 +84,8 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
     except BaseException as exc:
         _record_interruption(view, rdir, record, exc, vm_held[0] if vm_held else {})
         raise
+    if vm_held:  # the settings as restored once the run's machine was released
+        record.vm_applied = vm_held[0]
     _finish(view, rdir, record, error, time.monotonic() - t0, started, ph)
     return rdir / "run.json"
 
@@ -99,11 +111,11 @@ def skip_if_precise(gate: PrecisionGate, study: Study, view: RunView, rdir: Path
     say(view.label, line)
     if decision.run:
         return None
-    write_json(rdir / "run.json", run_record.skipped(view, decision.reason, decision.to_dict()))
+    write_json(rdir / "run.json", run_record.skipped(view, decision.reason, decision.to_dict()).to_json())
     return rdir / "run.json"
 
 
-def measure(view: RunView, rdir: Path, record: dict[str, Any], ph: Phases, vm_held: list[dict[str, Any]]) -> str | None:
+def measure(view: RunView, rdir: Path, record: RunRecord, ph: Phases, vm_held: list[dict[str, Any]]) -> str | None:
     """The run on the machine: set up, the tool, what it left. Returns the run's error (None: a good run)."""
     with contextlib.ExitStack() as stack:
         mnt = set_up(stack, view, record, ph, vm_held)
@@ -117,14 +129,18 @@ def measure(view: RunView, rdir: Path, record: dict[str, Any], ph: Phases, vm_he
             raise
         disk_daemon.require_alive(mnt.name)
         if mnt.disk:
-            record["disk"] = disk_run_record(mnt, rdir, at_mount, record.get("disk"))
-        record[view.workload.tool] = {
-            "returncode": outcome.returncode,
-            "wall_s": outcome.wall_s,
-            "timed_out": outcome.timed_out,
-        }
+            record.disk = disk_run_record(mnt, rdir, at_mount, record.disk)
+        record.set_outcome(
+            view.workload.tool,
+            ToolOutcome(returncode=outcome.returncode, wall_s=outcome.wall_s, timed_out=outcome.timed_out),
+        )
         error = run_error(view, rdir, mnt, record, outcome)
-        record.update(footprint(mnt))
+        left = footprint(mnt)
+        record.fs_used_bytes = left.fs_used_bytes
+        if left.compsize is not None:
+            record.compsize = Compsize.model_validate(left.compsize)
+        if left.zfs_footprint is not None:
+            record.zfs_footprint = ZfsFootprint.model_validate(left.zfs_footprint)
         ph.lap("footprint")  # used bytes, compsize: what the run left on the target
     return error
 
@@ -136,8 +152,8 @@ def disk_death(mnt: mounted_target.Mounted) -> str | None:
 
 
 def disk_run_record(
-    mnt: mounted_target.Mounted, rdir: Path, at_mount: dict[str, int] | None, measured: dict[str, Any] | None
-) -> dict[str, Any]:
+    mnt: mounted_target.Mounted, rdir: Path, at_mount: dict[str, int] | None, measured: DiskRecord | None
+) -> DiskRecord:
     """run.json's `disk`: the emulated disk's model and its daemon's counters over the run (from the mount to
     the end of the tool: server start and stop, the cache drop's sync) and over the tool's measured window
     (pg_run's), with its per-second series kept as disk_series.csv."""
@@ -145,22 +161,22 @@ def disk_run_record(
     series = Path(mnt.disk["series"])
     if series.exists():
         shutil.copyfile(series, rdir / "disk_series.csv")
-    return {
-        "profile": (mnt.disk.get("model") or {}).get("preset"),
-        "model": mnt.disk.get("model"),
-        "daemon": mnt.disk.get("daemon"),
-        "counters": {
+    return DiskRecord(
+        profile=(mnt.disk.get("model") or {}).get("preset"),
+        model=mnt.disk.get("model"),
+        daemon=mnt.disk.get("daemon"),
+        counters={
             "run": disk_daemon.delta(at_mount, disk_daemon.counters(mnt.name)),
-            **({"measured": measured.get("measured")} if measured else {}),
+            **({"measured": measured.measured} if measured else {}),
         },
-        "series": "disk_series.csv" if series.exists() else None,
-    }
+        series="disk_series.csv" if series.exists() else None,
+    )
 
 
 def set_up(
     stack: contextlib.ExitStack[Any],
     view: RunView,
-    record: dict[str, Any],
+    record: RunRecord,
     ph: Phases,
     vm_held: list[dict[str, Any]],
 ) -> mounted_target.Mounted:
@@ -185,24 +201,24 @@ def set_up(
         else None
     )
     ph.lap("mount")
-    record["vm_applied"] = vm_rec
-    record["mount"] = mnt.describe()
-    record["fallback"] = mnt.fallback
-    record["fs_label"] = mnt.fs_label
+    record.vm_applied = vm_rec
+    record.mount = MountFacts.model_validate(mnt.describe())
+    record.fallback = mnt.fallback
+    record.fs_label = mnt.fs_label
     if wal and wmnt is not None:
-        record["wal"] = wal_record(wal, wmnt, wal_dir(wmnt, tv.name))
+        record.wal = WalPlace.model_validate(wal_record(wal, wmnt, wal_dir(wmnt, tv.name)))
     # Kept: every run starts from the same cold page cache (and the sync flushes what the previous
     # run or another study left dirty), so runs of a study are comparable whatever ran before them.
-    record["caches"] = sysctl.drop_caches() if view.run.drop_caches else "kept"
+    record.caches = sysctl.drop_caches() if view.run.drop_caches else "kept"
     ph.lap("drop_caches")
-    record["host_probe"] = cpu_probe.measure()  # the host's speed just before the run (a covariate)
+    record.host_probe = HostProbe.model_validate(
+        cpu_probe.measure()
+    )  # the host's speed just before the run (a covariate)
     ph.lap("host_probe")
     return mnt
 
 
-def run_tool(
-    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], ph: Phases
-) -> process.Outcome:
+def run_tool(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases) -> process.Outcome:
     """The workload's tool on the mounted target: fsmicro, the durability check, or pgbench/sysbench."""
     if view.workload.tool == "fsmicro":
         return fs_run(view, rdir, mnt, record, ph)
@@ -214,18 +230,20 @@ def run_tool(
 
 
 def _record_interruption(
-    view: RunView, rdir: Path, record: dict[str, Any], exc: BaseException, vm_rec: dict[str, Any]
+    view: RunView, rdir: Path, record: RunRecord, exc: BaseException, vm_rec: dict[str, Any]
 ) -> None:
     """An interrupted run: its marker says why, the safety net releases what the unwinding could not, and a
     lab error that is a full target says so."""
-    record["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
-    record["error"] = str(exc) or type(exc).__name__
+    record.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+    record.error = str(exc) or type(exc).__name__
     if isinstance(exc, KeyboardInterrupt):
-        record["error"] = f"interrupted ({exc or 'Ctrl-C'})"
-    record["ended_at"] = now()
-    record["safety_net"] = release_after_interrupt(view.target, vm_rec)
+        record.error = f"interrupted ({exc or 'Ctrl-C'})"
+    record.ended_at = now()
+    if vm_rec:
+        record.vm_applied = vm_rec  # as the unwinding left it (restored or not)
+    record.safety_net = release_after_interrupt(view.target, vm_rec)
     with contextlib.suppress(OSError):
-        write_json(rdir / "run.incomplete.json", record)
+        write_json(rdir / "run.incomplete.json", record.to_json())
     if isinstance(exc, (LabError, psycopg.Error)):
         full = disk_full_message(view.target.name, view.target.spec, [str(exc), *texts(rdir)])
         if full:
@@ -235,29 +253,28 @@ def _record_interruption(
 def _finish(
     view: RunView,
     rdir: Path,
-    record: dict[str, Any],
+    record: RunRecord,
     error: str | None,
     wall_s: float,
     started: float | None,
     ph: Phases,
 ) -> None:
     """run.json of a completed run (ok or failed), the marker removed, the progress line."""
-    record["status"] = "ok" if error is None else "failed"
-    record["error"] = error
+    record.status = "ok" if error is None else "failed"
+    record.error = error
     # a failed run keeps what its tools wrote before they stopped: the ingest takes what parses
-    record["partial"] = error is not None
-    record["ended_at"] = now()
-    record["wall_s"] = round(wall_s, 3)
-    record["files"] = sorted(p.name for p in rdir.iterdir() if p.name != "run.incomplete.json")
+    record.partial = error is not None
+    record.ended_at = now()
+    record.wall_s = round(wall_s, 3)
+    record.files = sorted(p.name for p in rdir.iterdir() if p.name != "run.incomplete.json")
     ph.lap("finish")
     # the process's own start before run_one (outside wall_s, which starts at the first mount step)
-    record["phases_s"] = {"process_start": started, **ph.record()} if started is not None else ph.record()
-    write_json(rdir / "run.json", record)
+    phases: dict[str, float | None] = {"process_start": started} if started is not None else {}
+    record.phases_s = {**phases, **ph.record()}
+    write_json(rdir / "run.json", record.to_json())
     (rdir / "run.incomplete.json").unlink()
     tps = run_record.summary_tps(rdir)
     say(
         view.label,
-        f"{record['status']} in {record['wall_s']:.0f} s"
-        + (f", {tps}" if tps else "")
-        + (f": {error}" if error else ""),
+        f"{record.status} in {wall_s:.0f} s" + (f", {tps}" if tps else "") + (f": {error}" if error else ""),
     )

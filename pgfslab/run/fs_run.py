@@ -11,6 +11,7 @@ from pgfslab.config.model import RunSettings, Workload
 from pgfslab.config.study import RunView
 from pgfslab.host import mounted_target
 from pgfslab.progress import Progress
+from pgfslab.records.run_record import RunRecord
 from pgfslab.run.phases import Phases
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import process
@@ -31,13 +32,11 @@ def fs_op_spec(wl: Workload, run: RunSettings) -> tuple[dict[str, Any], float]:
     return op, timeout
 
 
-def fs_run(
-    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], ph: Phases
-) -> process.Outcome:
+def fs_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases) -> process.Outcome:
     """One file-system micro-benchmark run in the target's file system (no PostgreSQL)."""
     op, timeout = fs_op_spec(view.workload, view.run)
     cmd = fsmicro_spec.command(op, mnt.path, rdir.resolve())
-    record["commands"] = [cmd]
+    record.commands = [cmd]
     parse = process.regex_progress(r"(\d+) ops", lambda m: f"{m.group(0)}")
     with Samplers(rdir, view.sampler) as smp:
         ph.lap("samplers_start")
@@ -46,5 +45,5 @@ def fs_run(
         # gone has no duration: its whole lap counts as measured (the pre-creation is not split out)
         ph.lap_tool(float(op["duration_s"]) if "duration_s" in op else None)
     ph.lap("samplers_stop")
-    record["sampler"] = {**view.sampler.to_dict(), **smp.record()}
+    record.sampler = {**view.sampler.to_dict(), **smp.record()}
     return outcome

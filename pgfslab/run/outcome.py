@@ -5,16 +5,17 @@ target's footprint after it (bytes used, what compression saved).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pgfslab.config.study import RunView
 from pgfslab.host import mounted_target, proc, zfs
+from pgfslab.records.run_record import RunRecord
 from pgfslab.run.common import disk_full_message, fs_used_bytes, texts
 from pgfslab.runners import process
 
 
 def run_error(
-    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], outcome: process.Outcome
+    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, outcome: process.Outcome
 ) -> str | None:
     """What went wrong in a run, most telling first: a full target, a server crash, the tool's error
     (a timeout, a client that died); None for a good run. An fsmicro run has no server."""
@@ -22,26 +23,33 @@ def run_error(
     if view.workload.tool == "fsmicro":
         return full or outcome.error
     parts: list[str] = [full] if full else []
-    server = record.get("server") or {}
-    if server.get("crashed"):
-        why = "postmaster gone" if not server.get("alive_after_run") else "the server restarted after a crash"
-        sign = (server.get("log_signs") or [""])[0]
+    server = record.server
+    if server is not None and server.crashed:
+        why = "postmaster gone" if not server.alive_after_run else "the server restarted after a crash"
+        sign = (server.log_signs or [""])[0]
         parts.append(f"server crashed: {why} (see postgresql.log{': ' + sign if sign else ''})")
     if outcome.error:
-        tool = str(record.get("tool"))
+        tool = str(record.tool)
         err = outcome.error if outcome.error.startswith(tool + ":") or not parts else f"{tool}: {outcome.error}"
         parts.append(err)
     return "; ".join(parts) or None
 
 
-def footprint(mnt: mounted_target.Mounted) -> dict[str, Any]:
+class Footprint(NamedTuple):
     """What the run left on the target: bytes used, btrfs compression, ZFS's own accounting."""
-    out: dict[str, Any] = {"fs_used_bytes": fs_used_bytes(mnt)}
-    if mnt.fs == "btrfs" and not mnt.fallback:
-        out["compsize"] = compsize(mnt.path)
-    if mnt.zfs:
-        out["zfs_footprint"] = zfs.footprint(mnt.zfs["dataset"])
-    return out
+
+    fs_used_bytes: int
+    compsize: dict[str, Any] | None
+    zfs_footprint: dict[str, Any] | None
+
+
+def footprint(mnt: mounted_target.Mounted) -> Footprint:
+    """The target's footprint after the run (compsize for btrfs, ZFS's accounting for zfs)."""
+    return Footprint(
+        fs_used_bytes(mnt),
+        compsize(mnt.path) if mnt.fs == "btrfs" and not mnt.fallback else None,
+        zfs.footprint(mnt.zfs["dataset"]) if mnt.zfs else None,
+    )
 
 
 def compsize(path: Path) -> dict[str, Any] | None:

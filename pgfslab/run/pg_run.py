@@ -18,6 +18,7 @@ from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, disk_daemon, mounted_target, pg_install, postgres, snapshots
 from pgfslab.progress import Progress
+from pgfslab.records.run_record import CgroupRecord, DiskRecord, PgFacts, RunRecord, ServerFacts, StartState
 from pgfslab.run import start_state
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts
 from pgfslab.run.phases import Phases
@@ -25,9 +26,7 @@ from pgfslab.run.sampler import Samplers
 from pgfslab.runners import pgbench, process, sysbench
 
 
-def pg_run(
-    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: dict[str, Any], ph: Phases
-) -> process.Outcome:
+def pg_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases) -> process.Outcome:
     """One pgbench or sysbench run against the target's cluster (in its cgroup, with its samplers).
 
     A server that crashes during the run is data: what it left is recorded (record["server"]), its
@@ -37,8 +36,8 @@ def pg_run(
     limits = cgroups.limits_from_config(
         view.resources.to_dict(), mnt.device, device_profiles.throttle(view.target.spec.device_profile)
     )
-    server: dict[str, Any] = {}
-    record["server"] = server
+    server = ServerFacts()
+    record.server = server  # filled as the run goes: an interrupted run's marker has what was known
     log_at: list[Any] = []
     try:
         with contextlib.ExitStack() as outer:
@@ -56,17 +55,17 @@ def pg_run(
             ph.lap("server_start")
             log_at[:] = [cl.log, log_size(cl.log)]
             cl.dbname = pg.database  # the run's data set: its facts and pg_stat_database samples are that database's
-            server["start_notes"] = list(cl.notes)
-            record["postgres_settings"] = pg.settings
+            server.start_notes = list(cl.notes)
+            record.postgres_settings = pg.settings
             if view.prewarm and view.run.cache is None:  # the unverified warm start from before run.cache
-                record["prewarm"] = _prewarm(cl, "read" if view.prewarm == "read" else "buffer")
+                record.prewarm = _prewarm(cl, "read" if view.prewarm == "read" else "buffer")
                 ph.lap("prewarm")
             mode = start_state.cache_mode(view.run.cache, view.run.drop_caches, bool(view.prewarm))
-            record["start_state"] = start_state.reach(cl, mode, record.get("caches"))
+            record.start_state = StartState.model_validate(start_state.reach(cl, mode, record.caches))
             ph.lap("start_state")  # the warm pass and its probes, the checkpoint
-            record["postgres_before"] = cl.facts()
+            record.postgres_before = PgFacts.model_validate(cl.facts())
             cmd = tool_command(view, cl, bindir, rdir)
-            record["commands"] = [cmd]
+            record.commands = [cmd]
             ph.lap("facts_before")  # the server's settings and sizes before the run (a first connection)
             with contextlib.ExitStack() as stack:
                 stack.callback(ph.lap, "samplers_stop")
@@ -76,22 +75,22 @@ def pg_run(
                 disk_before = disk_daemon.counters(mnt.name) if mnt.disk else None
                 outcome = _execute(view, cg.command(cmd), rdir)
                 if disk_before is not None:  # the emulated disk's counters over the tool's run (its reads competing)
-                    record["disk"] = {"measured": disk_daemon.delta(disk_before, disk_daemon.counters(mnt.name))}
+                    record.disk = DiskRecord(measured=disk_daemon.delta(disk_before, disk_daemon.counters(mnt.name)))
                 # pgbench's own start (connections, the vacuum of its tables) is tool_overhead
                 ph.lap_tool(None if view.workload.transactions else view.duration_s)
-            record["sampler"] = {**view.sampler.to_dict(), **smp.record()}
+            record.sampler = {**view.sampler.to_dict(), **smp.record()}
             if sched is not None:
-                record["snapshots"] = sched.summary()
+                record.snapshots = sched.summary()
             _facts_after(cl, server, record)
-            record["cgroup"] = {**cg.record, "usage": cg.usage() if cg.active else None}
+            record.cgroup = CgroupRecord.model_validate({**cg.record, "usage": cg.usage() if cg.active else None})
             ph.lap("facts_after")
-        server["cleanup"] = list(cl.notes)[len(server["start_notes"]) :]
+        server.cleanup = list(cl.notes)[len(server.start_notes) :]
     finally:
         if log_at:
             copy_log_since(log_at[0], log_at[1], rdir / "postgresql.log")
     signs = postgres.crash_signs(texts(rdir, ["postgresql.log"])[0] if (rdir / "postgresql.log").exists() else "")
-    server["log_signs"] = signs
-    server["crashed"] = not server["alive_after_run"] or bool(signs)
+    server.log_signs = signs
+    server.crashed = not server.alive_after_run or bool(signs)
     return outcome
 
 
@@ -143,14 +142,14 @@ def _snapshots(
     return stack.enter_context(snapshots.scheduled(mnt.path, mnt.mountpoint, schedule, rdir))
 
 
-def _facts_after(cl: postgres.Cluster, server: dict[str, Any], record: dict[str, Any]) -> None:
+def _facts_after(cl: postgres.Cluster, server: ServerFacts, record: RunRecord) -> None:
     """Whether the server outlived the run, and its facts when it did."""
-    server["alive_after_run"] = cl.alive()
-    if server["alive_after_run"]:
+    server.alive_after_run = cl.alive()
+    if server.alive_after_run:
         try:
-            record["postgres"] = cl.facts()
+            record.postgres = PgFacts.model_validate(cl.facts())
         except psycopg.Error as exc:  # e.g. in crash recovery after a backend was killed
-            server["facts_error"] = one_line(exc)
+            server.facts_error = one_line(exc)
 
 
 def _prewarm(cl: postgres.Cluster, mode: str = "buffer") -> dict[str, Any]:

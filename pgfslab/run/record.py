@@ -1,5 +1,6 @@
-"""A run's record, run.json: what it was (the run's view of the study), where it ran (provenance), and, for a
-round the precision target skipped, why nothing was measured. Also the progress line's facts.
+"""A run's record, run.json (the typed `RunRecord`): what it was (the run's view of the study), where it ran
+(provenance), and, for a round the precision target skipped, why nothing was measured. Also the progress
+line's facts.
 """
 
 from __future__ import annotations
@@ -10,51 +11,63 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.config.study import RunView
+from pgfslab.errors import LabError
 from pgfslab.host import pg_install
 from pgfslab.progress import fmt_s
+from pgfslab.records import run_record
+from pgfslab.records.run_record import (
+    Dataset,
+    GitFacts,
+    HostFacts,
+    PostgresBuild,
+    Predecessor,
+    RunRecord,
+    TargetSetup,
+)
 from pgfslab.run import provenance
-from pgfslab.run.common import PG_TOOLS, SCHEMA_VERSION, now
+from pgfslab.run.common import PG_TOOLS, now
 
 
-def started(view: RunView) -> dict[str, Any]:
+def started(view: RunView) -> RunRecord:
     """The record of a run about to start (status `running`): the run's parts of the study and its provenance."""
     spec, wl, tspec = view.spec, view.workload, view.target.spec
     build = pg_install.build_for(view.postgres.version, view.postgres.bindir) if wl.tool in PG_TOOLS else None
     setup = json.loads((view.target.setup_dir / "target.json").read_text())
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": spec.run_id,
-        "study": view.target.study,
-        "plan_index": spec.plan_index,
-        "plan_total": view.total,
-        "target": spec.target,
-        "target_spec": tspec.to_dict(),
-        "fs": tspec.fs,
-        "workload": spec.workload,
-        "workload_spec": wl.to_dict(),
-        "tool": wl.tool,
-        "clients": spec.clients,
-        "repeat": spec.repeat,
-        "position": spec.position,  # the target's place in its round (run.order decides it)
-        "burn_in": spec.burn_in,  # a burn-in round: shown, never compared
-        "rung": spec.rung,
-        "duration_s": view.duration_s,
-        "dataset": view.dataset_record(),
-        "run": view.run.to_dict(),
-        "sampler": view.sampler.to_dict(),
-        "os": view.os.to_dict(),
-        "resources": view.resources.to_dict(),
-        "postgres_settings_config": view.postgres_config.settings,
-        "status": "running",
-        "started_at": now(),
-        "host": provenance.host(),
-        "host_key": view.target.host,
-        "vm": provenance.vm_settings(),
-        "tools": provenance.tools(str(build.bindir) if build else ""),
-        **({"postgres_build": build.record()} if build else {}),
-        "git": provenance.git(),
-        "target_setup": setup_facts(setup, spec.rung),
-    }
+    record = RunRecord(
+        run_id=spec.run_id,
+        study=view.target.study,
+        plan_index=spec.plan_index,
+        plan_total=view.total,
+        target=spec.target,
+        target_spec=tspec.to_dict(),
+        fs=tspec.fs,
+        workload=spec.workload,
+        workload_spec=wl.to_dict(),
+        tool=wl.tool,
+        clients=spec.clients,
+        repeat=spec.repeat,
+        position=spec.position,
+        burn_in=spec.burn_in,
+        rung=spec.rung,
+        duration_s=view.duration_s,
+        dataset=Dataset.model_validate(view.dataset_record()),
+        run=view.run.to_dict(),
+        sampler=view.sampler.to_dict(),
+        os=view.os.to_dict(),
+        resources=view.resources.to_dict(),
+        postgres_settings_config=view.postgres_config.settings,
+        status="running",
+        started_at=now(),
+        host=HostFacts.model_validate(provenance.host()),
+        host_key=view.target.host,
+        vm=provenance.vm_settings(),
+        tools=provenance.tools(str(build.bindir) if build else ""),
+        git=GitFacts.model_validate(provenance.git()),
+        target_setup=TargetSetup.model_validate(setup_facts(setup, spec.rung)),
+    )
+    if build:
+        record.postgres_build = PostgresBuild.model_validate(build.record())
+    return record
 
 
 def setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
@@ -69,39 +82,43 @@ def setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
     }
 
 
-def skipped(view: RunView, reason: str, precision: dict[str, Any]) -> dict[str, Any]:
+def skipped(view: RunView, reason: str, precision: dict[str, Any]) -> RunRecord:
     """The record of an optional round the precision target did not need: nothing measured."""
     spec = view.spec
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": spec.run_id,
-        "study": view.target.study,
-        "plan_index": spec.plan_index,
-        "plan_total": view.total,
-        "target": spec.target,
-        "fs": view.target.spec.fs,
-        "workload": spec.workload,
-        "tool": view.workload.tool,
-        "clients": spec.clients,
-        "repeat": spec.repeat,
-        "status": "skipped",
-        "error": None,
-        "skip_reason": reason,
-        "precision": precision,
-        "started_at": now(),
-        "ended_at": now(),
-        "wall_s": 0.0,
-    }
+    return RunRecord(
+        run_id=spec.run_id,
+        study=view.target.study,
+        plan_index=spec.plan_index,
+        plan_total=view.total,
+        target=spec.target,
+        fs=view.target.spec.fs,
+        workload=spec.workload,
+        tool=view.workload.tool,
+        clients=spec.clients,
+        repeat=spec.repeat,
+        status="skipped",
+        error=None,
+        skip_reason=reason,
+        precision=precision,
+        started_at=now(),
+        ended_at=now(),
+        wall_s=0.0,
+    )
+
+
+def _records(raw: Path) -> list[RunRecord]:
+    """The readable run records of a study's raw folder (one being written, or broken, is left out)."""
+    out = []
+    for rj in raw.glob("*/run.json"):
+        with contextlib.suppress(LabError):
+            out.append(run_record.read(rj)[0])
+    return out
 
 
 def study_eta(raw: Path, total: int) -> tuple[int, str]:
     """Runs done so far and the time they took, with the time the rest will take at their pace."""
-    walls = []
-    for rj in raw.glob("*/run.json"):
-        with contextlib.suppress(Exception):
-            rec = json.loads(rj.read_text())
-            if rec.get("status") != "skipped":  # nothing measured: not a run's duration
-                walls.append(float(rec["wall_s"]))
+    # a skipped round measured nothing: not a run's duration
+    walls = [r.wall_s for r in _records(raw) if r.status != "skipped" and r.wall_s is not None]
     done = len(walls)
     if not walls:
         return done, "ETA unknown"
@@ -109,20 +126,14 @@ def study_eta(raw: Path, total: int) -> tuple[int, str]:
     return done, f"elapsed {fmt_s(sum(walls))}, ETA {fmt_s(remaining)}"
 
 
-def predecessor(raw: Path, run_id: str) -> dict[str, Any] | None:
+def predecessor(raw: Path, run_id: str) -> Predecessor | None:
     """The run that ran last before this one in the study's raw folder (by its end time; a round the
     precision target skipped measured nothing and ran nothing): its run id and target, or None for the
     first. Whatever a run leaves behind reaches the next one: the plan balances it (pgfslab.config.order),
     and the exchangeability section checks it from this record."""
-    last: tuple[str, dict[str, Any]] | None = None
-    for rj in raw.glob("*/run.json"):
-        with contextlib.suppress(OSError, ValueError):
-            rec = json.loads(rj.read_text())
-            if rec.get("run_id") == run_id or rec.get("status") == "skipped" or not rec.get("ended_at"):
-                continue
-            if last is None or str(rec["ended_at"]) > last[0]:
-                last = (str(rec["ended_at"]), {"run_id": rec.get("run_id"), "target": rec.get("target")})
-    return last[1] if last else None
+    ran = [r for r in _records(raw) if r.run_id != run_id and r.status != "skipped" and r.ended_at]
+    last = max(ran, key=lambda r: str(r.ended_at), default=None)
+    return Predecessor(run_id=last.run_id, target=last.target) if last else None
 
 
 def summary_tps(rdir: Path) -> str | None:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgfslab.progress import Progress
 
@@ -111,7 +112,7 @@ def execute(
     return Outcome(cmd, rc, round(time.monotonic() - t0, 3), timed_out, error)
 
 
-def stop(p: subprocess.Popen[str]) -> None:
+def stop(p: subprocess.Popen[Any]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(p.pid, signal.SIGTERM)
     try:

@@ -28,6 +28,7 @@ from pgfslab.analysis.stats import aa, days, steal_adjusted
 from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
 from pgfslab.analysis.verdicts.ratio import both_references, ratio_ci
 from pgfslab.ingest.days import DAYS
+from pgfslab.records.run_record import RunRecord
 
 CELL = ("workload", "clients")
 
@@ -52,24 +53,25 @@ def burn_in_table(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def start_states(runs: pl.DataFrame, records: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
+def start_states(runs: pl.DataFrame, records: Mapping[str, RunRecord]) -> pl.DataFrame:
     """Per target and cell, the starting state its runs recorded (run.json `start_state`): the cache mode, how
     many runs started with autovacuum quiet, the warm starts' median buffer hit ratio and how many of them
     reached a steady ratio. Empty for runs recorded before the defined starting state."""
     rows = []
     for r in runs.iter_rows(named=True):
-        st = (records.get(r["run_id"]) or {}).get("start_state")
-        if not isinstance(st, Mapping):
+        rec = records.get(r["run_id"])
+        st = rec.start_state if rec else None
+        if st is None:
             continue
         rows.append(
             {
                 "target_label": r["target_label"],
                 "workload": r["workload"],
                 "clients": r["clients"],
-                "cache": st.get("cache"),
-                "quiet": bool(st.get("autovacuum_quiet")),
-                "hit_ratio": st.get("hit_ratio"),
-                "steady": st.get("steady"),
+                "cache": st.cache,
+                "quiet": bool(st.autovacuum_quiet),
+                "hit_ratio": st.hit_ratio,
+                "steady": st.steady,
             }
         )
     if not rows:

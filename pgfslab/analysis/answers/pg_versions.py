@@ -233,7 +233,7 @@ def tables(comp: pl.DataFrame, cfg: StudyConfig) -> list[tuple[str, pl.DataFrame
             }
             for r in part.iter_rows(named=True)
         ]
-        out.append((cell_label(cfg, *key, part["dataset_bytes"].first()), pl.DataFrame(rows)))  # type: ignore[arg-type]
+        out.append((cell_label(cfg, *key, part["dataset_bytes"].first()), pl.DataFrame(rows)))
     return out
 
 
@@ -274,7 +274,7 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
     system's standing against the reference one changed between majors."""
     paragraphs = []
     for key, part in comp.group_by(CELL, maintain_order=True):
-        label = cell_label(cfg, *key, part["dataset_bytes"].first())  # type: ignore[arg-type]
+        label = cell_label(cfg, *key, part["dataset_bytes"].first())
         said = []
         major = part.filter((pl.col("reading") == "major") & pl.col("ratio").is_not_null())
         for (m,), mp in major.group_by("pg_major", maintain_order=True):

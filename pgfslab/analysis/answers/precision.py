@@ -16,6 +16,7 @@ import polars as pl
 from pgfslab.analysis.charts import alt
 from pgfslab.analysis.stats import compare_to_baseline, power
 from pgfslab.analysis.stats.cells import cell_summary
+from pgfslab.records.run_record import RunRecord
 
 CELL = ["workload", "rung", "clients"]  # rung: the data-set ladder's (null without one)
 
@@ -44,19 +45,19 @@ def cell_precision(headline: pl.DataFrame, confidence: float = 0.95, goal: float
     )
 
 
-def skipped_rounds(records: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def skipped_rounds(records: dict[str, RunRecord]) -> pl.DataFrame:
     """Per cell: optional rounds that were not measured, and why, from the run records (every status:
     `queries.run_records(..., only_ok=False)`)."""
     rows = [
         {
-            "workload": r.get("workload"),
-            "rung": r.get("rung"),
-            "clients": r.get("clients"),
-            "repeat": r.get("repeat"),
-            "reason": str(r.get("skip_reason") or ""),
+            "workload": r.workload,
+            "rung": r.rung,
+            "clients": r.clients,
+            "repeat": r.repeat,
+            "reason": str(r.skip_reason or ""),
         }
         for r in records.values()
-        if r.get("status") == "skipped"
+        if r.status == "skipped"
     ]  # one record per run of the study: a few hundred at most
     schema = {"workload": pl.Utf8, "rung": pl.Int64, "clients": pl.Int64, "repeat": pl.Int64, "reason": pl.Utf8}
     return (

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis.queries.study_runs import run_records, runs
+from pgfslab.records.run_record import Compsize, Dataset, PgFacts, RunRecord, ZfsFootprint
 
 _UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "16MB": 16 * 1024**2, "GB": 1024**3}
 
@@ -22,23 +23,23 @@ def setting_bytes(settings: dict[str, Any], name: str) -> float | None:
     return float(int(value) * _UNIT_BYTES[unit])
 
 
-def fillfactor(rec: dict[str, Any]) -> int | None:
-    ds = rec.get("dataset") or {}
-    sb = ds.get("sysbench") or {}
-    if rec.get("tool") == "sysbench" or (sb and "fillfactor" in sb and ds.get("fillfactor") is None):
+def fillfactor(rec: RunRecord) -> int | None:
+    ds = rec.dataset or Dataset()
+    sb = ds.sysbench or {}  # the config's sysbench data set
+    if rec.tool == "sysbench" or (sb and "fillfactor" in sb and ds.fillfactor is None):
         return sb.get("fillfactor") or 100
-    return ds.get("fillfactor") or 100
+    return ds.fillfactor or 100
 
 
-def dataset_label(rec: dict[str, Any]) -> str:
+def dataset_label(rec: RunRecord) -> str:
     """The data set a run used: `pgbench scale 20` or `sysbench 4 x 250,000 rows`."""
-    ds = rec.get("dataset") or {}
-    if rec.get("tool") == "sysbench":
-        sb = ds.get("sysbench") or {}
+    ds = rec.dataset or Dataset()
+    if rec.tool == "sysbench":
+        sb = ds.sysbench or {}
         return f"sysbench {sb.get('tables', '?')} x {sb.get('table_size', 0):,} rows"
-    if rec.get("tool") == "fsmicro":
+    if rec.tool == "fsmicro":
         return "files (fsmicro)"
-    return f"pgbench scale {ds.get('scale', '?')}"
+    return f"pgbench scale {ds.scale if ds.scale is not None else '?'}"
 
 
 def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
@@ -55,11 +56,11 @@ def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
     info = runs(db, study, only_ok=True, targets=targets)
     recs = run_records(db, study, targets=targets)
     for r in info.iter_rows(named=True):
-        rec = recs.get(r["run_id"]) or {}
-        pg = rec.get("postgres") or {}
-        comp = rec.get("compsize") or {}
-        zfp = rec.get("zfs_footprint") or {}
-        rels = pg.get("relations") or []
+        rec = recs.get(r["run_id"]) or RunRecord()
+        pg = rec.postgres or PgFacts()
+        comp = rec.compsize or Compsize()
+        zfp = rec.zfs_footprint or ZfsFootprint()
+        rels = pg.relations
         rows.append(
             {
                 "run_id": r["run_id"],
@@ -74,18 +75,18 @@ def storage(db: str | Path, study: str, targets: Sequence[str] | None = None) ->
                 "plan_index": r["plan_index"],
                 "fillfactor": fillfactor(rec),
                 "dataset": dataset_label(rec),
-                "database_bytes": pg.get("database_bytes"),
-                "all_databases_bytes": pg.get("all_databases_bytes"),
+                "database_bytes": pg.database_bytes,
+                "all_databases_bytes": pg.all_databases_bytes,
                 "relations_bytes": sum(int(x.get("total_bytes") or 0) for x in rels) if rels else None,
-                "fs_used_bytes": rec.get("fs_used_bytes"),
-                "compsize_disk_bytes": comp.get("disk_bytes"),
-                "compsize_uncompressed_bytes": comp.get("uncompressed_bytes"),
-                "compsize_referenced_bytes": comp.get("referenced_bytes"),
-                "zfs_used_bytes": zfp.get("used"),
-                "zfs_logicalused_bytes": zfp.get("logicalused"),
-                "zfs_logicalused_est_bytes": zfp.get("logicalused_est"),
-                "zfs_compressratio": zfp.get("compressratio"),
-                "zfs_implementation": zfp.get("implementation"),
+                "fs_used_bytes": rec.fs_used_bytes,
+                "compsize_disk_bytes": comp.disk_bytes,
+                "compsize_uncompressed_bytes": comp.uncompressed_bytes,
+                "compsize_referenced_bytes": comp.referenced_bytes,
+                "zfs_used_bytes": zfp.used,
+                "zfs_logicalused_bytes": zfp.logicalused,
+                "zfs_logicalused_est_bytes": zfp.logicalused_est,
+                "zfs_compressratio": zfp.compressratio,
+                "zfs_implementation": zfp.implementation,
             }
         )
     schema = {
@@ -125,21 +126,21 @@ def memory_facts(db: str | Path, study: str, targets: Sequence[str] | None = Non
     info = runs(db, study, only_ok=True, targets=targets)
     recs = run_records(db, study, targets=targets)
     for r in info.iter_rows(named=True):
-        rec = recs.get(r["run_id"]) or {}
-        pg = rec.get("postgres") or {}
-        limit_mb = (rec.get("resources") or {}).get("memory_limit_mb")
-        applied = bool((rec.get("cgroup") or {}).get("applied"))
+        rec = recs.get(r["run_id"]) or RunRecord()
+        pg = rec.postgres or PgFacts()
+        limit_mb = (rec.resources or {}).get("memory_limit_mb")  # the config's `resources`
+        applied = bool(rec.cgroup and rec.cgroup.applied)
         rows.append(
             {
                 "run_id": r["run_id"],
                 "target": r["target"],
                 "workload": r["workload"],
-                "shared_buffers_bytes": setting_bytes(pg.get("settings") or {}, "shared_buffers"),
-                "ram_bytes": float((rec.get("host") or {}).get("mem_total_kb") or 0) * 1024 or None,
+                "shared_buffers_bytes": setting_bytes(pg.settings, "shared_buffers"),
+                "ram_bytes": float((rec.host.mem_total_kb if rec.host else None) or 0) * 1024 or None,
                 "cgroup_limit_bytes": float(limit_mb) * 2**20 if limit_mb and applied else None,
                 "cgroup_limit_requested_bytes": float(limit_mb) * 2**20 if limit_mb else None,
                 "cgroup_applied": applied,
-                "database_bytes": pg.get("database_bytes"),
+                "database_bytes": pg.database_bytes,
                 "dataset": dataset_label(rec),
             }
         )

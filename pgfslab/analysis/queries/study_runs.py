@@ -14,6 +14,8 @@ import polars as pl
 from pgfslab.analysis.queries.connection import MissingData, frame, require, target_condition
 from pgfslab.config.checks import validate
 from pgfslab.config.study import Study
+from pgfslab.records import run_record
+from pgfslab.records.run_record import RunRecord
 from pgfslab.yaml_text import safe_load
 
 
@@ -24,7 +26,7 @@ def study_info(db: str | Path) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=4)
 def _parsed_config(text: str) -> dict[str, Any]:
-    return safe_load(text)  # type: ignore[no-any-return]
+    return safe_load(text)
 
 
 def study_config(db: str | Path) -> dict[str, Any]:
@@ -89,12 +91,12 @@ def baseline_target(db: str | Path, study: str, targets: Sequence[str] | None = 
 
 def run_records(
     db: str | Path, study: str, *, targets: Sequence[str] | None = None, only_ok: bool = True
-) -> dict[str, dict[str, Any]]:
-    """run_id -> the run's run.json (as ingested), in plan order."""
+) -> dict[str, RunRecord]:
+    """run_id -> the run's record (run.json as ingested), in plan order."""
     cond = "AND status = 'ok'" if only_ok else ""
     tc, tp = target_condition(targets, "r")
     df = frame(db, f"SELECT run_id, run_json FROM runs r WHERE study = ? {cond} {tc} ORDER BY plan_index", [study, *tp])
-    return {r: json.loads(j) for r, j in df.iter_rows()}
+    return {r: run_record.parse(json.loads(j), f"{db}: runs.run_json of {r}")[0] for r, j in df.iter_rows()}
 
 
 def target_records(db: str | Path, study: str) -> dict[str, dict[str, Any]]:

@@ -229,7 +229,7 @@ def benchstat_grid(
         geo = benchstat(
             df, value, benchmark_col, config_col, baseline, c, alpha, confidence, higher_is_better=higher_is_better
         ).filter(pl.col("benchmark") == "geomean")
-        out += [rows, geo.select(rows.columns).cast(rows.schema)]  # type: ignore[arg-type]
+        out += [rows, geo.select(rows.columns).cast(rows.schema)]
     return pl.concat(out, how="vertical_relaxed") if out else grid
 
 
@@ -313,4 +313,4 @@ def _geomean_row(rows: pl.DataFrame, baseline: str, candidate: str, adjust: str,
         )
         .select(list(BENCHSTAT_SCHEMA))
         .cast(BENCHSTAT_SCHEMA)
-    )  # type: ignore[arg-type]
+    )

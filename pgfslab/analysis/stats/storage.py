@@ -53,7 +53,7 @@ def compression_ratio(
             return v.cast(pl.Float64).to_list()
         if isinstance(v, (int, float)):
             return [float(v)]
-        return [float(x) for x in v]  # type: ignore[union-attr]
+        return [float(x) for x in v]
 
     frame = pl.DataFrame(
         {"logical_bytes": as_list(logical_bytes), "physical_bytes": as_list(physical_bytes)},

@@ -24,6 +24,7 @@ from pgfslab.analysis.answers import micro
 from pgfslab.analysis.verdicts import regime as measured
 from pgfslab.config import fsmicro_spec
 from pgfslab.config.vm_settings import parse_bytes
+from pgfslab.records.run_record import PgFacts, RunRecord
 
 # settings a claim may name, read from the run's effective PostgreSQL settings
 PG_KEYS = ("synchronous_commit", "fsync", "full_page_writes", "wal_init_zero", "wal_recycle", "commit_delay")
@@ -47,10 +48,10 @@ _FS_KIND = {"delete_small_dir": "delete_in_dir", "delete_large_dir": "delete_in_
 _COMPRESS = re.compile(r"^compress(?:-force)?(?:=([a-z0-9]+))?")
 
 
-def compression(rec: dict[str, Any]) -> str:
+def compression(rec: RunRecord) -> str:
     """The target's compression: btrfs `compress[-force]=alg[:level]`, a zfs `compression` property,
     else `none`."""
-    spec = rec.get("target_spec") or {}
+    spec = rec.target_spec or {}  # the config's target spec, as the run copied it
     for opt in spec.get("mount_options") or []:
         m = _COMPRESS.match(opt)
         if m:
@@ -72,19 +73,19 @@ def regime(dataset_bytes: float | None, shared_buffers: float | None, memory: fl
     return "exceeds_ram" if memory is not None else None
 
 
-def ext4_data_mode(rec: dict[str, Any]) -> str | None:
+def ext4_data_mode(rec: RunRecord) -> str | None:
     """ext4's journalling mode (`data=` mount option; `ordered` when not given), None on other file systems."""
-    if rec.get("fs") != "ext4":
+    if rec.fs != "ext4":
         return None
-    for opt in (rec.get("target_spec") or {}).get("mount_options") or []:
+    for opt in (rec.target_spec or {}).get("mount_options") or []:
         if str(opt).startswith("data="):
             return str(opt).split("=", 1)[1]
     return "ordered"
 
 
-def recordsize(rec: dict[str, Any]) -> str | None:
+def recordsize(rec: RunRecord) -> str | None:
     """A zfs target's recordsize property as configured (`8k`), None elsewhere."""
-    spec = rec.get("target_spec") or {}
+    spec = rec.target_spec or {}
     props = spec.get("zfs") or spec.get("properties") or {}
     value = props.get("recordsize") if isinstance(props, dict) else None
     return str(value).lower() if value is not None else None
@@ -131,40 +132,41 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     recs = queries.run_records(db, study)
     rows = []
     for r in head.iter_rows(named=True):
-        rec = recs.get(r["run_id"]) or {}
-        wl = rec.get("workload_spec") or {}
-        pg = rec.get("postgres") or rec.get("postgres_before") or {}
-        settings = rec.get("postgres_settings") or {}
-        in_force = pg.get("settings") or {}
-        limit_mb = (rec.get("resources") or {}).get("memory_limit_mb")
-        applied = bool((rec.get("cgroup") or {}).get("applied"))
-        ram = float((rec.get("host") or {}).get("mem_total_kb") or 0) * 1024 or None
+        rec = recs.get(r["run_id"]) or RunRecord()
+        wl = rec.workload_spec or {}  # the config's parts, as the run copied them: workload, target, os, resources
+        spec, os_settings = rec.target_spec or {}, rec.os or {}
+        pg = rec.postgres or rec.postgres_before or PgFacts()
+        settings = rec.postgres_settings or {}
+        in_force = pg.settings
+        limit_mb = (rec.resources or {}).get("memory_limit_mb")
+        applied = bool(rec.cgroup and rec.cgroup.applied)
+        ram = float((rec.host.mem_total_kb if rec.host else None) or 0) * 1024 or None
         memory = float(limit_mb) * 2**20 if limit_mb and applied else ram
-        size = (rec.get("target_setup") or {}).get("database_bytes_loaded") or pg.get("database_bytes")
-        tool = rec.get("tool")
+        size = (rec.target_setup.database_bytes_loaded if rec.target_setup else None) or pg.database_bytes
+        tool = rec.tool
         fsm = fsmicro_facts(wl) if tool == "fsmicro" else {"kind": None, "file_bytes": None, **dict.fromkeys(FS_KEYS)}
         row = {
             "run_id": r["run_id"],
             "target": r["target"],
             "target_label": r["target_label"],
-            "fs": rec.get("fs"),
+            "fs": rec.fs,
             "compression": compression(rec),
             "tool": tool,
             "kind": wl.get("builtin") or wl.get("test") or fsm["kind"] or r["workload"],
             "op": wl.get("op"),
             "workload": r["workload"],
             "clients": r["clients"],
-            "rung": rec.get("rung"),
+            "rung": rec.rung,
             "regime": regime(size, queries.setting_bytes(in_force, "shared_buffers"), memory),
             "fillfactor": queries.fillfactor(rec),
             "recordsize": recordsize(rec),
             "data_mode": ext4_data_mode(rec),
             # the A/A control: a target with the baseline's exact spec, naming it (`aa_twin_of: ext4`)
-            "aa_twin_of": (rec.get("target_spec") or {}).get("aa_twin_of"),
-            "snapshots": bool(rec.get("snapshots")),
+            "aa_twin_of": spec.get("aa_twin_of"),
+            "snapshots": bool(rec.snapshots),
             # a slow-device profile (docs/slow-device.md): throttled targets are compared with each other only
-            "device_profile": (rec.get("target_spec") or {}).get("device_profile"),
-            "dirty_background_bytes": _bytes((rec.get("os") or {}).get("vm_dirty_background_bytes")),
+            "device_profile": spec.get("device_profile"),
+            "dirty_background_bytes": _bytes(os_settings.get("vm_dirty_background_bytes")),
             **{k: fsm[k] for k in FS_KEYS},
             "file_bytes": fsm["file_bytes"],
             "value": r["value"],

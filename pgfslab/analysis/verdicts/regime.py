@@ -61,6 +61,7 @@ from pgfslab.analysis.cpu_time import CPU_MEASURES, cpu_measures
 from pgfslab.analysis.device import device_table, has_baseline
 from pgfslab.analysis.stats.series import PHI_STEP
 from pgfslab.analysis.wal_device import device_roles
+from pgfslab.records.run_record import CgroupRecord, PgFacts, RunRecord
 
 IO_BOUND = 0.5
 CPU_BOUND = 0.2
@@ -118,25 +119,24 @@ MEASURES: dict[str, Any] = {
 }
 
 
-def _delta(before: dict[str, Any], after: dict[str, Any], key: str) -> float | None:
-    if before.get(key) is None or after.get(key) is None:
-        return None
-    return float(after[key]) - float(before[key])
+def _delta(before: dict[str, int | float | None], after: dict[str, int | float | None], key: str) -> float | None:
+    b, a = before.get(key), after.get(key)  # a server counter, before and after the run
+    return float(a) - float(b) if a is not None and b is not None else None
 
 
-def _from_records(recs: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def _from_records(recs: dict[str, RunRecord]) -> pl.DataFrame:
     rows = []
     for rid, rec in recs.items():
-        pb, pa = rec.get("postgres_before") or {}, rec.get("postgres") or {}
-        sb, sa = pb.get("database_stats") or {}, pa.get("database_stats") or {}
-        bb, ba = pb.get("bgwriter") or {}, pa.get("bgwriter") or {}
+        pb, pa = rec.postgres_before or PgFacts(), rec.postgres or PgFacts()
+        sb, sa = pb.database_stats, pa.database_stats
+        bb, ba = pb.bgwriter, pa.bgwriter
         hit, read = _delta(sb, sa, "blks_hit"), _delta(sb, sa, "blks_read")
         ckpt = [_delta(bb, ba, k) for k in ("checkpoints_timed", "checkpoints_req")]
         rows.append(
             {
                 "run_id": rid,
                 "throttle_busy": throttle_busy(rec),
-                "target": rec.get("target"),
+                "target": rec.target,
                 "commits": _delta(sb, sa, "xact_commit"),
                 "hit_ratio": hit / (hit + read) if hit is not None and read is not None and hit + read > 0 else None,
                 "checkpoints": int(sum(c for c in ckpt if c is not None)) if any(c is not None for c in ckpt) else None,
@@ -155,31 +155,31 @@ CGROUP_SPAN = ("server_start", "prewarm", "facts_before", "samplers_start", "mea
                "samplers_stop", "facts_after")  # fmt: skip
 
 
-def write_busy_share(rec: dict[str, Any]) -> float | None:
+def write_busy_share(rec: RunRecord) -> float | None:
     """On the emulated disk with one head (run.json `disk`, host.disk_daemon): the share of the measured
     window the head spent serving writes, from the daemon's own counters; None on any other device. Every
     millisecond of it is one no read could have: the evidence that reads and writes competed."""
-    counters = ((rec.get("disk") or {}).get("counters") or {}).get("measured") or {}
+    counters = ((rec.disk.counters if rec.disk else None) or {}).get("measured") or {}  # the daemon's own
     busy, up = counters.get("write_busy_ns"), counters.get("uptime_ns")
     return float(busy) / float(up) if busy is not None and up else None
 
 
-def read_budget(rec: dict[str, Any]) -> float | None:
+def read_budget(rec: RunRecord) -> float | None:
     """The read IOPS budget of a data device throttled with separate read and write IOPS budgets (None
     otherwise: a real device, or a throttle on one direction only)."""
-    limits = (rec.get("cgroup") or {}).get("limits") or {}
+    limits = (rec.cgroup.limits if rec.cgroup else None) or {}  # pgfslab.host.cgroups' names
     if limits.get("read_iops") and limits.get("write_iops"):
         return float(limits["read_iops"])
     return None
 
 
-def throttle_busy(rec: dict[str, Any]) -> float | None:
+def throttle_busy(rec: RunRecord) -> float | None:
     """The share of a throttled device's capacity a run used: per direction the larger of operations
     charged / (operations limit x seconds) and bytes charged / (bytes limit x seconds), the busier direction,
     at most 1 (None for a run without blkio throttles or without its usage)."""
-    cg = rec.get("cgroup") or {}
-    limits, io = cg.get("limits") or {}, (cg.get("usage") or {}).get("io") or {}
-    phases = rec.get("phases_s") or {}
+    cg = rec.cgroup or CgroupRecord()
+    limits, io = cg.limits or {}, (cg.usage or {}).get("io") or {}
+    phases = rec.phases_s or {}
     seconds = sum(float(phases.get(p) or 0) for p in CGROUP_SPAN)
     if not io or seconds <= 0:
         return None
@@ -261,7 +261,7 @@ def checkpoint_read_wait(samples: pl.DataFrame, pgstat: pl.DataFrame) -> pl.Data
     )  # fmt: skip
 
 
-def _diskstats(db: str, study: str, recs: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def _diskstats(db: str, study: str, recs: dict[str, RunRecord]) -> pl.DataFrame:
     roles = device_roles(recs).filter(pl.col("role") != "WAL")  # the tables' device (with WAL or without)
     if roles.height == 0 or not data.has_table(db, "diskstats"):
         return pl.DataFrame()

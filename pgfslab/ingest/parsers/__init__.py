@@ -126,7 +126,7 @@ class ParserModule(Protocol):
 
 # in detection order: the first whose sniff() accepts a file names its format
 FORMATS: dict[str, ParserModule] = {
-    m.NAME: m  # type: ignore[misc]
+    m.NAME: m
     for m in (
         meminfo,
         pgbench_summary,
@@ -179,19 +179,19 @@ def parse(path: Path, fmt: str | None = None, **options: Any) -> dict[str, pl.Da
     # the user's time zone (`ingest --tz`) goes to the formats that read local times (their OPTIONS)
     if "tz" in options and "tz" not in getattr(mod, "OPTIONS", ()):
         options = {k: v for k, v in options.items() if k != "tz"}
-    return mod.parse(path, **options)  # type: ignore[call-arg]
+    return mod.parse(path, **options)
 
 
 # The lab's own CSV logs (pgstat.csv, fsmicro_ops.csv, snapshots.csv, disk_series.csv): exact headers, so last in
 # detection order.
 from pgfslab.ingest.parsers import btrfs_snapshots, disk_series, fsmicro_ops, pg_aios, pgstat, pgstat_io  # noqa: E402
 
-FORMATS.update({m.NAME: m for m in (pgstat, pgstat_io, pg_aios, fsmicro_ops, btrfs_snapshots, disk_series)})  # type: ignore[misc]
+FORMATS.update({m.NAME: m for m in (pgstat, pgstat_io, pg_aios, fsmicro_ops, btrfs_snapshots, disk_series)})
 
 # The device baseline's tools (pgfslab.run.device_baseline): fio's JSON report and pg_test_fsync's text.
 from pgfslab.ingest.parsers import fio, pg_test_fsync  # noqa: E402
 
-FORMATS.update({m.NAME: m for m in (fio, pg_test_fsync)})  # type: ignore[misc]
+FORMATS.update({m.NAME: m for m in (fio, pg_test_fsync)})
 
 
 def units_of(table: str) -> dict[str, str | None]:
