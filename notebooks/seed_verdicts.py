@@ -62,6 +62,15 @@ pub.figure(
     "tested on this kind of machine (findings this study's runs do not reach at all are named in one sentence "
     "below, not counted).",
 )
+pub.table(
+    table.answers_table(results, seed_claims),
+    caption="The answers at a glance: each finding this study judged (claim id as in claims.yaml), what the seed "
+    "said (its number or its direction), this study's estimate in the seed's own condition (B/A, or the quantity "
+    "the claim names, with its interval at the claim's level: 95 % over its primary cells, Bonferroni-adjusted; "
+    "+k: more primary cells, each in the full table) and the verdict. Every cell, its conditions and the verdict's "
+    "sentence are in the full tables (Appendix A).",
+    main=True,
+)
 
 # %% [markdown]
 # ## Each tested finding: B/A with its interval, against 1 and the seed's number
@@ -87,19 +96,27 @@ if tested.height:
     pub.table(
         tested,
         caption="Each finding tested by this study, per cell, the seed's own condition (primary) first: what was "
-        "compared, what the claim expects (the seed's number, or direction only, or the lab's equivalence band and "
-        "why), this lab's estimate with its interval (where the study carries a twin of A: "
-        "against A and the twin together, so that B must differ from both), the A/A control (the twin against A), "
-        "the runs per side, the test, the verdict in words, and its notes (a precondition checked "
-        "with less than today's samplers, a side whose runs were not steady). Context cells are shown, never pooled into the verdict. Footprints "
-        "and compression ratios are one measurement per load (the runs re-read the same load): no interval.",
+        "compared, this lab's estimate with its interval (the Hodges-Lehmann ratio with the exact rank interval; where "
+        "the study carries a twin of A, against A and the twin together, so that B must differ from both; a claim's "
+        "primary cells Bonferroni-adjusted), the A/A control (the twin against A), the runs per side, the verdict "
+        "in words, and its notes (a precondition checked with less than today's samplers, a side whose runs were "
+        "not steady). What each claim expects is in the next table. Context cells are shown, never pooled into the "
+        "verdict. Footprints and compression ratios are one measurement per load (the runs re-read the same load): "
+        "no interval.",
     )
 pub.table(
     table.findings_table(results, seed_claims),
     caption="Every finding of the seed(s) this machine can test: the finding (our wording), the seed's own number, "
-    "the conditions under which its mechanism acts, and what this study made of it in the seed's own condition "
-    "(or why it has no verdict: only a figure can speak to it, and which).",
+    "what the claim expects of B/A, the conditions under which its mechanism acts (defined in the next table), and "
+    "what this study made of it in the seed's own condition (or why it has no verdict: only a figure can speak "
+    "to it, and which).",
 )
+legend = table.conditions_legend(seed_claims)
+if legend.height:
+    pub.table(
+        legend,
+        caption="The conditions the findings name, each measured on the set-up or on the reference side A's runs, never on the response under test.",
+    )
 untested = table.untested_sentence(results)
 if untested:
     pub.text(untested)

@@ -12,18 +12,13 @@ from pgfslab.paper.appendix import appendix
 from pgfslab.paper.context import Context
 from pgfslab.paper.durability import durability
 from pgfslab.paper.methodology import methodology
-from pgfslab.paper.results import published, results
+from pgfslab.paper.results import answers, published, results
 from pgfslab.paper.testbed import setup
 from pgfslab.paper.threats import threats
 
 ctx = Context.load(db, study, figures_dir=figures_dir, tables_dir=tables_dir, build_dir=build_dir)
 abstract(ctx)
-
-# %%
-setup(ctx)
-
-# %%
-methodology(ctx)
+answers(ctx)  # what holds of each seed finding, first
 
 # %%
 results(ctx)
@@ -33,6 +28,12 @@ published(ctx)
 
 # %%
 durability(ctx)
+
+# %%
+setup(ctx)
+
+# %%
+methodology(ctx)
 
 # %%
 threats(ctx)

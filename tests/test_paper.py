@@ -148,3 +148,15 @@ def test_fonts_embedded_and_pages_render(papers: dict[str, tuple[recorded.Study,
         pngs = sorted(tmp_path.glob(f"{st.name}*.png"))
         assert len(pngs) == pages
         assert all(p.stat().st_size > 500 for p in pngs)
+
+
+def test_pages_fit_a_readers_sitting(papers: dict[str, tuple[recorded.Study, str]]) -> None:
+    """Checked by looking (pgfslab.paper.page_check): the main text before the appendices in at most 12 pages, no
+    page's ink past the text block, no page more than half empty unless the next starts a section."""
+    from pgfslab.paper import page_check
+
+    for st, _ in papers.values():
+        report = page_check.check(st.paper_pdf)
+        assert report.main_pages <= 12, (st.name, report.lines())
+        assert report.too_wide() == [], (st.name, report.lines())
+        assert report.half_empty() == [], (st.name, report.lines())

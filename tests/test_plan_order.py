@@ -211,7 +211,7 @@ def test_a_runs_length_is_its_own_and_a_skipped_round_is_no_commit() -> None:
     """btrfs-compression's select-only runs last 20 s in a study of 15 s runs: run.json's top-level duration_s
     is the run's own; `run.duration_s` is the study default (all an older run.json has)."""
     from pgfslab.ingest.run_rows import run_row
-    from pgfslab.paper.testbed import lab_commit
+    from pgfslab.paper.context import lab_commit
     from pgfslab.records.run_record import parse
 
     rec = {"run_id": "x.ro.c4.r1", "study": "t", "target": "x", "status": "ok", "duration_s": 20,

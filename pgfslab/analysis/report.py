@@ -224,12 +224,14 @@ class Publication:
         digits: dict[str, int] | None = None,
         align: dict[str, str] | None = None,
         paper: bool = True,
+        main: bool = False,
     ) -> str:
-        """Display `df` as a Markdown table with its caption (and record it for the paper)."""
+        """Display `df` as a Markdown table with its caption (and record it for the paper: in its appendix of
+        full tables, or with `main` in the main text, for a short table that carries an answer)."""
         text = markdown_table(df, digits=digits, caption=caption, align=align)
         display(Markdown(text))
         if paper:
-            self.blocks.append({"kind": "table", "markdown": text, "caption": caption})
+            self.blocks.append({"kind": "table", "markdown": text, "caption": caption, "main": main})
             self._write()
         return text
 

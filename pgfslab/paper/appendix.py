@@ -1,12 +1,13 @@
-"""The paper's appendix: the exact commands that re-run the study, rebuild it from its raw folder, and
-ran each benchmark cell and analysis notebook."""
+"""The paper's appendices: A, the full tables and further figures the sections deferred (`Context.defer`), each
+under its section; B, the exact commands that re-run the study, rebuild it from its raw folder, and ran each
+benchmark cell and analysis notebook."""
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
 
-from pgfslab.paper.context import PUBLISHED, RESULT_ORDER, Context, publications, show
+from pgfslab.paper.context import ANSWERS, PUBLISHED, RESULT_ORDER, Context, publications, show
 
 
 def _command(cmd: list[str]) -> str:
@@ -20,7 +21,25 @@ def _command(cmd: list[str]) -> str:
     return shlex.join(parts)
 
 
+def full_tables(ctx: Context) -> None:
+    """Appendix A: what the sections deferred, grouped by section in the order they came."""
+    if not ctx.later:
+        return
+    show(
+        "## Appendix A: full tables and further figures\n\nEvery table of the analyses, and the figures that "
+        "support rather than carry an answer, under the section that refers to them."
+    )
+    sections: dict[str, list[str]] = {}
+    for section, md in ctx.later:
+        sections.setdefault(section, []).append(md)
+    for section, blocks in sections.items():
+        show(f"### {section}")
+        for md in blocks:
+            show(md)
+
+
 def appendix(ctx: Context) -> None:
+    full_tables(ctx)
     seen: set[tuple[str, int]] = set()
     lines = []
     for r in ctx.runs.iter_rows(named=True):
@@ -32,7 +51,7 @@ def appendix(ctx: Context) -> None:
             lines.append(f"# {r['workload']}, {r['clients']} client(s), target {r['target']}\n{_command(cmd)}")
     nbs = []
     a = ctx.cfg.analysis
-    for name in [*RESULT_ORDER, PUBLISHED]:
+    for name in [ANSWERS, *RESULT_ORDER, PUBLISHED]:
         for doc in publications(ctx, name):
             wl = str(doc["name"]).removeprefix(name).lstrip("-")
             extra = {
@@ -47,7 +66,7 @@ def appendix(ctx: Context) -> None:
                 + f" -p alpha {a.alpha} -p trim_s {a.trim_s}{extra}"
             )
     show(
-        f"""## Appendix: the exact commands
+        f"""## Appendix B: the exact commands
 
 Re-running the study from a clone of the lab (root, loop devices; the study's config travels with the raw data as
 `data/raw/{ctx.study}/study.yaml`):

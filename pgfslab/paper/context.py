@@ -27,9 +27,10 @@ from pgfslab.records.run_record import RunRecord
 PG_TOOLS = ("pgbench", "sysbench", "durability")  # the tools that run a PostgreSQL server
 
 
+# the notebook whose answers open the paper (what holds of each seed's findings), before the results
+ANSWERS = "seed_verdicts"
 # the executed notebooks whose results the paper shows, in this order (per-workload ones first)
 RESULT_ORDER = [
-    "seed_verdicts",
     "io_methods",  # the aio study's question: which file systems gain from asynchronous I/O
     "pg_versions",  # the pg-versions study's question: does a file-system choice hold on a newer major
     "throughput_stability",
@@ -60,6 +61,9 @@ class Context:
     tables_dir: Path
     build_dir: Path
     target_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Appendix A: (section, Markdown) of every full table and further figure, in the order the sections deferred
+    # them; the main text keeps what carries an answer (pgfslab.paper.appendix shows these)
+    later: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def load(cls, db: str, study: str, *, figures_dir: str, tables_dir: str, build_dir: str) -> Context:
@@ -125,6 +129,21 @@ class Context:
                 return rec
         return next(iter(self.records.values()), RunRecord())
 
+    def defer(self, section: str, markdown: str) -> None:
+        """A full table or a further figure, for Appendix A under `section` (the main text says where it is)."""
+        self.later.append((section, markdown))
+
+    def provenance(self, notebook: str | None = None) -> str:
+        """Where a figure or table comes from, for its caption: the notebook that made it (linked to its
+        executed copy, a build product beside the paper), the study's runs and the lab commit they ran at."""
+        ran = self.runs.filter(pl.col("status") != "skipped").height
+        made = (
+            f"notebook [`{notebook}`](../build/{self.study}/notebooks/{notebook}.ipynb); "
+            if notebook
+            else "the paper; "
+        )
+        return f" *Source: {made}{ran} runs of study `{self.study}`, lab commit {lab_commit(list(self.records.values()))}.*"
+
     def unit(self, tool: str | None = None) -> str:
         return queries.METRICS.get(tool or self.tools[0], queries.METRICS["pgbench"]).unit
 
@@ -149,9 +168,29 @@ def show(text: str) -> None:
     display(Markdown(text))
 
 
-def figure(path: Path | str, caption: str) -> None:
+def figure_md(path: Path | str, caption: str) -> str:
     """A numbered figure with its caption (pandoc implicit figure: an image alone in a paragraph)."""
-    show(f"![{caption}]({Path(path).as_posix()})")
+    return f"![{caption}]({Path(path).as_posix()})"
+
+
+def figure(path: Path | str, caption: str) -> None:
+    show(figure_md(path, caption))
+
+
+def with_source(table_md: str, source: str) -> str:
+    """A Markdown table whose caption (`Table: ...`, its last line) ends with `source`."""
+    head, sep, caption = table_md.rpartition("\n\nTable: ")
+    return f"{head}{sep}{caption}{source}" if sep else table_md
+
+
+def lab_commit(records: list[RunRecord]) -> str:
+    """The lab commits the runs ran at, short, in order; "unknown" for a run that ran without one recorded.
+    A round the precision target skipped ran no code and records no commit: it is not counted."""
+    ran = [r for r in records if r.status != "skipped"]
+    commits = sorted({(r.git.commit if r.git else None) or "unknown" for r in ran})
+    dirty = any(r.git and r.git.dirty for r in ran)
+    out = ", ".join(c[:12] for c in commits) + (" (uncommitted changes)" if dirty else "")
+    return out + (f" — {len(commits)} commits over the runs" if len(commits) > 1 else "")
 
 
 def names(items: list[str]) -> str:

@@ -110,7 +110,8 @@ def device_setup(ctx: Context) -> None:
         raw = device.device_table(ctx.db, ctx.study)["target"].to_list()
         kind = [f"emulated: {named[t]}" if t in named else "real" for t in raw]
         table = table.insert_column(1, pl.Series("device", kind))
-    show(
+    ctx.defer(
+        "Setup",
         report.markdown_table(
             table,
             digits={c: 0 for c in table.columns if c not in ("target", "device")},
@@ -118,7 +119,7 @@ def device_setup(ctx: Context) -> None:
             "8 kB writes with fdatasync after each at QD1, the WAL commit floor; 8 kB random I/O with O_DIRECT "
             "at queue depth 1 and 32, in IOPS; 1 MB sequential writes; pg_test_fsync's fdatasync rate for one "
             "8 kB write).",
-        )
+        ),
     )
     notes = sorted({n for n in device.device_table(ctx.db, ctx.study)["notes"].drop_nulls().to_list() if n})
     if notes:
@@ -141,14 +142,15 @@ def device_results(ctx: Context) -> None:
         "(CPU, locks, the client). A share above 1 means commits shared flushes (group commit) or did not "
         "wait for one: where pg_stat_wal was sampled, the next subsection counts commits per WAL flush."
     )
-    show(
+    ctx.defer(
+        "PostgreSQL against the device's limit",
         report.markdown_table(
             ctable,
             digits={"ceiling 1/p50 fdatasync /s": 0, "PostgreSQL tps, 1 client (median)": 0, "share of ceiling": 2},
             caption="Device ceiling (1 / median fdatasync latency; a target with its WAL on another target takes "
             "that target's, where the WAL's fdatasync happens) and PostgreSQL's median tps of the "
             "single-client runs of writing workloads.",
-        )
+        ),
     )
     ceil = device.ceilings(ctx.db, ctx.study)
     if ceil["tps_1_client"].drop_nulls().len():

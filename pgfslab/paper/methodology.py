@@ -108,13 +108,14 @@ difference between targets{_order_sentence(ctx)}
     )
     lengths = seed_lengths(ctx)
     if lengths.height:
-        show(
+        ctx.defer(
+            "Methodology",
             report.markdown_table(
                 lengths,
                 caption="How long the seeds this study tests ran their workloads, as each seed says, beside this "
                 "study's own run lengths (every workload's measured window, the shortest to the longest): a "
                 "finding about sustained writing or jitter over time was made over the seed's runs, not the lab's.",
-            )
+            ),
         )
     if not _headline_kinds(ctx):  # durability checks only: no throughput, nothing to trim or compare
         show("""**What is measured.** No throughput: every run is a durability check (crash, restart,

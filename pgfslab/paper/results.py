@@ -1,6 +1,10 @@
-"""The paper's results: one subsection per executed analysis notebook (its recorded publication), the
-device limit, WAL flushes and the comparison across hosts, the runs that failed; and the comparison with
-published results."""
+"""The paper's answers (what holds of each seed's findings, first) and results: one subsection per executed
+analysis notebook (its recorded publication), the device limit, WAL flushes and the comparison across hosts, the
+runs that failed; and the comparison with published results.
+
+The main text keeps what carries an answer: each notebook's text, its first figures (`MAIN_FIGURES`) and the
+tables it marked `main`; its full tables and further figures go to Appendix A (`Context.defer`), and the main
+text says so. Every figure and table names its source: the notebook, the study's runs, the lab commit."""
 
 from __future__ import annotations
 
@@ -10,22 +14,72 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import report
-from pgfslab.paper.context import PUBLISHED, RESULT_ORDER, Context, figure, publications, show
+from pgfslab.paper.context import (
+    ANSWERS,
+    PUBLISHED,
+    RESULT_ORDER,
+    Context,
+    figure,
+    figure_md,
+    publications,
+    show,
+    with_source,
+)
 from pgfslab.paper.device_baseline import device_results
 from pgfslab.paper.hosts import across_hosts
 from pgfslab.paper.wal import wal_results
 
+# figures of a notebook kept in the main text (the first ones, in its order); the rest go to Appendix A. The
+# sampler's figures (dirty memory, each run's throughput by round) and the precision chart support the answers
+# rather than carry them.
+MAIN_FIGURES = {
+    ANSWERS: 1,
+    "dirty_memory_checkpoints": 0,
+    "exchangeability": 0,
+    "precision": 0,
+    "latency_percentiles": 0,
+}
 
-def _render(doc: dict[str, Any]) -> None:
-    show(f"### {doc['title']}\n\n*{doc['question']}*")
+
+def _render(ctx: Context, doc: dict[str, Any], kind: str, heading: str = "###") -> None:
+    """One notebook's publication: its text and main blocks here, the rest deferred to Appendix A."""
+    show(f"{heading} {doc['title']}\n\n*{doc['question']}*")
+    source = ctx.provenance(str(doc["name"]))
+    figures, deferred = 0, 0
     for block in doc.get("blocks", []):
         if block["kind"] == "text":
             show(block["markdown"])
-        elif block["kind"] == "figure":
-            if Path(block["path"]).exists():
-                figure(block["path"], block["caption"])
+        elif block["kind"] == "figure" and Path(block["path"]).exists():
+            md = figure_md(block["path"], block["caption"] + source)
+            if figures < MAIN_FIGURES.get(kind, 1):
+                show(md)
+                figures += 1
+            else:
+                ctx.defer(doc["title"], md)
+                deferred += 1
         elif block["kind"] == "table":
-            show(block["markdown"])
+            md = with_source(block["markdown"], source)
+            if block.get("main"):
+                show(md)
+            else:
+                ctx.defer(doc["title"], md)
+                deferred += 1
+    if deferred:
+        show(f'*Its full tables and further figures are in Appendix A, under "{doc["title"]}".*')
+
+
+def answers(ctx: Context) -> None:
+    """What this study concludes of each seed finding it tested, before anything else."""
+    docs = publications(ctx, ANSWERS)
+    if not docs:
+        return
+    show(
+        "## Answers\n\nEach finding of the seed documents this study reproduces, set against its runs in the seed's "
+        "own condition: what holds, what does not, and what could not be decided (with what it would take). How "
+        "the runs were made is in Setup and Method below; every cell of every finding is in Appendix A."
+    )
+    for doc in docs:
+        _render(ctx, doc, ANSWERS, heading="###")
 
 
 def results(ctx: Context) -> None:
@@ -36,7 +90,7 @@ def results(ctx: Context) -> None:
     shown = 0
     for name in RESULT_ORDER:
         for doc in publications(ctx, name):
-            _render(doc)
+            _render(ctx, doc, name)
             shown += 1
     if not shown:
         show("No analysis notebook has produced results for this study yet.")

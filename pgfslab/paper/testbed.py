@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import queries, report
-from pgfslab.paper.context import PG_TOOLS, Context, show
+from pgfslab.paper.context import PG_TOOLS, Context, lab_commit, show
 from pgfslab.paper.device_baseline import device_setup
 from pgfslab.paper.hosts import setup_hosts
 from pgfslab.records.run_record import CgroupRecord, Dataset, HostFacts, MountFacts, PostgresBuild, RunRecord, WalPlace
@@ -49,16 +49,6 @@ def _facts(ctx: Context) -> dict[str, str]:
     )
     facts["Lab commit"] = lab_commit(list(ctx.records.values()))
     return facts
-
-
-def lab_commit(records: list[RunRecord]) -> str:
-    """The lab commits the runs ran at, short, in order; "unknown" for a run that ran without one recorded.
-    A round the precision target skipped ran no code and records no commit: it is not counted."""
-    ran = [r for r in records if r.status != "skipped"]
-    commits = sorted({(r.git.commit if r.git else None) or "unknown" for r in ran})
-    dirty = any(r.git and r.git.dirty for r in ran)
-    out = ", ".join(c[:12] for c in commits) + (" (uncommitted changes)" if dirty else "")
-    return out + (f" — {len(commits)} commits over the runs" if len(commits) > 1 else "")
 
 
 def _builds(ctx: Context) -> str:
@@ -256,27 +246,34 @@ def setup(ctx: Context) -> None:
         )
     )
     show(
+        "The storage targets, each target's device measured without PostgreSQL, and the PostgreSQL and "
+        "operating-system settings in force are tabulated in Appendix A, under Setup."
+    )
+    ctx.defer(
+        "Setup",
         report.markdown_table(
             _targets_table(ctx),
             caption="Storage targets: file system, device, mount options as "
             "the kernel reported them in force, image size, data set and its bulk-load time, and "
             "per-target extras (PostgreSQL settings, where WAL lives, snapshots).",
-        )
+        ),
     )
     device_setup(ctx)
     if ctx.uses_postgres:
         rec = ctx.first_record(PG_TOOLS)
         settings = report.non_default_settings(rec)
-        show(
+        ctx.defer(
+            "Setup",
             report.markdown_table(
                 settings,
                 caption="PostgreSQL settings that differ from the built-in defaults, as in "
                 "force during the first run (pg_settings).",
-            )
+            ),
         )
         per_wl = [(w, s.postgres_settings) for w, s in ctx.cfg.workloads.items() if s.postgres_settings]
         if per_wl:
-            show(
+            ctx.defer(
+                "Setup",
                 report.markdown_table(
                     pl.DataFrame(
                         {
@@ -285,14 +282,15 @@ def setup(ctx: Context) -> None:
                         }
                     ),
                     caption="PostgreSQL settings of individual workloads (over the study's).",
-                )
+                ),
             )
-    show(
+    ctx.defer(
+        "Setup",
         report.markdown_table(
             _os_table(ctx),
             caption="Operating-system settings in force per workload (vm.* as read "
             "back after applying, page-cache drop before each run) and the memory limit of "
             "PostgreSQL and its clients.",
-        )
+        ),
     )
     setup_hosts(ctx)  # a study from several hosts: every host, and whether their hardware differs

@@ -85,7 +85,8 @@ def _claim_frame(claims: list[Claim]) -> pl.DataFrame:
                 "seed_number": c.seed_number or "–",
                 "expects": expects(c),
                 "quantity": c.quantity,
-                "preconditions": "; ".join(PRECONDITIONS[p] for p in c.preconditions)
+                # named here, defined once in `conditions_legend`
+                "preconditions": ", ".join(c.preconditions)
                 or (f"none: {c.no_preconditions_why}" if c.no_preconditions_why else "–"),
             }
             for c in claims
@@ -116,10 +117,11 @@ def _interval(est: float | None, lo: float | None, hi: float | None, quantity: s
 
 
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
-    """Per tested claim and cell, the seed's own condition first: its role, what was compared, what the claim
-    expects, this lab's estimate with its interval (against A and its A/A twin together, where the study has
-    one), the A/A control itself (the twin against A: the instrument's own difference), the runs per side, the test, the verdict (its sentence) and its notes (a
-    precondition checked with less than today's samplers, a side whose runs were not steady)."""
+    """Per tested claim and cell, the seed's own condition first: its role, what was compared, this lab's estimate
+    with its interval (against A and its A/A twin together, where the study has one), the A/A control itself (the
+    twin against A: the instrument's own difference), the runs per side, the verdict (its sentence) and its notes
+    (a precondition checked with less than today's samplers, a side whose runs were not steady). What each claim
+    expects is said once per claim, in `findings_table`; the test is the same for every ratio (the caption)."""
     df = results.filter(pl.col("role").is_not_null()).join(_claim_frame(claims), on="claim")
     text = [
         _interval(e, lo, hi, q, cov)
@@ -143,7 +145,6 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
             "role",
             # "xfs / ext4 · cell"; one target against itself by its settings; a saving, B's own
             pl.concat_str([pl.col("compared"), pl.lit(" · "), pl.col("cell")]).alias("compared here"),
-            "expects",
             pl.col("here").alias("here [interval]"),
             # the instrument's own difference in this cell: A's identical twin against A (the A/A control)
             "A/A twin/A",
@@ -151,7 +152,6 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
             .then(pl.col("n_b").cast(pl.Utf8))
             .otherwise(pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]))
             .alias("runs"),
-            "test",
             pl.col("verdict_text").alias("verdict"),
             pl.col("unchecked").fill_null("–").alias("notes"),
         )
@@ -190,10 +190,59 @@ def findings_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
             "claim",
             "finding",
             pl.col("seed_number").alias("seed's number"),
-            "preconditions",
+            "expects",
+            pl.col("preconditions").alias("conditions"),
             pl.col("verdict_text").fill_null("–").alias("here (the seed's own condition)"),
             pl.col("context").fill_null(0).alias("context cells"),
         )
+    )
+
+
+def answers_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
+    """The answers at a glance, one short row per finding this study judged: the claim, what the seed said (its
+    number or its direction), this study's estimate in the seed's own condition (the first primary cell, with how
+    many more there are) and the status in a word or two. The sentences, the conditions and every cell are in
+    `verdict_table` and `findings_table`; a finding the study did not reach is left to `untested_sentence`."""
+    status = claim_status(results, claims).filter(~pl.col("status").is_in([NOT_IN_STUDY, "not reproducible here"]))
+    prim = results.filter(pl.col("role").is_in(["primary", OWN_ROLE])).join(
+        _claim_frame(claims).select("claim", "quantity"), on="claim"
+    )
+    first = prim.group_by("claim", maintain_order=True).agg(
+        pl.col("estimate", "lo", "hi", "quantity", "coverage").first(), pl.len().alias("cells")
+    )
+    here = [
+        _interval(e, lo, hi, q, cov) + (f" (+{n - 1} cells)" if n > 1 else "")
+        for e, lo, hi, q, cov, n in zip(
+            first["estimate"],
+            first["lo"],
+            first["hi"],
+            first["quantity"],
+            first["coverage"],
+            first["cells"],
+            strict=True,
+        )
+    ]  # formatting only: one string per claim
+    order = {c.id: i for i, c in enumerate(claims)}
+    return (
+        status.join(first.select("claim").with_columns(pl.Series("here", here, dtype=pl.Utf8)), on="claim", how="left")
+        .join(_claim_frame(claims).select("claim", "seed_number"), on="claim", how="left")
+        .with_columns(pl.col("claim").replace_strict(order, default=len(order)).alias("_order"))
+        .sort("_order")
+        .select(
+            "claim",
+            pl.col("seed_number").alias("seed"),
+            pl.col("here").fill_null("–").alias("here [interval]"),
+            pl.col("status").alias("verdict"),
+        )
+    )
+
+
+def conditions_legend(claims: list[Claim]) -> pl.DataFrame:
+    """Each precondition the claims name, defined once (the findings table names them)."""
+    used = sorted({p for c in claims for p in c.preconditions})
+    return pl.DataFrame(
+        {"condition": used, "what it means, and how it is measured": [PRECONDITIONS[p] for p in used]},
+        schema={"condition": pl.Utf8, "what it means, and how it is measured": pl.Utf8},
     )
 
 
