@@ -158,7 +158,7 @@ def device_results(ctx: Context) -> None:
         figure(
             paths["svg"],
             "Each target's single-client PostgreSQL commit rate beside its device ceiling "
-            "(1 / median fdatasync latency of fio's QD1 8 kB write+fdatasync job).",
+            "(1 / median fdatasync latency of fio's QD1 8 kB write+fdatasync job)." + ctx.provenance(),
         )
 
 

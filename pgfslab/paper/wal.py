@@ -241,7 +241,7 @@ def wal_results(ctx: Context) -> None:
         figure(
             paths["svg"],
             "Commits per WAL flush of each run (dots; the run ids are in wal_flushes.parquet and the figure's "
-            "tooltips) and each cell's median (tick), per client count.",
+            "tooltips) and each cell's median (tick), per client count." + ctx.provenance(),
         )
     if apart:
         ctx.tables_dir.mkdir(parents=True, exist_ok=True)
@@ -265,5 +265,5 @@ def wal_results(ctx: Context) -> None:
         figure(
             paths["svg"],
             "Write IOPS of each device, the WAL device apart from the data device (median of the cell's runs "
-            "with its distribution-free interval).",
+            "with its distribution-free interval)." + ctx.provenance(),
         )
