@@ -257,7 +257,7 @@ def test_a_cell_off_the_seeds_regime_says_what_was_measured() -> None:
         "not a magnetic-class device: the data device does 12,000 random 8 kB reads/s at QD1 (device baseline; a "
         "magnetic disk does 100-200)",
         "at most 2 snapshots alive at once (the talk kept 3 alive)",
-        "side A's runs span no checkpoint (median 0 completed per run)",
+        "side A's runs span no checkpoint (median 0 started or completed per run)",
     ]
     # the same cell with the sides swapped: B's idle device and unsteady runs are the response under test,
     # and do not silence a reference side that was I/O-bound and steady

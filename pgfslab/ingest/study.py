@@ -30,10 +30,10 @@ from pgfslab.ingest.run_rows import run_params, run_row, target_row
 from pgfslab.ingest.schema import DEVICE_BASELINES, RUN_PARAMS, RUNS, STUDY, TARGETS, create_schema
 from pgfslab.records import run_record
 
-# Files of a run folder that are records, not logs: provenance (run.json), the server's log (read
-# by notebooks from the raw folder), the runners' own diagnostics (sysbench and fsmicro print only
-# errors and parameters on stderr; their failures are in run.json), and copies of pgbench scripts.
-RUN_FILES_SKIPPED = {"run.json", "run.incomplete.json", "postgresql.log", "sysbench.stderr", "fsmicro.stderr"}
+# Files of a run folder that are records, not logs: provenance (run.json), the runners' own diagnostics
+# (sysbench and fsmicro print only errors and parameters on stderr; their failures are in run.json), and copies
+# of pgbench scripts. The server's log is read for its checkpoints (pg_log).
+RUN_FILES_SKIPPED = {"run.json", "run.incomplete.json", "sysbench.stderr", "fsmicro.stderr"}
 
 
 def _run_files(rdir: Path) -> Iterable[Path]:

@@ -56,6 +56,7 @@ snapshots           snapshots             the btrfs snapshot scheduler's log (``
 fio                 fio_job, fio_text     fio ``--output-format=json`` reports of the device baseline
 pg-test-fsync       pg_test_fsync,        pg_test_fsync's stdout, 9.1-17 (ops/s, usecs/op from 9.3)
                     pg_test_fsync_unrecognised
+pg-log              pg_checkpoints        the server log of a run (``postgresql.log``): its checkpoints
 =================== ===================== ==========================================================
 """
 
@@ -192,6 +193,11 @@ FORMATS.update({m.NAME: m for m in (pgstat, pgstat_io, pg_aios, fsmicro_ops, btr
 from pgfslab.ingest.parsers import fio, pg_test_fsync  # noqa: E402
 
 FORMATS.update({m.NAME: m for m in (fio, pg_test_fsync)})
+
+# The server's own log, by its name in a run folder (its checkpoints: pgfslab.ingest.parsers.pg_log).
+from pgfslab.ingest.parsers import pg_log  # noqa: E402
+
+FORMATS.update({pg_log.NAME: pg_log})
 
 
 def units_of(table: str) -> dict[str, str | None]:
