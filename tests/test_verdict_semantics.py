@@ -553,6 +553,14 @@ def test_read_wait_in_checkpoint_seconds_against_the_others_by_hand() -> None:
                            "buffers_checkpoint_delta": [0, 0, 50, 30]})  # fmt: skip
     row = regime.checkpoint_read_wait(disk, pgstat).row(0, named=True)
     assert (row["read_await_ckpt"], row["read_await_quiet"]) == (pytest.approx(4.0), pytest.approx(1.0))
+    # the same seconds from the server log, where the checkpoint outlasted the run (no end, no counter rise):
+    # PostgreSQL 15 counts a checkpoint once it completes, so pg_stat alone sees nothing
+    flat = pgstat.with_columns(pl.lit(0).alias("buffers_checkpoint_delta"))
+    quiet = regime.checkpoint_read_wait(disk, flat).row(0, named=True)
+    assert quiet["read_await_ckpt"] is None and quiet["read_await_quiet"] == pytest.approx(180 / 60)
+    log = pl.DataFrame({"run_id": ["r"], "start_s": [12.5], "end_s": [None]}, schema_overrides={"end_s": pl.Float64})
+    row = regime.checkpoint_read_wait(disk, flat, log).row(0, named=True)
+    assert (row["read_await_ckpt"], row["read_await_quiet"]) == (pytest.approx(4.0), pytest.approx(1.0))
     # the claim sets each run's checkpoint seconds (side B) against its other seconds (side A)
     rows = [
         r | {"read_await_ckpt": 4.0 + i / 10, "read_await_quiet": 1.0 + i / 10}

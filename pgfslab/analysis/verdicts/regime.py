@@ -53,6 +53,7 @@ Poisson-binomial p (`steady_test`); evaluate controls the family of a claim's ce
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,31 +233,63 @@ def device_measures(samples: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def checkpoint_read_wait(samples: pl.DataFrame, pgstat: pl.DataFrame) -> pl.DataFrame:
+def checkpoint_read_wait(
+    samples: pl.DataFrame, pgstat: pl.DataFrame, windows: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per run: the data device's read await (read ms / reads, as iostat's r_await) over the sampled seconds
-    in which the checkpointer wrote buffers (pg_stat_bgwriter's buffers_checkpoint rose since the previous
-    pg_stat sample: PostgreSQL 15 reports a checkpoint's writes while it runs) and over the other seconds:
-    `read_await_ckpt` and `read_await_quiet` (seed 004's "first a checkpoint, then elevated read wait")."""
+    in which a checkpoint of the workload ran and over the other seconds: `read_await_ckpt` and
+    `read_await_quiet` (seed 004's "first a checkpoint, then elevated read wait").
+
+    A checkpoint's seconds are, where the run's server log gave them (`windows`: run_id, start_s, end_s in epoch
+    seconds, end_s null for one the log ended in), from its start to its end; else the seconds after which
+    pg_stat_bgwriter's buffers_checkpoint rose (`pgstat`), which PostgreSQL 15 reports only once a checkpoint
+    completes: a checkpoint that outlasts the run leaves no such second."""
     schema = {"run_id": pl.Utf8, "read_await_ckpt": pl.Float64, "read_await_quiet": pl.Float64}
-    if samples.height == 0 or pgstat.height == 0 or "buffers_checkpoint_delta" not in pgstat.columns:
+    if samples.height == 0:
         return pl.DataFrame(schema=schema)
-    per_second = samples.sort("run_id", "epoch_s").with_columns(
-        pl.col("reads_completed").diff().over("run_id").alias("reads"),
-        pl.col("read_ms").diff().over("run_id").alias("ms"),
-    )
-    marks = (
-        pgstat.select(
-            "run_id", pl.col("epoch_s").cast(pl.Float64), (pl.col("buffers_checkpoint_delta") > 0).alias("ckpt")
+    per_second = (
+        samples.sort("run_id", "epoch_s")
+        .with_columns(
+            pl.col("reads_completed").diff().over("run_id").alias("reads"),
+            pl.col("read_ms").diff().over("run_id").alias("ms"),
         )
-        .drop_nulls()
-        .sort("run_id", "epoch_s")
+        .drop_nulls("reads")
     )
-    # both sides are sorted by run and time above (polars cannot check that within `by` groups)
-    joined = (
-        per_second.drop_nulls("reads")
-        .join_asof(marks, on="epoch_s", by="run_id", strategy="nearest", tolerance=1.0, check_sortedness=False)
-        .drop_nulls("ckpt")
-    )
+    logged = windows if windows is not None and windows.height else None
+    parts = []
+    if logged is not None:
+        in_log = per_second.join(logged.select("run_id").unique(), on="run_id", how="semi")
+        flagged = (
+            in_log.select("run_id", "epoch_s")
+            .join(logged, on="run_id", how="inner")
+            .with_columns(
+                (
+                    (pl.col("epoch_s") >= pl.col("start_s"))
+                    & (pl.col("epoch_s") <= pl.col("end_s").fill_null(math.inf))
+                ).alias("ckpt")
+            )
+            .group_by("run_id", "epoch_s")
+            .agg(pl.col("ckpt").any())
+        )
+        parts.append(in_log.join(flagged, on=["run_id", "epoch_s"], how="left"))
+        per_second = per_second.join(logged.select("run_id").unique(), on="run_id", how="anti")
+    if pgstat.height and "buffers_checkpoint_delta" in pgstat.columns and per_second.height:
+        marks = (
+            pgstat.select(
+                "run_id", pl.col("epoch_s").cast(pl.Float64), (pl.col("buffers_checkpoint_delta") > 0).alias("ckpt")
+            )
+            .drop_nulls()
+            .sort("run_id", "epoch_s")
+        )
+        # both sides are sorted by run and time above (polars cannot check that within `by` groups)
+        parts.append(
+            per_second.join_asof(
+                marks, on="epoch_s", by="run_id", strategy="nearest", tolerance=1.0, check_sortedness=False
+            ).drop_nulls("ckpt")
+        )
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    joined = pl.concat(parts, how="diagonal_relaxed")
     return joined.group_by("run_id").agg(
         (pl.col("ms").filter(pl.col("ckpt")).sum() / pl.col("reads").filter(pl.col("ckpt")).sum().replace(0, None))
         .cast(pl.Float64).alias("read_await_ckpt"),
@@ -315,6 +348,28 @@ def steadiness(series: pl.DataFrame, trim_s: float) -> pl.DataFrame:
     return steady.join(n, on="run_id", how="left").cast(schema)  # type: ignore[arg-type]
 
 
+# a checkpoint of the workload: timed or requested by WAL volume (`xlog` before PostgreSQL 10); not the lab's own
+# forced one before the measured window, nor the shutdown checkpoint
+WORKLOAD_CHECKPOINT = r"\b(time|wal|xlog)\b"
+
+
+def checkpoint_windows(db: str, study: str) -> pl.DataFrame:
+    """The workload's checkpoints in each successful run's server log: run_id, start_s, end_s (epoch seconds;
+    end_s null for one the log ended in)."""
+    schema = {"run_id": pl.Utf8, "start_s": pl.Float64, "end_s": pl.Float64}
+    if not data.has_table(db, "pg_checkpoints"):
+        return pl.DataFrame(schema=schema)
+    return data.frame(
+        db,
+        """
+        SELECT c.run_id, epoch(c.start_ts)::DOUBLE AS start_s, epoch(c.end_ts)::DOUBLE AS end_s
+        FROM pg_checkpoints c JOIN runs r USING (run_id)
+        WHERE r.study = ? AND r.status = 'ok' AND c.start_ts IS NOT NULL
+          AND regexp_matches(lower(coalesce(c.reason, '')), ?)""",
+        [study, WORKLOAD_CHECKPOINT],
+    ).cast(schema)  # type: ignore[arg-type]
+
+
 def checkpoints_started(db: str, study: str) -> pl.DataFrame:
     """Per run with a server log: the checkpoints that started during it, timed or requested by WAL volume
     (`time`, `wal`; `xlog` before PostgreSQL 10), completed or not: run_id, checkpoints_started. The lab's own
@@ -327,9 +382,9 @@ def checkpoints_started(db: str, study: str) -> pl.DataFrame:
         """
         SELECT c.run_id, count(*)::BIGINT AS checkpoints_started
         FROM pg_checkpoints c JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' AND regexp_matches(lower(coalesce(c.reason, '')), '\\b(time|wal|xlog)\\b')
+        WHERE r.study = ? AND r.status = 'ok' AND regexp_matches(lower(coalesce(c.reason, '')), ?)
         GROUP BY c.run_id""",
-        [study],
+        [study, WORKLOAD_CHECKPOINT],
     )
 
 
@@ -342,7 +397,8 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
     disk = _diskstats(db, study, recs)
     dev = device_measures(disk)
     pgs = data.pgstat(db, study)
-    dev = dev.join(checkpoint_read_wait(disk, pgs), on="run_id", how="left") if dev.height else dev
+    windows = checkpoint_windows(db, study)
+    dev = dev.join(checkpoint_read_wait(disk, pgs, windows), on="run_id", how="left") if dev.height else dev
     if series is None:
         try:
             series = data.throughput(db, study)
