@@ -37,7 +37,7 @@ class Page:
 @dataclass(frozen=True)
 class PageReport:
     pages: list[Page]
-    text_right: float  # the text block's right edge (the title page's rightmost ink)
+    text_right: float  # the text block's right edge: the median page's rightmost ink (the running header's end)
 
     @property
     def main_pages(self) -> int:
@@ -111,4 +111,6 @@ def check(pdf: Path) -> PageReport:
                 appendix=in_appendix,
             )
         )
-    return PageReport(pages=pages, text_right=pages[0].ink_right if pages else 1.0)
+    # most pages reach the text block's right edge (the running header, justified text); a title page may not
+    edge = float(np.median([p.ink_right for p in pages])) if pages else 1.0
+    return PageReport(pages=pages, text_right=edge)

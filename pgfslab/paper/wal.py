@@ -219,23 +219,25 @@ def wal_results(ctx: Context) -> None:
             )
         )
         table = flush_table(per_run, labels)
-        show(
+        ctx.defer(
+            "WAL flushes and the WAL device",
             report.markdown_table(
                 table,
                 digits={"commits/s": 0, "full-page images %": 1, "ms per WAL sync": 3},
                 caption="Commits per WAL flush and WAL bytes per commit, median [interval] of each cell's runs; "
                 "per-run values with their run ids in wal_flushes.parquet beside the study's tables.",
-            )
+            ),
         )
         comp = comparison_table(per_run, ctx.baseline, labels, alpha)
         if comp.height:
-            show(
+            ctx.defer(
+                "WAL flushes and the WAL device",
                 report.markdown_table(
                     comp,
                     caption=f"Commits per WAL flush against {labels.get(ctx.baseline, ctx.baseline)}, per cell: "
                     "medians with their intervals, the change (`~`: not significant), exact Mann-Whitney p "
                     f"Holm-adjusted over the table, α = {alpha}.",
-                )
+                ),
             )
         paths = charts.save_chart(flush_chart(per_run, labels), ctx.figures_dir / "wal_commits_per_flush")
         figure(
@@ -253,13 +255,14 @@ def wal_results(ctx: Context) -> None:
             "PGDATA has one device for both (`data+WAL`). Rates are over each run's sampled interval; write await "
             "is the mean time per completed write (iostat's w_await)."
         )
-        show(
+        ctx.defer(
+            "WAL flushes and the WAL device",
             report.markdown_table(
                 device_table(io, labels),
                 digits={"flushes/s": 0},
                 caption="Writes on the data device and on the WAL device, each on its own: median [interval] of the "
                 "cell's runs; per-run values with their run ids in wal_device.parquet beside the study's tables.",
-            )
+            ),
         )
         paths = charts.save_chart(device_chart(io, labels), ctx.figures_dir / "wal_device")
         figure(
