@@ -95,7 +95,8 @@ def version(impl: str | None = None) -> str | None:
     impl = impl or implementation()
     if impl == "openzfs":
         r = subprocess.run([tool("zfs"), "version"], capture_output=True, text=True)
-        return (r.stdout.strip().splitlines() or [None])[0]
+        lines = r.stdout.strip().splitlines()
+        return lines[0] if lines else None
     dpkg = shutil.which("dpkg-query", path=SYSTEM_PATH)
     if dpkg:
         r = subprocess.run([dpkg, "-W", "-f", "${Version}", "zfs-fuse"], capture_output=True, text=True)

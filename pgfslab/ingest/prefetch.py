@@ -28,7 +28,9 @@ def _parse(path: Path, fmt: str | None) -> tuple[str, dict[str, pl.DataFrame]] |
     read otherwise (DuckDB's direct loaders read the big per-transaction logs themselves) or whose format is
     unknown."""
     fmt = fmt or parsers.detect_format(path)
-    mod = parsers.FORMATS.get(fmt) if fmt is not None else None
+    if fmt is None:
+        return None
+    mod = parsers.FORMATS.get(fmt)
     if mod is None or getattr(mod, "load_direct", None) is not None:
         return None
     return fmt, parsers.parse(path, fmt)

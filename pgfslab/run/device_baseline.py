@@ -144,7 +144,7 @@ def probe_direct(directory: str | Path) -> tuple[bool, str]:
 
 def probe_ioengine(directory: str | Path, direct: bool, wrap: Wrap | None = None) -> tuple[str, list[str]]:
     """The first of libaio, io_uring that runs a tiny fio job here; else psync (with notes why)."""
-    notes = []
+    notes: list[str] = []
     fname = str(Path(directory) / f"{DATA_PREFIX}probe-engine")
     try:
         for eng in ENGINES:

@@ -206,7 +206,9 @@ def scale_of(conn: psycopg.Connection) -> int:
 
 def sums(conn: psycopg.Connection) -> dict[str, int]:
     row = conn.execute(SUMS_SQL).fetchone()
-    return dict(zip(SUM_KEYS, (int(v) for v in row)))
+    if row is None:  # an aggregate always returns its row: a server that returned none is broken
+        raise RuntimeError("the durability sums returned no row")
+    return dict(zip(SUM_KEYS, (int(v) for v in row), strict=True))
 
 
 def settings(conn: psycopg.Connection) -> dict[str, str]:

@@ -107,8 +107,8 @@ def resolve(name: str) -> Zone | None:
     if name.upper() in ABBREVIATIONS and name.isupper():
         minutes = ABBREVIATIONS[name.upper()]
         return Zone(f"{name} ({_fmt(minutes)})", offset_min=minutes)
-    minutes = offset(name)
-    return None if minutes is None else Zone(f"{name} ({_fmt(minutes)})", offset_min=minutes)
+    parsed = offset(name)
+    return None if parsed is None else Zone(f"{name} ({_fmt(parsed)})", offset_min=parsed)
 
 
 def why_not(name: str) -> str:
