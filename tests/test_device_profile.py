@@ -318,3 +318,22 @@ def test_the_setup_table_states_the_disk_model_from_the_records():
     for said in ("emulated disk `constellation-7200`", "7200 rpm", "0.5/8.0/17.35 ms read", "0.7/8.4/17.82 write",
                  "0.2 ms overhead", "142-75 MB/s", "no write cache", "random 8 kB read 12.3"):  # fmt: skip
         assert said in label, said
+
+
+def test_a_target_that_only_holds_the_others_wal_is_no_baseline(tmp_path: Path) -> None:
+    """btrfs-hdd's first target, ext4-ssd, holds the emulated targets' WAL and runs no cell: a notebook that took
+    the config's first target as the baseline found no run of it and failed (variance_significance)."""
+    import duckdb
+
+    from pgfslab.analysis import queries
+    from pgfslab.ingest.schema import create_schema
+
+    db = tmp_path / "h.duckdb"
+    with duckdb.connect(str(db)) as con:
+        create_schema(con)
+        cfg = (REPO / "config" / "btrfs-hdd.yaml").read_text()
+        con.execute("INSERT INTO study (study, title, authors, config_yaml) VALUES ('btrfs-hdd', 't', '[]', ?)", [cfg])
+        con.execute("INSERT INTO runs (run_id, study, target, status) VALUES ('a', 'btrfs-hdd', 'btrfs', 'ok'), "
+                    "('b', 'btrfs-hdd', 'ext4', 'ok')")  # fmt: skip
+    assert queries.target_names(str(db), "btrfs-hdd")[0] == "ext4-ssd"
+    assert queries.baseline_target(str(db), "btrfs-hdd") == "ext4"

@@ -82,11 +82,13 @@ def in_config_order(
 
 
 def baseline_target(db: str | Path, study: str, targets: Sequence[str] | None = None) -> str:
-    """The comparison baseline: the first target of the config (among `targets`)."""
+    """The comparison baseline: the first target of the config (among `targets`) that ran; a target that ran no
+    cell (one that only holds the others' WAL, `wal_on`) is no baseline."""
     names = target_names(db, study, targets)
     if not names:
         raise MissingData("no targets in this study database")
-    return names[0]
+    ran = set(frame(db, "SELECT DISTINCT target FROM runs WHERE study = ?", [study])["target"].to_list())
+    return next((t for t in names if t in ran), names[0])
 
 
 def run_records(
