@@ -11,6 +11,7 @@ higher is better).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,9 +169,28 @@ def show(text: str) -> None:
     display(Markdown(text))
 
 
+# the tallest a figure may be drawn, as a share of the text's width: at the text's width a tall, narrow chart took
+# a page of its own and left a hole on the page before it (paper.typ draws every figure at the text's width)
+MAX_ASPECT = 0.7
+
+
+def figure_width(path: Path | str) -> str | None:
+    """A narrower width for a chart taller than MAX_ASPECT of its width (from the SVG's own size), else None."""
+    try:
+        head = Path(path).read_text(errors="replace")[:2000]
+    except OSError:
+        return None
+    size = re.search(r'<svg[^>]*?\bwidth="([0-9.]+)[a-z]*"[^>]*?\bheight="([0-9.]+)[a-z]*"', head, re.S)
+    if size is None or float(size[1]) <= 0:
+        return None
+    aspect = float(size[2]) / float(size[1])
+    return f"{max(35, int(100 * MAX_ASPECT / aspect))}%" if aspect > MAX_ASPECT else None
+
+
 def figure_md(path: Path | str, caption: str) -> str:
     """A numbered figure with its caption (pandoc implicit figure: an image alone in a paragraph)."""
-    return f"![{caption}]({Path(path).as_posix()})"
+    width = figure_width(path)
+    return f"![{caption}]({Path(path).as_posix()})" + (f"{{width={width}}}" if width else "")
 
 
 def figure(path: Path | str, caption: str) -> None:
