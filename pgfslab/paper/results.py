@@ -116,8 +116,15 @@ def published(ctx: Context) -> None:
         return
     for doc in docs:
         show(f"*{doc['question']}*")
+        source = ctx.provenance(str(doc["name"]))
+        tables = 0
         for block in doc.get("blocks", []):
             if block["kind"] == "figure" and Path(block["path"]).exists():
-                figure(block["path"], block["caption"])
-            elif block["kind"] in ("text", "table"):
+                figure(block["path"], block["caption"] + source)
+            elif block["kind"] == "text":
                 show(block["markdown"])
+            elif block["kind"] == "table":  # the numbers behind the figure, side by side: Appendix A
+                ctx.defer("Comparison with published results", with_source(block["markdown"], source))
+                tables += 1
+        if tables:
+            show('*The numbers side by side are in Appendix A, under "Comparison with published results".*')
