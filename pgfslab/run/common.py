@@ -1,5 +1,6 @@
-"""What every stage that touches the machine shares: the run.json schema version, JSON writing, where WAL lives,
-copying the server log, progress lines, and the disk-full diagnosis.
+"""What every stage that touches the machine shares: the schema version of target.json and baseline.json (run.json's
+is the typed record's, pgfslab.records.run_record), JSON writing, where WAL lives, copying the server log, progress
+lines, and the disk-full diagnosis.
 """
 
 from __future__ import annotations
