@@ -8,16 +8,17 @@ warm-up (MSER-5); `checkpoint_attribution` says how much of the variation falls 
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import math
-import re
 from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
 import polars as pl
 from scipy import stats as sps
+
+# the server log line's grammar, defined once: the ingest reads the same lines into pg_checkpoints
+from pgfslab.ingest.parsers import pg_log
 
 CIMethod = Literal["block-bootstrap", "neff-ar1", "neff-acf", "iid"]
 
@@ -377,27 +378,6 @@ def apply_steady_state(
 
 # ---------------------------------------------------------------------------- checkpoints
 
-_CKPT = re.compile(
-    r"^(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s*(?P<tz>[A-Za-z]{1,5}|[+-]\d{2}(?::?\d{2})?)?\s.*?"
-    r"LOG:\s+(?P<kind>checkpoint|restartpoint) (?P<what>starting|complete)(?::\s*(?P<rest>.*))?$"
-)
-_TOTAL = re.compile(r"total=(?P<total>[0-9.]+) s")
-_WROTE = re.compile(r"wrote (?P<buffers>\d+) buffers")
-_PHASES = re.compile(r"write=(?P<write>[0-9.]+) s, sync=(?P<sync>[0-9.]+) s")
-
-
-def _epoch(ts: str, tz: str | None) -> float:
-    t = dt.datetime.fromisoformat(ts.replace(" ", "T"))
-    if tz is None or tz.upper() in ("UTC", "GMT", "Z"):
-        off = dt.timedelta(0)
-    elif tz[0] in "+-":
-        digits = tz[1:].replace(":", "")
-        off = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
-        off = off if tz[0] == "+" else -off
-    else:
-        raise ValueError(f"log time zone {tz!r} is ambiguous: set log_timezone = 'UTC' (or a numeric offset)")
-    return (t.replace(tzinfo=dt.timezone(off))).timestamp()
-
 
 def checkpoint_windows_from_log(text: str, run_start_epoch: float) -> pl.DataFrame:
     """Checkpoint windows from a PostgreSQL (15) server log with log_checkpoints = on.
@@ -412,10 +392,10 @@ def checkpoint_windows_from_log(text: str, run_start_epoch: float) -> pl.DataFra
     rows: list[dict[str, object]] = []
     open_row: dict[str, object] | None = None
     for line in text.splitlines():  # a log file, not per-second data
-        m = _CKPT.match(line.strip())
+        m = pg_log.LINE.match(line.strip())
         if not m:
             continue
-        t = _epoch(m["ts"], m["tz"]) - run_start_epoch
+        t = pg_log.epoch(m["ts"], m["tz"]) - run_start_epoch
         rest = m["rest"] or ""
         if m["what"] == "starting":
             if open_row is not None:
@@ -431,9 +411,9 @@ def checkpoint_windows_from_log(text: str, run_start_epoch: float) -> pl.DataFra
                 "complete": False,
             }
             continue
-        total = _TOTAL.search(rest)
-        wrote = _WROTE.search(rest)
-        phases = _PHASES.search(rest)
+        total = pg_log.TOTAL.search(rest)
+        wrote = pg_log.WROTE.search(rest)
+        phases = pg_log.PHASES.search(rest)
         row = open_row or {"start_s": t - float(total["total"]) if total else None, "reason": None}
         row.update(
             {
