@@ -5,7 +5,7 @@
 # back, and do checkpoints line up with the dips in throughput (seeds 000 and 004)? `Dirty` and
 # `Writeback` from /proc/meminfo are drawn over one run per cell (the repeat with the median throughput);
 # checkpoints are shaded, from the server log's `checkpoint starting` to `checkpoint complete` lines (the
-# raw folder keeps `postgresql.log`), or marked where the pg_stat sampler saw the checkpoint counters grow.
+# `pg_checkpoints` table, ingested from each run's `postgresql.log`), or marked where the pg_stat sampler saw the checkpoint counters grow.
 # The table gives, per run, the share of the throughput variance that falls in checkpoint windows next to
 # the share of time they cover (`stats.checkpoint_attribution`).
 
@@ -19,7 +19,6 @@ alpha = 0.05
 trim_s = 2.0
 figures_dir = "figures/default"
 tables_dir = "build/default/tables"
-raw_dir = "data/raw"  # the folder holding <study>/<run-id>/postgresql.log
 
 # %%
 import polars as pl
@@ -30,10 +29,6 @@ from pgfslab.analysis.answers import dirty_memory
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
-
-from pgfslab.paths import in_lab
-
-raw_dir = in_lab(raw_dir)
 
 # %%
 mem = data.require(
@@ -55,8 +50,8 @@ pgs = data.pgstat(db, study, targets)
 
 # %%
 # checkpoint windows per run, on the samplers' clock, within the benchmark (shutdown checkpoints left out)
-logs, origin = data.server_logs(db, study, raw_dir), data.run_clock_origin(db, study)
-windows = dirty_memory.checkpoint_windows(mem, tps, logs, origin, pgs)
+logged, origin = data.checkpoint_log(db, study, targets), data.run_clock_origin(db, study)
+windows = dirty_memory.checkpoint_windows(mem, tps, logged, origin, pgs)
 ckpt_source = ", ".join(sorted(set(windows["from"].to_list())))
 
 # %% [markdown]

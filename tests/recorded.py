@@ -133,7 +133,7 @@ def papermill(notebook: str, out: Path, params: dict[str, object]) -> tuple[int,
 def _execute(st: Study, job: registry.Job) -> Execution:
     out = workdir() / "executed" / st.name / f"{job.name}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    params = job.parameters(st.typed, db=st.db, figures_dir=st.figures, tables_dir=st.tables, raw_dir=st.raw.parent)
+    params = job.parameters(st.typed, db=st.db, figures_dir=st.figures, tables_dir=st.tables)
     rc, log = papermill(job.notebook, out, params)
     return Execution(job.notebook, job.name, st.name, out, rc, log)
 

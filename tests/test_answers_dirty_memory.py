@@ -8,12 +8,19 @@ import pytest
 from pgfslab.analysis.answers import dirty_memory
 
 T0 = 1_704_067_200.0  # 2024-01-01 00:00:00 UTC: both runs' samplers start here
-LOG = """\
-2024-01-01 00:00:02.000 UTC [7] LOG:  checkpoint starting: time
-2024-01-01 00:00:03.000 UTC [7] LOG:  checkpoint complete: wrote 10 buffers (0.1%); write=0.5 s, sync=0.1 s, total=1.0 s
-2024-01-01 00:00:03.500 UTC [7] LOG:  checkpoint starting: shutdown immediate
-2024-01-01 00:00:10.000 UTC [7] LOG:  checkpoint starting: time
-"""
+
+
+def logged() -> pl.DataFrame:
+    """r1's server log, as `queries.checkpoint_log` gives it: a timed checkpoint 2 s .. 3 s, the shutdown one at
+    3.5 s, and a timed one at 10 s that the log ended in; r2 kept no log."""
+    return pl.DataFrame(
+        {
+            "run_id": ["r1"] * 3,
+            "start_epoch": [T0 + 2, T0 + 3.5, T0 + 10],
+            "end_epoch": [T0 + 3, None, None],
+            "reason": ["time", "shutdown immediate", "time"],
+        }
+    )
 
 
 def meminfo() -> pl.DataFrame:
@@ -54,7 +61,7 @@ def pgstat() -> pl.DataFrame:
 
 
 def windows() -> pl.DataFrame:
-    return dirty_memory.checkpoint_windows(meminfo(), throughput(), {"r1": LOG}, {"r1": T0, "r2": T0}, pgstat())
+    return dirty_memory.checkpoint_windows(meminfo(), throughput(), logged(), {"r1": T0, "r2": T0}, pgstat())
 
 
 def test_benchmark_ends() -> None:
@@ -73,7 +80,7 @@ def test_checkpoint_windows_from_log_and_pgstat() -> None:
 
 
 def test_checkpoint_windows_without_any_source() -> None:
-    w = dirty_memory.checkpoint_windows(meminfo(), throughput(), {}, {}, pl.DataFrame())
+    w = dirty_memory.checkpoint_windows(meminfo(), throughput(), logged().clear(), {}, pl.DataFrame())
     assert w.height == 0 and w.schema == pl.Schema(dirty_memory.WINDOW_SCHEMA)
 
 

@@ -720,16 +720,14 @@ def test_runs_as_jupyterlab_runs_it_with_repository_relative_paths(
     rel = Path("data") / "work" / "pytest-jupyterlab" / notebook
     root = recorded.REPO / rel
     shutil.rmtree(root, ignore_errors=True)
-    (root / "raw").mkdir(parents=True)
-    shutil.copy(s.db, root / "study.duckdb")
-    shutil.copytree(s.raw, root / "raw" / s.study)
+    root.mkdir(parents=True)
+    shutil.copy(s.db, root / "study.duckdb")  # the database alone: no notebook reads the raw folder
     nb = nbformat.read(recorded.NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     workload = next(iter(registry.series_workloads(s.typed)))
     params.source += (
         f"\ndb = {str(rel / 'study.duckdb')!r}\nstudy = {s.study!r}\nworkload = {workload!r}\n"
         f"figures_dir = {str(rel / 'figures')!r}\ntables_dir = {str(rel / 'tables')!r}\n"
-        f"raw_dir = {str(rel / 'raw')!r}\n"
     )
     assert "PYTHONPATH" not in __import__("os").environ
     try:

@@ -719,40 +719,6 @@ def test_apply_steady_state_records_what_was_trimmed():
 
 # ------------------------------------------------------------------ checkpoints
 
-PG_LOG = """\
-2026-11-23 07:30:55.001 UTC [1234] LOG:  checkpoint complete: wrote 10 buffers (0.1%); 0 WAL file(s) added, 0 removed, 0 recycled; write=1.0 s, sync=0.5 s, total=2.0 s; sync files=3, longest=0.1 s, average=0.0 s; distance=1 kB, estimate=1 kB
-2026-11-23 07:31:02.123 UTC [1234] LOG:  checkpoint starting: time
-2026-11-23 07:31:10.000 UTC [999] LOG:  duration: 1.2 ms  statement: SELECT 1
-2026-11-23 07:31:29.223 UTC [1234] LOG:  checkpoint complete: wrote 1234 buffers (7.5%); 0 WAL file(s) added, 0 removed, 1 recycled; write=26.9 s, sync=0.1 s, total=27.1 s; sync files=12, longest=0.1 s, average=0.0 s; distance=12345 kB, estimate=23456 kB
-2026-11-23 07:31:40.500 UTC [1234] LOG:  checkpoint starting: wal
-"""
-
-
-def test_checkpoint_windows_from_log():
-    import datetime as dt
-
-    start = dt.datetime(2026, 11, 23, 7, 30, 50, tzinfo=dt.UTC).timestamp()
-    w = stats.checkpoint_windows_from_log(PG_LOG, start).to_dicts()
-    assert len(w) == 3
-    assert w[0]["start_s"] == pytest.approx(3.001) and w[0]["end_s"] == pytest.approx(5.001)  # from total=
-    assert w[1] == {
-        "start_s": pytest.approx(12.123),
-        "end_s": pytest.approx(39.223),
-        "reason": "time",
-        "buffers": 1234,
-        "write_s": 26.9,
-        "sync_s": 0.1,
-        "total_s": 27.1,
-        "complete": True,
-    }
-    assert w[2]["start_s"] == pytest.approx(50.5) and w[2]["end_s"] is None and w[2]["complete"] is False
-    # numeric offsets are understood; a named non-UTC zone is refused rather than guessed
-    shifted = PG_LOG.replace(" UTC ", " +01 ")
-    w1 = stats.checkpoint_windows_from_log(shifted, start - 3600)
-    assert w1["start_s"].to_list()[1] == pytest.approx(12.123)
-    with pytest.raises(ValueError, match="ambiguous"):
-        stats.checkpoint_windows_from_log(PG_LOG.replace(" UTC ", " CET "), start)
-
 
 def test_checkpoint_attribution_hand_worked():
     # 10 one-second samples; a checkpoint from 3.5 to 6.0 s touches the samples at t = 4, 5, 6

@@ -78,9 +78,7 @@ class Job:
             "publication": f"build/{study}/tables/{self.name}.json",
         }
 
-    def parameters(
-        self, study: Study, *, db: Path, figures_dir: Path, tables_dir: Path, raw_dir: Path
-    ) -> dict[str, Any]:
+    def parameters(self, study: Study, *, db: Path, figures_dir: Path, tables_dir: Path) -> dict[str, Any]:
         """The papermill parameters (paths absolute, so the kernel's working directory never matters)."""
         a = study.analysis
         out: dict[str, Any] = {
@@ -95,8 +93,6 @@ class Job:
             out["workload"] = self.workload
         if self.notebook == "throughput_stability":
             out["moving_average_s"] = a.moving_average_s
-        if self.notebook == "dirty_memory_checkpoints":
-            out["raw_dir"] = str(Path(raw_dir).absolute())
         return out | self.extra
 
 

@@ -56,7 +56,6 @@ def cmd_notebook(args: argparse.Namespace) -> int:
         db=args.db or Path(f"data/{name}.duckdb"),
         figures_dir=args.figures or Path(f"figures/{name}"),
         tables_dir=args.tables or Path(f"build/{name}/tables"),
-        raw_dir=args.raw or Path("data/raw"),
     )
     execute.run(job, params, args.out)
     print(f"{args.out}: executed ({job.source.name})")
@@ -254,7 +253,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", type=Path, help="default data/<study>.duckdb")
     p.add_argument("--figures", type=Path, help="default figures/<study>")
     p.add_argument("--tables", type=Path, help="default build/<study>/tables")
-    p.add_argument("--raw", type=Path, help="the folder holding data/raw/<study>/ (default data/raw)")
     p.set_defaults(func=cmd_notebook)
 
     p = sub.add_parser("ingest-study", help="(re)build data/<study>.duckdb from data/raw/<study>/, atomically")

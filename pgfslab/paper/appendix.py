@@ -54,10 +54,7 @@ def appendix(ctx: Context) -> None:
     for name in [ANSWERS, *RESULT_ORDER, PUBLISHED]:
         for doc in publications(ctx, name):
             wl = str(doc["name"]).removeprefix(name).lstrip("-")
-            extra = {
-                "throughput_stability": f" -p moving_average_s {a.moving_average_s}",
-                "dirty_memory_checkpoints": " -p raw_dir data/raw",
-            }.get(name, "")
+            extra = {"throughput_stability": f" -p moving_average_s {a.moving_average_s}"}.get(name, "")
             nbs.append(
                 f"papermill notebooks/{name}.ipynb build/{ctx.study}/notebooks/{doc['name']}.ipynb "
                 f"-p db data/{ctx.study}.duckdb -p study {ctx.study}"

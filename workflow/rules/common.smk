@@ -46,5 +46,4 @@ def analysis_outputs(study):
 def _params(w):
     return json.dumps(JOBS[getattr(w, "name", "fs_micro")].parameters(STUDY_OBJ, db=Path(f"data/{w.study}.duckdb"),
                                               figures_dir=Path(f"figures/{w.study}"),
-                                              tables_dir=Path(f"build/{w.study}/tables"),
-                                              raw_dir=Path("data/raw")), sort_keys=True)
+                                              tables_dir=Path(f"build/{w.study}/tables")), sort_keys=True)

@@ -3,7 +3,8 @@ throughput dips (notebook dirty_memory_checkpoints)?
 
 Everything is on the samplers' clock (seconds since a run's first /proc/meminfo sample): `Dirty` and
 `Writeback` from meminfo, throughput from `queries.throughput_on_sampler_clock`, checkpoint windows from
-the server log (or, without one, the pg_stat sample after which the checkpoint counters grew).
+the server log's ingested checkpoints (or, without them, the pg_stat sample after which the checkpoint counters
+grew).
 """
 
 from __future__ import annotations
@@ -44,31 +45,31 @@ def benchmark_ends(mem: pl.DataFrame, tps: pl.DataFrame) -> pl.DataFrame:
 def checkpoint_windows(
     mem: pl.DataFrame,
     tps: pl.DataFrame,
-    logs: Mapping[str, str],
+    logged: pl.DataFrame,
     origin: Mapping[str, float],
     pgs: pl.DataFrame,
 ) -> pl.DataFrame:
     """When did checkpoints run during each benchmark (the runs of `mem`, in its order)?
 
-    A run with a server log (`logs`: run_id -> its postgresql.log text) gets the windows of
-    `stats.checkpoint_windows_from_log`, without shutdown checkpoints and those that started after the
-    benchmark ended (`benchmark_ends`); `from` = "server log". A run without a log gets, from the pg_stat
-    sampler (`pgs`), a zero-length window at each sample after which the checkpoint counters grew (known
-    to a second); `from` = "pg_stat counters". Times are seconds since `origin[run_id]`."""
+    A run with rows in `logged` (`queries.checkpoint_log`: the server log's checkpoints, epoch seconds) gets
+    those windows, without shutdown checkpoints and those that started after the benchmark ended
+    (`benchmark_ends`); `from` = "server log". A run without any gets, from the pg_stat sampler (`pgs`), a
+    zero-length window at each sample after which the checkpoint counters grew (known to a second); `from` =
+    "pg_stat counters". Times are seconds since `origin[run_id]`."""
     run_ids = mem["run_id"].unique(maintain_order=True)
     order = pl.DataFrame({"run_id": run_ids}).with_row_index("_order")
     parts = []
-    logged = [r for r in run_ids.to_list() if r in logs]
-    if logged:
-        parsed = pl.concat(
-            [
-                stats.checkpoint_windows_from_log(logs[r], origin[r]).with_columns(pl.lit(r).alias("run_id"))
-                for r in logged  # one server log per run: parsing text, not a loop over samples
-            ],
-            how="diagonal_relaxed",
-        )
+    logged = logged.filter(pl.col("run_id").is_in(run_ids.implode()) & pl.col("start_epoch").is_not_null())
+    if logged.height:
+        at = pl.col("run_id").replace_strict(dict(origin), default=None, return_dtype=pl.Float64)
         parts.append(
-            parsed.join(benchmark_ends(mem, tps), on="run_id", how="left", maintain_order="left")
+            logged.select(
+                "run_id",
+                (pl.col("start_epoch") - at).alias("start_s"),
+                (pl.col("end_epoch") - at).alias("end_s"),
+                "reason",
+            )
+            .join(benchmark_ends(mem, tps), on="run_id", how="left", maintain_order="left")
             .filter(~pl.col("reason").fill_null("").str.contains("shutdown") & (pl.col("start_s") <= pl.col("t_end")))
             .drop("t_end")
             .with_columns(pl.lit("server log").alias("from"))
@@ -78,7 +79,7 @@ def checkpoint_windows(
         parts.append(
             pgs.filter(
                 pl.col("run_id").is_in(run_ids.implode())
-                & ~pl.col("run_id").is_in(pl.Series(logged, dtype=pl.Utf8).implode())
+                & ~pl.col("run_id").is_in(logged["run_id"].unique().implode())
                 & (pl.col("checkpoints") > 0)
             ).select("run_id", at.alias("start_s"), at.alias("end_s"), pl.lit("pg_stat counters").alias("from"))
         )

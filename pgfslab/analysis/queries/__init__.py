@@ -51,13 +51,12 @@ from pgfslab.analysis.queries.published_results import (
     published_pgbench,
 )
 from pgfslab.analysis.queries.samplers import (
+    checkpoint_log,
     cpu_stat,
     meminfo,
     pg_io_reads,
     pgstat,
     run_clock_origin,
-    run_folders,
-    server_logs,
     snapshot_events,
     throughput_on_sampler_clock,
 )
@@ -126,10 +125,9 @@ __all__ = [
     "reading",
     "require",
     "run_clock_origin",
-    "run_folders",
     "run_records",
     "runs",
-    "server_logs",
+    "checkpoint_log",
     "setting_bytes",
     "sharing",
     "snapshot_events",

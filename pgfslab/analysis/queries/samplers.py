@@ -1,5 +1,5 @@
 """The samplers on the run's clock (/proc/meminfo, /proc/stat, pg_stat_*, snapshots), throughput on that clock,
-and the raw folders' server logs."""
+and the server logs' checkpoints."""
 
 from __future__ import annotations
 
@@ -165,28 +165,30 @@ def throughput_on_sampler_clock(db: str | Path, study: str, targets: Sequence[st
     return pl.concat(parts, how="vertical_relaxed").filter(pl.col("t_s").is_not_null()).sort("plan_index", "t_s")
 
 
-def run_folders(db: str | Path, study: str, raw_dir: str | Path) -> dict[str, Path]:
-    """run_id -> its raw folder under `raw_dir` (the folder that holds `<study>/`), from the
-    ingested files' source names (`<study>/<run-id>/<file>`); only folders that exist."""
-    df = frame(
-        db,
-        """SELECT DISTINCT f.run_id, f.source_file FROM files f JOIN runs r USING (run_id)
-                       WHERE r.study = ? AND f.origin = 'local'""",
-        [study],
+CHECKPOINT_LOG = pl.Schema(
+    {
+        "run_id": pl.Utf8,
+        "start_epoch": pl.Float64,
+        "end_epoch": pl.Float64,
+        "reason": pl.Utf8,
+        "buffers": pl.Int64,
+        "write_s": pl.Float64,
+        "sync_s": pl.Float64,
+        "total_s": pl.Float64,
+        "complete": pl.Boolean,
+    }
+)
+
+
+def checkpoint_log(db: str | Path, study: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
+    """The checkpoints in each successful run's server log (`pg_checkpoints`, the pg-log parser's rows): start
+    and end as epoch seconds (end null for one the log ended in), reason, buffers, write/sync/total seconds.
+    A run whose raw folder kept no postgresql.log has no rows; empty for databases from before the table."""
+    if not has_table(db, "pg_checkpoints"):
+        return pl.DataFrame(schema=CHECKPOINT_LOG)
+    cols = (
+        "c.run_id, epoch(c.start_ts)::DOUBLE AS start_epoch, epoch(c.end_ts)::DOUBLE AS end_epoch, c.reason, "
+        "c.buffers, c.write_s, c.sync_s, c.total_s, c.complete"
     )
-    out: dict[str, Path] = {}
-    for run_id, source in df.iter_rows():
-        folder = Path(raw_dir) / Path(source).parent
-        if folder.is_dir():
-            out[run_id] = folder
-    return out
-
-
-def server_logs(db: str | Path, study: str, raw_dir: str | Path) -> dict[str, str]:
-    """run_id -> the text of the run's postgresql.log (kept in the raw folder, not ingested)."""
-    out = {}
-    for run_id, folder in run_folders(db, study, raw_dir).items():
-        log = folder / "postgresql.log"
-        if log.is_file():
-            out[run_id] = log.read_text(errors="replace")
-    return out
+    rows = of_ok_runs(db, study, "pg_checkpoints c", cols, "r.plan_index, c.start_ts", targets=targets)
+    return rows.cast(CHECKPOINT_LOG)

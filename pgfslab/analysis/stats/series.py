@@ -18,7 +18,6 @@ import polars as pl
 from scipy import stats as sps
 
 # the server log line's grammar, defined once: the ingest reads the same lines into pg_checkpoints
-from pgfslab.ingest.parsers import pg_log
 
 CIMethod = Literal["block-bootstrap", "neff-ar1", "neff-acf", "iid"]
 
@@ -377,69 +376,6 @@ def apply_steady_state(
 
 
 # ---------------------------------------------------------------------------- checkpoints
-
-
-def checkpoint_windows_from_log(text: str, run_start_epoch: float) -> pl.DataFrame:
-    """Checkpoint windows from a PostgreSQL (15) server log with log_checkpoints = on.
-
-    Pairs `LOG:  checkpoint starting: <reason>` with the next `LOG:  checkpoint complete: wrote N
-    buffers ...; write=W s, sync=S s, total=T s; ...` (also restartpoints). Times are seconds since
-    `run_start_epoch` (the same origin as pgbench's t_s). A `complete` without its `starting` (the log
-    began mid-checkpoint) starts at complete - total; a `starting` without `complete` (the run ended
-    first) has end_s null and complete False. Log lines need a timestamp prefix (%m or %t) in UTC or
-    with a numeric offset. Columns: start_s, end_s, reason, buffers, write_s, sync_s, total_s, complete.
-    """
-    rows: list[dict[str, object]] = []
-    open_row: dict[str, object] | None = None
-    for line in text.splitlines():  # a log file, not per-second data
-        m = pg_log.LINE.match(line.strip())
-        if not m:
-            continue
-        t = pg_log.epoch(m["ts"], m["tz"]) - run_start_epoch
-        rest = m["rest"] or ""
-        if m["what"] == "starting":
-            if open_row is not None:
-                rows.append(open_row)
-            open_row = {
-                "start_s": t,
-                "end_s": None,
-                "reason": rest.strip() or None,
-                "buffers": None,
-                "write_s": None,
-                "sync_s": None,
-                "total_s": None,
-                "complete": False,
-            }
-            continue
-        total = pg_log.TOTAL.search(rest)
-        wrote = pg_log.WROTE.search(rest)
-        phases = pg_log.PHASES.search(rest)
-        row = open_row or {"start_s": t - float(total["total"]) if total else None, "reason": None}
-        row.update(
-            {
-                "end_s": t,
-                "complete": True,
-                "buffers": int(wrote["buffers"]) if wrote else None,
-                "write_s": float(phases["write"]) if phases else None,
-                "sync_s": float(phases["sync"]) if phases else None,
-                "total_s": float(total["total"]) if total else None,
-            }
-        )
-        rows.append(row)
-        open_row = None
-    if open_row is not None:
-        rows.append(open_row)
-    schema = {
-        "start_s": pl.Float64,
-        "end_s": pl.Float64,
-        "reason": pl.Utf8,
-        "buffers": pl.Int64,
-        "write_s": pl.Float64,
-        "sync_s": pl.Float64,
-        "total_s": pl.Float64,
-        "complete": pl.Boolean,
-    }
-    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
 def checkpoint_attribution(

@@ -356,18 +356,14 @@ WORKLOAD_CHECKPOINT = r"\b(time|wal|xlog)\b"
 def checkpoint_windows(db: str, study: str) -> pl.DataFrame:
     """The workload's checkpoints in each successful run's server log: run_id, start_s, end_s (epoch seconds;
     end_s null for one the log ended in)."""
-    schema = {"run_id": pl.Utf8, "start_s": pl.Float64, "end_s": pl.Float64}
-    if not data.has_table(db, "pg_checkpoints"):
-        return pl.DataFrame(schema=schema)
-    return data.frame(
-        db,
-        """
-        SELECT c.run_id, epoch(c.start_ts)::DOUBLE AS start_s, epoch(c.end_ts)::DOUBLE AS end_s
-        FROM pg_checkpoints c JOIN runs r USING (run_id)
-        WHERE r.study = ? AND r.status = 'ok' AND c.start_ts IS NOT NULL
-          AND regexp_matches(lower(coalesce(c.reason, '')), ?)""",
-        [study, WORKLOAD_CHECKPOINT],
-    ).cast(schema)  # type: ignore[arg-type]
+    return (
+        data.checkpoint_log(db, study)
+        .filter(
+            pl.col("start_epoch").is_not_null()
+            & pl.col("reason").fill_null("").str.to_lowercase().str.contains(WORKLOAD_CHECKPOINT)
+        )
+        .select("run_id", pl.col("start_epoch").alias("start_s"), pl.col("end_epoch").alias("end_s"))
+    )
 
 
 def checkpoints_started(db: str, study: str) -> pl.DataFrame:
