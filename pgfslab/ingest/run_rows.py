@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from pgfslab.records.run_record import HostFacts, MountFacts, PgFacts, PostgresBuild, RunRecord
+from pgfslab.records.target_record import TargetRecord
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
@@ -136,22 +137,25 @@ def run_params(rec: RunRecord) -> list[dict[str, str]]:
     return [{"run_id": str(rec.run_id), "key": k, "value": v} for k, v in sorted(flat.items())]
 
 
-def target_row(rec: dict[str, Any]) -> dict[str, Any]:
-    created, mount = rec.get("created") or {}, rec.get("mount") or {}
+def target_row(rec: TargetRecord) -> dict[str, Any]:
+    created, mount, spec = rec.created, rec.mount, rec.spec or {}
     return {
-        "study": rec["study"],
-        "host": rec.get("host_key"),
-        "target": rec["target"],
-        "fs": (rec.get("spec") or {}).get("fs"),
-        "fs_label": created.get("fs_label") or mount.get("fs_label") or (rec.get("spec") or {}).get("fs"),
-        "fallback": bool(mount.get("fallback", created.get("fallback", False))),
-        "mount_options": mount.get("mount_options"),
-        "mkfs_command": " ".join(created.get("mkfs_command") or []) or None,
-        "image_bytes": created.get("image_bytes"),
-        "direct_io": mount.get("direct_io"),
-        "scale": (rec.get("load") or {}).get("scale"),
-        "load_wall_s": (rec.get("load") or {}).get("wall_s"),
-        "database_bytes": (rec.get("postgres") or {}).get("database_bytes"),
-        "fs_used_bytes": rec.get("fs_used_bytes"),
-        "target_json": json.dumps(rec, sort_keys=True),
+        "study": rec.study,
+        "host": rec.host_key,
+        "target": rec.target,
+        "fs": spec.get("fs"),
+        "fs_label": (created.fs_label if created else None) or (mount.fs_label if mount else None) or spec.get("fs"),
+        # the mount's word where it said it, else the creation's
+        "fallback": mount.fallback
+        if mount and "fallback" in mount.model_fields_set
+        else bool(created and created.fallback),
+        "mount_options": mount.mount_options if mount else None,
+        "mkfs_command": (" ".join(created.mkfs_command or []) or None) if created else None,
+        "image_bytes": created.image_bytes if created else None,
+        "direct_io": mount.direct_io if mount else None,
+        "scale": rec.load.scale if rec.load else None,
+        "load_wall_s": rec.load.wall_s if rec.load else None,
+        "database_bytes": rec.postgres.database_bytes if rec.postgres else None,
+        "fs_used_bytes": rec.fs_used_bytes,
+        "target_json": json.dumps(rec.to_json(), sort_keys=True),
     }

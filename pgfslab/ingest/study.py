@@ -28,7 +28,7 @@ from pgfslab.ingest.prefetch import Prefetch
 from pgfslab.ingest.published import EXTERNAL_DIR, external_files, ingest_external
 from pgfslab.ingest.run_rows import run_params, run_row, target_row
 from pgfslab.ingest.schema import DEVICE_BASELINES, RUN_PARAMS, RUNS, STUDY, TARGETS, create_schema
-from pgfslab.records import run_record
+from pgfslab.records import run_record, target_record
 
 # Files of a run folder that are records, not logs: provenance (run.json), the runners' own diagnostics
 # (sysbench and fsmicro print only errors and parameters on stderr; their failures are in run.json), and copies
@@ -204,9 +204,11 @@ def ingest_folder(
         return
     prefix = Path(raw.name if source_prefix is None else source_prefix)
     for tj in sorted(raw.glob("_setup/*/target.json")):
-        trec = json.loads(tj.read_text())
+        trec, unknown = target_record.read(tj)
+        if unknown:
+            summary.warnings.append(f"{tj}: keys not understood, left out of the record: {', '.join(unknown)}")
         if host is not None:
-            trec["host_key"] = host
+            trec.host_key = host
         insert(con, "targets", pl.DataFrame([target_row(trec)], schema=TARGETS))
     for bj in _baselines(raw):
         summary.files += _ingest_baseline(con, bj, raw, study, summary.warnings, ahead)

@@ -24,6 +24,7 @@ from pgfslab.config.model import Workload
 from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
 from pgfslab.records.run_record import RunRecord
+from pgfslab.records.target_record import TargetRecord
 
 PG_TOOLS = ("pgbench", "sysbench", "durability")  # the tools that run a PostgreSQL server
 
@@ -61,7 +62,7 @@ class Context:
     figures_dir: Path
     tables_dir: Path
     build_dir: Path
-    target_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    target_records: dict[str, TargetRecord] = field(default_factory=dict)
     # Appendix A: (section, Markdown) of every full table and further figure, in the order the sections deferred
     # them; the main text keeps what carries an answer (pgfslab.paper.appendix shows these)
     later: list[tuple[str, str]] = field(default_factory=list)

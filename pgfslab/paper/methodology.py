@@ -220,7 +220,7 @@ def _start_sentence(ctx: Context) -> str:
     c = ctx.cfg
     rungs = "; each rung of the data-set ladder has a database of its own" if c.ladder else ""
     # raw folders measured before the defined starting state have neither record: said as they ran
-    settled = any("settled" in r for r in ctx.target_records.values())
+    settled = any(r.settled is not None for r in ctx.target_records.values())
     stated = any(r.start_state is not None for r in ctx.records.values())
     return (
         f"**Starting state.** Every target's data set is loaded once (not restored before each run{rungs})"

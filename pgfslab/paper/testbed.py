@@ -12,7 +12,8 @@ from pgfslab.analysis import queries, report
 from pgfslab.paper.context import PG_TOOLS, Context, lab_commit, show
 from pgfslab.paper.device_baseline import device_setup
 from pgfslab.paper.hosts import setup_hosts
-from pgfslab.records.run_record import CgroupRecord, Dataset, HostFacts, MountFacts, PostgresBuild, RunRecord, WalPlace
+from pgfslab.records.run_record import CgroupRecord, Dataset, HostFacts, MountFacts, RunRecord
+from pgfslab.records.target_record import Created
 
 
 def _facts(ctx: Context) -> dict[str, str]:
@@ -100,15 +101,15 @@ def disk_label(model: dict[str, Any]) -> str:
 def _targets_table(ctx: Context) -> pl.DataFrame:
     rows = []
     for t in ctx.target_names:
-        trec = ctx.target_records.get(t) or {}
+        trec = ctx.target_records.get(t)
         runs = ctx.runs.filter(pl.col("target") == t)
         rrec = next((ctx.records[r] for r in runs["run_id"].to_list() if r in ctx.records), None)
         # the run's parts where a run recorded them, else the target's own record (target.json) of the same part
-        mount = (rrec.mount if rrec else None) or MountFacts.model_validate(trec.get("mount") or {})
-        created = trec.get("created") or {}
+        mount = (rrec.mount if rrec else None) or (trec.mount if trec else None) or MountFacts()
+        created = (trec.created if trec else None) or Created()
         spec = ctx.cfg.targets.get(t)
-        fallback = bool(mount.fallback or created.get("fallback"))
-        kind = mount.kind or created.get("kind") or ("image" if str(mount.device or "").startswith("/dev/loop") else "")
+        fallback = bool(mount.fallback or created.fallback)
+        kind = mount.kind or created.kind or ("image" if str(mount.device or "").startswith("/dev/loop") else "")
         device = (
             "plain directory (FALLBACK)"
             if fallback
@@ -121,26 +122,24 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
             + (" over an emulated disk" if mount.disk else "")
             + (", direct I/O" if kind == "image" and mount.direct_io else "")
         )
-        load = (trec.get("load") or {}).get("wall_s") or (trec.get("load_sysbench") or {}).get("wall_s")
+        load = trec.load_wall_s() if trec else None
         ds = (
             queries.dataset_label(
-                rrec.model_copy(update={"dataset": rrec.dataset or Dataset.model_validate(trec.get("dataset") or {})})
+                rrec.model_copy(update={"dataset": rrec.dataset or (trec.dataset if trec else None) or Dataset()})
             )
             if rrec
             else "–"
         )
         extras = []
-        build = (rrec.postgres_build if rrec else None) or (
-            PostgresBuild.model_validate(trec["postgres_build"]) if trec.get("postgres_build") else None
-        )
+        build = (rrec.postgres_build if rrec else None) or (trec.postgres_build if trec else None)
         if build and spec and (spec.postgres_version or spec.postgres_bindir):
             extras.append(f"PostgreSQL {build.version} ({build.source})")
         if spec and spec.postgres_settings:
             extras.append(", ".join(f"{k}={v}" for k, v in spec.postgres_settings.items()))
-        wal = (rrec.wal if rrec else None) or (WalPlace.model_validate(trec["wal"]) if trec.get("wal") else None)
+        wal = (rrec.wal if rrec else None) or (trec.wal if trec else None)
         if wal:
             extras.append(f"WAL on target {wal.target} ({wal.fs_label or wal.fs}, {wal.device})")
-        model = (mount.disk or {}).get("model") or (trec.get("disk") or {}).get("model")
+        model = (mount.disk or {}).get("model") or (trec.disk.model if trec and trec.disk else None)
         lim = (rrec.cgroup.limits if rrec and rrec.cgroup else None) or {}  # pgfslab.host.cgroups' limits
         if model:
             extras.append(disk_label(model))
@@ -156,12 +155,12 @@ def _targets_table(ctx: Context) -> pl.DataFrame:
             {
                 "target": t,
                 "fs": (rrec.fs_label if rrec else None)
-                or created.get("fs_label")
+                or created.fs_label
                 or (spec.fs if spec else None)
-                or (trec.get("spec") or {}).get("fs"),
+                or ((trec.spec or {}) if trec else {}).get("fs"),
                 "device": device,
                 "mount options (in force)": mount.mount_options or "–",
-                "image": report.bytes_h(created.get("image_bytes")) if created.get("image_bytes") else "–",
+                "image": report.bytes_h(created.image_bytes) if created.image_bytes else "–",
                 "data set": ds,
                 "load s": float(load) if load is not None else None,
                 "other": "; ".join(extras) or "–",

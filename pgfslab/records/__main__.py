@@ -1,13 +1,15 @@
-"""`python -m pgfslab.records`: write docs/run-record.schema.json, the run record's JSON schema."""
+"""`python -m pgfslab.records`: write each record's JSON schema into docs/ (run-record.schema.json,
+target-record.schema.json)."""
 
 from __future__ import annotations
 
 import json
 
 from pgfslab.paths import LAB
-from pgfslab.records import run_record
+from pgfslab.records import SCHEMAS
 
 if __name__ == "__main__":
-    out = LAB / "docs" / "run-record.schema.json"
-    out.write_text(json.dumps(run_record.json_schema(), indent=2) + "\n")
-    print(out)
+    for name, schema in SCHEMAS.items():
+        out = LAB / "docs" / name
+        out.write_text(json.dumps(schema(), indent=2) + "\n")
+        print(out)

@@ -14,13 +14,13 @@ schema of the whole record is docs/run-record.schema.json (tests check it is cur
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from pgfslab.errors import LabError
+from pgfslab.records.reading import json_object, validated
 
 SCHEMA_VERSION = 2
 KNOWN_VERSIONS = (1, 2)
@@ -337,29 +337,12 @@ def parse(data: Json, where: str = "run.json") -> tuple[RunRecord, list[str]]:
     version = data.get("schema_version", 1)
     if version not in KNOWN_VERSIONS:
         raise LabError(f"{where}: schema_version {version!r} is not one this lab reads ({KNOWN_VERSIONS})")
-    if version == 1:
-        data = _from_v1(data)
-    unknown = sorted(k for k in data if k not in RunRecord.model_fields)
-    known = {k: v for k, v in data.items() if k in RunRecord.model_fields}
-    try:
-        return RunRecord.model_validate(known), unknown
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise LabError(f"{where}: `{key}`: {first['msg']} (got {first.get('input')!r})") from None
+    return validated(RunRecord, _from_v1(data) if version == 1 else data, where)
 
 
 def read(path: Path) -> tuple[RunRecord, list[str]]:
     """A run.json file as a record (see `parse`); a file that is not JSON is refused, naming it."""
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise LabError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LabError(f"{path}: not a readable run record ({exc})") from None
-    if not isinstance(data, dict):
-        raise LabError(f"{path}: not a run record (a JSON object)")
-    return parse(data, str(path))
+    return parse(json_object(path, "run record"), str(path))
 
 
 def json_schema() -> Json:

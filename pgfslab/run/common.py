@@ -1,5 +1,5 @@
-"""What every stage that touches the machine shares: the schema version of target.json and baseline.json (run.json's
-is the typed record's, pgfslab.records.run_record), JSON writing, where WAL lives, copying the server log, progress
+"""What every stage that touches the machine shares: the schema version of baseline.json (run.json's and
+target.json's are their typed records', pgfslab.records), JSON writing, where WAL lives, copying the server log, progress
 lines, and the disk-full diagnosis.
 """
 

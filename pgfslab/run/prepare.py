@@ -9,7 +9,6 @@ import contextlib
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import psycopg
 
@@ -27,10 +26,23 @@ from pgfslab.host import (
     zfs,
     zfs_target,
 )
+from pgfslab.records.run_record import (
+    Dataset as DatasetFacts,
+)
+from pgfslab.records.run_record import (
+    DiskRecord,
+    GitFacts,
+    HostFacts,
+    MountFacts,
+    PgFacts,
+    PostgresBuild,
+    WalPlace,
+    ZfsFootprint,
+)
+from pgfslab.records.target_record import Created, Load, Rung, TargetRecord
 from pgfslab.run import provenance, start_state
 from pgfslab.run.common import (
     PG_TOOLS,
-    SCHEMA_VERSION,
     copy_log_since,
     disk_full_message,
     fs_used_bytes,
@@ -44,7 +56,7 @@ from pgfslab.run.common import (
 from pgfslab.runners import pgbench, sysbench
 
 # a data set to load: its ladder rung (None without a ladder) and what it is
-Load = tuple[int | None, Dataset]
+ToLoad = tuple[int | None, Dataset]
 
 
 def prepare_target(study: Study, target: str) -> Path:
@@ -60,15 +72,16 @@ def prepare_target(study: Study, target: str) -> Path:
     user = study.postgres.user
     tools = study.tools()
     dataset = study.dataset_for(target)
-    loads: list[Load] = [(rung, study.dataset_for(target, rung)) for rung in study.ladder_rungs()] or [(None, dataset)]
-    record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "study": study.study,
-        "target": target,
-        "spec": spec.to_dict(),
-        "dataset": dataset.to_dict(),
-        "started_at": now(),
-    }
+    loads: list[ToLoad] = [(rung, study.dataset_for(target, rung)) for rung in study.ladder_rungs()] or [
+        (None, dataset)
+    ]
+    record = TargetRecord(
+        study=study.study,
+        target=target,
+        spec=spec.to_dict(),
+        dataset=DatasetFacts.model_validate(dataset.to_dict()),
+        started_at=now(),
+    )
     label = f"prepare {target}"
     say(label, f"creating {spec.fs} target")
     wal = spec.wal_on
@@ -77,18 +90,20 @@ def prepare_target(study: Study, target: str) -> Path:
     build = pg_install.build_for(pg.version, pg.bindir) if pg is not None else None
     bindir = build.bindir if build is not None else None
     if build is not None:
-        record["postgres_build"] = build.record()
+        record.postgres_build = PostgresBuild.model_validate(build.record())
         say(label, f"PostgreSQL {build.version} ({build.source}, {build.bindir})")
     with zfs_target.zfs_service(wd, tv.specs()), contextlib.ExitStack() as stack:
-        record["created"] = target_create.create(
-            wd,
-            target,
-            spec.to_dict(),
-            study=study.study,
-            data_subvolume=target in study.snapshot_targets() and spec.fs == "btrfs",
+        record.created = Created.model_validate(
+            target_create.create(
+                wd,
+                target,
+                spec.to_dict(),
+                study=study.study,
+                data_subvolume=target in study.snapshot_targets() and spec.fs == "btrfs",
+            )
         )
         mnt = stack.enter_context(target_mount.mounted(wd, target, spec.to_dict(), user, study=study.study))
-        record["mount"] = mnt.describe()
+        record.mount = MountFacts.model_validate(mnt.describe())
         waldir = None
         if wal and tv.wal is not None and pg is not None:
             wmnt = stack.enter_context(target_mount.mounted(wd, wal, tv.wal.to_dict(), user, study=study.study))
@@ -96,14 +111,14 @@ def prepare_target(study: Study, target: str) -> Path:
             if waldir.exists() or waldir.is_symlink():
                 safety.reset_dir(waldir, wd)
                 waldir.rmdir()
-            record["wal"] = wal_record(wal, wmnt, waldir)
+            record.wal = WalPlace.model_validate(wal_record(wal, wmnt, waldir))
             say(label, f"WAL on target {wal} ({wmnt.fs_label}): {waldir}")
         try:
             if pg is not None and build is not None:
                 laddered = bool(study.ladder_rungs())
                 _prepare_cluster(tv, pg, build, mnt, out, tools, loads, label, record, waldir, laddered)
             else:
-                record["fs_used_bytes"] = fs_used_bytes(mnt)
+                record.fs_used_bytes = fs_used_bytes(mnt)
         except (LabError, psycopg.Error) as exc:
             server_log = mnt.path / "postgresql.log"
             if server_log.exists() and not (out / "postgresql.log").exists():
@@ -114,19 +129,21 @@ def prepare_target(study: Study, target: str) -> Path:
             raise
         if mnt.disk:  # the emulated disk's model, and what the preparation cost it (initdb, the bulk load)
             disk_daemon.require_alive(target)
-            record["disk"] = {
-                "model": mnt.disk.get("model"),
-                "daemon": mnt.disk.get("daemon"),
-                "counters": disk_daemon.counters(target),
-            }
-    record["ended_at"] = now()
-    record["tools"] = provenance.tools(str(bindir) if bindir else "")
-    record["host"] = provenance.host()
-    record["host_key"] = study.host
-    record["git"] = provenance.git()
-    write_json(out / "target.json", record)
-    loaded = [f"{k} {record[k]['wall_s']:.1f} s" for k in ("load", "load_sysbench") if k in record]
-    size = (record.get("postgres") or {}).get("database_bytes")
+            record.disk = DiskRecord(
+                model=mnt.disk.get("model"), daemon=mnt.disk.get("daemon"), counters=disk_daemon.counters(target)
+            )
+    record.ended_at = now()
+    record.tools = provenance.tools(str(bindir) if bindir else "")
+    record.host = HostFacts.model_validate(provenance.host())
+    record.host_key = study.host
+    record.git = GitFacts.model_validate(provenance.git())
+    write_json(out / "target.json", record.to_json())
+    loaded = [
+        f"{k} {ld.wall_s:.1f} s"
+        for k, ld in (("load", record.load), ("load_sysbench", record.load_sysbench))
+        if ld and ld.wall_s is not None
+    ]
+    size = record.postgres.database_bytes if record.postgres else None
     say(
         label,
         "done" + (f": {', '.join(loaded)}" if loaded else "") + (f", database {size / 2**20:.0f} MiB" if size else ""),
@@ -141,9 +158,9 @@ def _prepare_cluster(
     mnt: mounted_target.Mounted,
     out: Path,
     tools: set[str],
-    loads: list[Load],
+    loads: list[ToLoad],
     label: str,
-    record: dict[str, Any],
+    record: TargetRecord,
     waldir: Path | None,
     laddered: bool,
 ) -> None:
@@ -160,26 +177,28 @@ def _prepare_cluster(
         waldir=waldir,
         initdb_args=postgres.checksums_args(build.major, pg.data_checksums),
     ) as cl:
-        record["initdb"] = True
-        record["initdb_command"] = cl.initdb_command
+        record.initdb = True
+        record.initdb_command = cl.initdb_command
         if not laddered:
             _load(tv.name, cl, out, bindir, tools, loads[0][1], label, record, None)
         else:
-            record["rungs"] = []
+            rungs = []
             for rung, ds in loads:
-                rung_rec: dict[str, Any] = {"rung": rung, "database": database_for(rung)}
-                cl.query(f"CREATE DATABASE {rung_rec['database']}")
+                assert rung is not None  # a ladder's loads are its rungs'
+                rung_rec = Rung(rung=rung, database=database_for(rung))
+                cl.query(f"CREATE DATABASE {rung_rec.database}")
                 _load(tv.name, cl, out, bindir, tools, ds, f"{label} rung {rung}", rung_rec, rung)
-                cl.dbname = rung_rec["database"]
-                rung_rec["database_bytes"] = cl.query("SELECT pg_database_size(current_database())")[0][0]
+                cl.dbname = rung_rec.database
+                rung_rec.database_bytes = cl.query("SELECT pg_database_size(current_database())")[0][0]
                 cl.dbname = "postgres"
-                record["rungs"].append(rung_rec)
+                rungs.append(rung_rec)
+            record.rungs = rungs
         # the defined state every target's first run starts from: vacuumed, analysed, checkpointed, quiet
-        record["settled"] = start_state.settle_after_load(cl, [database_for(rung) for rung, _ in loads])
-        record["postgres"] = cl.facts()
-        record["fs_used_bytes"] = fs_used_bytes(mnt)
+        record.settled = start_state.settle_after_load(cl, [database_for(rung) for rung, _ in loads])
+        record.postgres = PgFacts.model_validate(cl.facts())
+        record.fs_used_bytes = fs_used_bytes(mnt)
         if mnt.zfs:
-            record["zfs_footprint"] = zfs.footprint(mnt.zfs["dataset"])
+            record.zfs_footprint = ZfsFootprint.model_validate(zfs.footprint(mnt.zfs["dataset"]))
         log = cl.log
     copy_log_since(log, 0, out / "postgresql.log")
 
@@ -192,7 +211,7 @@ def _load(
     tools: set[str],
     dataset: Dataset,
     label: str,
-    record: dict[str, Any],
+    record: TargetRecord | Rung,
     rung: int | None,
 ) -> None:
     """Bulk-load one data set (the study's, or a ladder rung's into its own database), each tool's load
@@ -209,7 +228,7 @@ def _load(
                 raise LabError(
                     f"target {target}: pgbench -i failed: {res.error} (see {out / f'pgbench_init{sfx}.stderr'})"
                 )
-            record["load"] = {"command": cmd, "wall_s": res.wall_s, "scale": dataset.scale}
+            record.load = Load(command=cmd, wall_s=res.wall_s, scale=dataset.scale)
         if "sysbench" in tools:
             cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset, dbname=db)
             sb = dataset.sysbench
@@ -226,12 +245,14 @@ def _load(
             statements = sysbench.fillfactor_sql(dataset)
             for sql in statements:
                 cl.query(sql)
-            record["load_sysbench"] = {
-                "command": cmd,
-                "wall_s": res.wall_s,
-                **sb.to_dict(),
-                "fillfactor_sql": statements,
-                "fillfactor_s": round(time.monotonic() - t0, 3),
-            }
+            record.load_sysbench = Load.model_validate(
+                {
+                    "command": cmd,
+                    "wall_s": res.wall_s,
+                    **sb.to_dict(),
+                    "fillfactor_sql": statements,
+                    "fillfactor_s": round(time.monotonic() - t0, 3),
+                }
+            )
     finally:
         cl.dbname = old

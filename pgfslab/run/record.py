@@ -6,7 +6,6 @@ line's facts.
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
 from pgfslab.host import pg_install
 from pgfslab.progress import fmt_s
-from pgfslab.records import run_record
+from pgfslab.records import run_record, target_record
 from pgfslab.records.run_record import (
     Dataset,
     GitFacts,
@@ -32,7 +31,7 @@ def started(view: RunView) -> RunRecord:
     """The record of a run about to start (status `running`): the run's parts of the study and its provenance."""
     spec, wl, tspec = view.spec, view.workload, view.target.spec
     build = pg_install.build_for(view.postgres.version, view.postgres.bindir) if wl.tool in PG_TOOLS else None
-    setup = json.loads((view.target.setup_dir / "target.json").read_text())
+    setup, _ = target_record.read(view.target.setup_dir / "target.json")
     record = RunRecord(
         run_id=spec.run_id,
         study=view.target.study,
@@ -63,23 +62,23 @@ def started(view: RunView) -> RunRecord:
         vm=provenance.vm_settings(),
         tools=provenance.tools(str(build.bindir) if build else ""),
         git=GitFacts.model_validate(provenance.git()),
-        target_setup=TargetSetup.model_validate(setup_facts(setup, spec.rung)),
+        target_setup=setup_facts(setup, spec.rung),
     )
     if build:
         record.postgres_build = PostgresBuild.model_validate(build.record())
     return record
 
 
-def setup_facts(setup: dict[str, Any], rung: int | None) -> dict[str, Any]:
+def setup_facts(setup: target_record.TargetRecord, rung: int | None) -> TargetSetup:
     """What the run's data set cost to load, from the target's preparation record (a rung's own load)."""
-    loaded = setup if rung is None else next((r for r in setup.get("rungs", []) if r["rung"] == rung), {})
-    return {
-        "load_wall_s": (loaded.get("load") or {}).get("wall_s"),
-        "load_sysbench_wall_s": (loaded.get("load_sysbench") or {}).get("wall_s"),
-        "database": loaded.get("database", "postgres"),
-        "database_bytes_loaded": loaded.get("database_bytes", (setup.get("postgres") or {}).get("database_bytes")),
-        "created": setup.get("created"),
-    }
+    load, load_sysbench, database, size = setup.loaded(rung)
+    return TargetSetup(
+        load_wall_s=load.wall_s if load else None,
+        load_sysbench_wall_s=load_sysbench.wall_s if load_sysbench else None,
+        database=database,
+        database_bytes_loaded=size,
+        created=setup.created.model_dump(mode="json", exclude_unset=True) if setup.created else None,
+    )
 
 
 def skipped(view: RunView, reason: str, precision: dict[str, Any]) -> RunRecord:

@@ -14,8 +14,9 @@ import polars as pl
 from pgfslab.analysis.queries.connection import MissingData, frame, require, target_condition
 from pgfslab.config.checks import validate
 from pgfslab.config.study import Study
-from pgfslab.records import run_record
+from pgfslab.records import run_record, target_record
 from pgfslab.records.run_record import RunRecord
+from pgfslab.records.target_record import TargetRecord
 from pgfslab.yaml_text import safe_load
 
 
@@ -101,10 +102,10 @@ def run_records(
     return {r: run_record.parse(json.loads(j), f"{db}: runs.run_json of {r}")[0] for r, j in df.iter_rows()}
 
 
-def target_records(db: str | Path, study: str) -> dict[str, dict[str, Any]]:
+def target_records(db: str | Path, study: str) -> dict[str, TargetRecord]:
     """target -> its target.json (set-up record: mkfs, mount, bulk load)."""
     df = frame(db, "SELECT target, target_json FROM targets WHERE study = ? ORDER BY target", [study])
-    return {t: json.loads(j) for t, j in df.iter_rows()}
+    return {t: target_record.parse(json.loads(j), f"{db}: targets.target_json of {t}")[0] for t, j in df.iter_rows()}
 
 
 def workloads_with_tool(db: str | Path, study: str, tools: Sequence[str]) -> list[str]:

@@ -1,0 +1,39 @@
+"""What every record's reader does: a JSON object read from its file, and a model validated from it with the keys
+the model does not know set apart (reported by the ingest, never dropped silently)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from pgfslab.errors import LabError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def json_object(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in `path`; a file that is not JSON, or not an object, is refused naming it."""
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise LabError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabError(f"{path}: not a readable {what} ({exc})") from None
+    if not isinstance(data, dict):
+        raise LabError(f"{path}: not a {what} (a JSON object)")
+    return data
+
+
+def validated(model: type[M], data: dict[str, Any], where: str) -> tuple[M, list[str]]:
+    """`model` from `data`'s keys it knows, and the keys it does not; a value of the wrong type is refused,
+    naming `where` and the key."""
+    unknown = sorted(k for k in data if k not in model.model_fields)
+    try:
+        return model.model_validate({k: v for k, v in data.items() if k in model.model_fields}), unknown
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise LabError(f"{where}: `{key}`: {first['msg']} (got {first.get('input')!r})") from None
