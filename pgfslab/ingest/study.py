@@ -28,7 +28,9 @@ from pgfslab.ingest.prefetch import Prefetch
 from pgfslab.ingest.published import EXTERNAL_DIR, external_files, ingest_external
 from pgfslab.ingest.run_rows import run_params, run_row, target_row
 from pgfslab.ingest.schema import DEVICE_BASELINES, RUN_PARAMS, RUNS, STUDY, TARGETS, create_schema
-from pgfslab.records import run_record, target_record
+from pgfslab.records import baseline_record, run_record, target_record
+from pgfslab.records.baseline_record import Measured
+from pgfslab.records.run_record import MountFacts
 
 # Files of a run folder that are records, not logs: provenance (run.json), the runners' own diagnostics
 # (sysbench and fsmicro print only errors and parameters on stderr; their failures are in run.json), and copies
@@ -57,26 +59,27 @@ def _ingest_baseline(
 ) -> int:
     """A target's device baseline: its record into `device_baselines`, its fio reports and pg_test_fsync
     output into their tables. Returns the number of files ingested."""
-    rec = json.loads(bj.read_text())
-    bl = rec.get("baseline") or {}
-    mount = rec.get("mount") or {}
-    bid = baseline_id(rec["target"])
+    rec, unknown = baseline_record.read(bj)
+    if unknown:
+        warnings.append(f"{bj}: keys not understood, left out of the record: {', '.join(unknown)}")
+    bl, mount = rec.baseline or Measured(), rec.mount or MountFacts()
+    bid = baseline_id(rec.target)
     row = {
-        "study": rec["study"],
-        "target": rec["target"],
+        "study": rec.study,
+        "target": rec.target,
         "baseline_id": bid,
-        "fs": (rec.get("spec") or {}).get("fs"),
-        "fs_label": rec.get("fs_label"),
-        "fs_implementation": mount.get("implementation"),
-        "device": mount.get("device"),
-        "fio_version": bl.get("fio_version"),
-        "ioengine": bl.get("ioengine"),
-        "direct": bl.get("direct"),
-        "duration_s": bl.get("duration_s"),
-        "pg_test_fsync_s": (rec.get("settings") or {}).get("pg_test_fsync_s"),
-        "wall_s": rec.get("wall_s"),
-        "notes": "; ".join(bl.get("notes") or []) or None,
-        "baseline_json": json.dumps(rec, sort_keys=True),
+        "fs": (rec.spec or {}).get("fs"),
+        "fs_label": rec.fs_label,
+        "fs_implementation": mount.implementation,
+        "device": mount.device,
+        "fio_version": bl.fio_version,
+        "ioengine": bl.ioengine,
+        "direct": bl.direct,
+        "duration_s": bl.duration_s,
+        "pg_test_fsync_s": (rec.settings or {}).get("pg_test_fsync_s"),
+        "wall_s": rec.wall_s,
+        "notes": "; ".join(bl.notes) or None,
+        "baseline_json": json.dumps(rec.to_json(), sort_keys=True),
     }
     insert(con, "device_baselines", pl.DataFrame([row], schema=DEVICE_BASELINES))
     n = 0

@@ -37,3 +37,12 @@ def validated(model: type[M], data: dict[str, Any], where: str) -> tuple[M, list
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
         raise LabError(f"{where}: `{key}`: {first['msg']} (got {first.get('input')!r})") from None
+
+
+def upgraded(data: dict[str, Any], known: tuple[int, ...], where: str) -> dict[str, Any]:
+    """A record whose versions differ only in their number (1, or none, and the current one: the same keys) at
+    the current version; a version this lab does not read is refused."""
+    version = data.get("schema_version", 1)
+    if version not in known:
+        raise LabError(f"{where}: schema_version {version!r} is not one this lab reads ({known})")
+    return data | {"schema_version": max(known)}

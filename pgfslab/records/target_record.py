@@ -13,8 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from pgfslab.errors import LabError
-from pgfslab.records.reading import json_object, validated
+from pgfslab.records.reading import json_object, upgraded, validated
 from pgfslab.records.run_record import (
     Dataset,
     DiskRecord,
@@ -124,10 +123,7 @@ class TargetRecord(BaseModel):
 def parse(data: Json, where: str = "target.json") -> tuple[TargetRecord, list[str]]:
     """A record from target.json's mapping (version 1 read as 2: the same keys). Returns it and the keys it did
     not know (left out). A value of the wrong type is refused, naming the file and the key."""
-    version = data.get("schema_version", 1)
-    if version not in KNOWN_VERSIONS:
-        raise LabError(f"{where}: schema_version {version!r} is not one this lab reads ({KNOWN_VERSIONS})")
-    return validated(TargetRecord, data | {"schema_version": SCHEMA_VERSION}, where)
+    return validated(TargetRecord, upgraded(data, KNOWN_VERSIONS, where), where)
 
 
 def read(path: Path) -> tuple[TargetRecord, list[str]]:

@@ -1,5 +1,4 @@
-"""What every stage that touches the machine shares: the schema version of baseline.json (run.json's and
-target.json's are their typed records', pgfslab.records), JSON writing, where WAL lives, copying the server log, progress
+"""What every stage that touches the machine shares: JSON writing, where WAL lives, copying the server log, progress
 lines, and the disk-full diagnosis.
 """
 
@@ -17,8 +16,6 @@ from typing import Any
 from pgfslab.config import targets as target_spec
 from pgfslab.config.model import TargetSpec
 from pgfslab.host import postgres
-
-SCHEMA_VERSION = 1
 
 
 def wal_dir(wal_mnt: Any, target: str) -> Path:

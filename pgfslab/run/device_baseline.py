@@ -441,8 +441,10 @@ def baseline_target(study: Study, target: str) -> Path:
     pg_test_fsync in a throttle profile's cgroup (what the cgroup was charged recorded); the record and the
     notes say the device is emulated."""
     from pgfslab.host import cgroups, disk_daemon, postgres, target_mount, zfs_target
+    from pgfslab.records.baseline_record import BaselineRecord, Measured
+    from pgfslab.records.run_record import CgroupRecord, DiskRecord, GitFacts, HostFacts, MountFacts
     from pgfslab.run import provenance
-    from pgfslab.run.common import SCHEMA_VERSION, now, say, write_json
+    from pgfslab.run.common import now, say, write_json
 
     conf = settings(study.device_baseline) or dict(DEFAULTS)
     tv = study.target_view(target)
@@ -454,18 +456,11 @@ def baseline_target(study: Study, target: str) -> Path:
     wd = tv.workdir
     bindir = postgres.bindir(study.postgres.bindir)
     label = f"device baseline {target}"
-    record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "study": study.study,
-        "target": target,
-        "spec": spec,
-        "settings": conf,
-        "started_at": now(),
-    }
+    record = BaselineRecord(study=study.study, target=target, spec=spec, settings=conf, started_at=now())
     profile = tv.spec.device_profile
     throttle = device_profiles.throttle(profile)
     if profile is not None:
-        record["device_profile"] = device_profiles.describe(profile, tv.spec.device_model)
+        record.device_profile = device_profiles.describe(profile, tv.spec.device_model)
     t0 = time.monotonic()
     with (
         zfs_target.zfs_service(wd, [spec]),
@@ -478,8 +473,8 @@ def baseline_target(study: Study, target: str) -> Path:
             else cgroups.Limits(),
         ) as cg,
     ):
-        record["mount"] = mnt.describe()
-        record["fs_label"] = mnt.fs_label
+        record.mount = MountFacts.model_validate(mnt.describe())
+        record.fs_label = mnt.fs_label
         disk_before = disk_daemon.counters(target) if mnt.disk else None
         work = mnt.path / WORK_SUBDIR  # on the lab's own mounted target
         shutil.rmtree(work, ignore_errors=True)
@@ -504,21 +499,21 @@ def baseline_target(study: Study, target: str) -> Path:
         finally:
             shutil.rmtree(work, ignore_errors=True)
             if cg.active:
-                record["cgroup"] = {**cg.record, "usage": cg.usage()}
+                record.cgroup = CgroupRecord.model_validate({**cg.record, "usage": cg.usage()})
         if mnt.disk:
             disk_daemon.require_alive(target)
-            record["disk"] = {
-                "model": mnt.disk.get("model"),
-                "daemon": mnt.disk.get("daemon"),
-                "counters": disk_daemon.delta(disk_before, disk_daemon.counters(target)),
-            }
-    record["baseline"] = asdict(bl)
-    record["wall_s"] = round(time.monotonic() - t0, 2)
-    record["ended_at"] = now()
-    record["host"] = provenance.host()
-    record["git"] = provenance.git()
-    write_json(out / "baseline.json", record)
-    say(label, f"done in {record['wall_s']:.0f} s")
+            record.disk = DiskRecord(
+                model=mnt.disk.get("model"),
+                daemon=mnt.disk.get("daemon"),
+                counters=disk_daemon.delta(disk_before, disk_daemon.counters(target)),
+            )
+    record.baseline = Measured.model_validate(asdict(bl))
+    record.wall_s = round(time.monotonic() - t0, 2)
+    record.ended_at = now()
+    record.host = HostFacts.model_validate(provenance.host())
+    record.git = GitFacts.model_validate(provenance.git())
+    write_json(out / "baseline.json", record.to_json())
+    say(label, f"done in {record.wall_s:.0f} s")
     return out / "baseline.json"
 
 

@@ -1,6 +1,6 @@
-"""target.json as one typed record (pgfslab.records.target_record): every target.json the lab has written reads
-back unchanged, a run reads its data set's load from it (a ladder rung's own), and what does not fit is refused or
-reported, naming the file."""
+"""target.json and baseline.json as typed records (pgfslab.records.target_record, .baseline_record): every one the
+lab has written reads back unchanged, a run reads its data set's load from target.json (a ladder rung's own), and
+what does not fit is refused or reported, naming the file."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import pytest
 from pydantic import ValidationError
 
 from pgfslab.errors import LabError
-from pgfslab.records import SCHEMAS, target_record
+from pgfslab.records import SCHEMAS, baseline_record, target_record
 from pgfslab.records.target_record import Load, Rung, TargetRecord, parse
 from pgfslab.run.record import setup_facts
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = sorted((REPO / "tests" / "data").rglob("target.json"))
+BASELINES = sorted((REPO / "tests" / "data").rglob("baseline.json"))
 
 
 def test_the_repository_holds_recorded_targets_with_and_without_a_ladder() -> None:
@@ -30,6 +31,21 @@ def test_every_recorded_target_json_reads_back_key_for_key(path: Path) -> None:
     rec, unknown = target_record.read(path)
     assert unknown == []
     assert rec.to_json() == {**data, "schema_version": 2}
+
+
+@pytest.mark.parametrize("path", BASELINES, ids=lambda p: str(p.relative_to(REPO / "tests" / "data")))
+def test_every_recorded_baseline_json_reads_back_key_for_key(path: Path) -> None:
+    data = json.loads(path.read_text())
+    rec, unknown = baseline_record.read(path)
+    assert unknown == []
+    assert rec.to_json() == {**data, "schema_version": 2}
+    assert rec.baseline is not None and rec.baseline.notes == data["baseline"]["notes"]
+
+
+def test_a_baseline_record_of_the_wrong_shape_is_refused() -> None:
+    with pytest.raises(LabError, match=r"baseline\.json: `baseline\.direct`"):
+        baseline_record.parse({"study": "s", "target": "t", "baseline": {"direct": "maybe"}})
+    assert baseline_record.parse({"study": "s", "target": "t", "fio_guess": 1})[1] == ["fio_guess"]
 
 
 def test_a_run_reads_its_own_rungs_load_and_size() -> None:
