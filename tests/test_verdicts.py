@@ -138,6 +138,34 @@ def test_the_seeds_own_cell_is_primary_the_others_context():
     assert summ["overall"] == R.DIRECTION_ONLY and summ["context_cells"] == 1  # ...and is never pooled in
 
 
+def test_a_cell_the_study_keeps_as_context_is_never_primary():
+    """workloads.<name>.context (copied into the facts as `context_cell`): the seed's own condition, but the study
+    said the cell cannot decide; it is shown as context and the claim's alpha is not split over it."""
+    rows = []
+    for t, fs, v in (("ext4", "ext4", 100.0), ("xfs", "xfs", 100.0)):
+        for clients, kept in ((1, "3 runs: shown only"), (4, None)):
+            for i in range(6):
+                rows.append(
+                    {"target": t, "target_label": t, "fs": fs, "clients": clients, "context_cell": kept,
+                     "value": v + i, "run_id": f"{t}{clients}{i}"}
+                )  # fmt: skip
+    out = evaluate.evaluate(facts_frame(rows), claim())
+    roles = dict(zip((c.split("c=")[1][0] for c in out["cell"]), out["role"]))
+    assert roles == {"1": "context", "4": "primary"}
+    prim = out.filter(pl.col("role") == "primary").row(0, named=True)
+    assert "Bonferroni" not in prim["test"]  # one primary cell: judged at alpha itself
+    # without the mark, both cells are the seed's condition and share alpha
+    both = evaluate.evaluate(facts_frame([{**r, "context_cell": None} for r in rows]), claim())
+    assert set(both["role"]) == {"primary"} and all("Bonferroni over the claim's 2" in t for t in both["test"])
+
+
+def test_the_facts_read_a_context_cell_from_the_workload_the_run_copied():
+    wl = {"tool": "pgbench", "context": {"why": "shown only", "clients": [1]}}
+    assert facts._context_why(wl, 1) == "shown only" and facts._context_why(wl, 4) is None
+    assert facts._context_why({"context": {"why": "every cell"}}, 8) == "every cell"
+    assert facts._context_why({"tool": "pgbench"}, 1) is None
+
+
 def test_untested_and_figure_only_claims_say_so():
     empty = facts_frame([{"target": "ext4", "target_label": "ext4", "fs": "ext4", "value": 1.0}])
     res = evaluate.evaluate_all(

@@ -9,7 +9,12 @@ interval) finds with 80 % power at n_a + n_b runs (`stats.power.detectable_shift
 the claim's primary cells (Bonferroni, as the verdicts do). Where A has an A/A twin, B must clear A and the
 twin, each at that level: about the same runs, so the same number, read twice. Which of a claim's cells are
 its primary ones depends on what the runs measure (the memory regime, a precondition): the plan takes the
-cells of its workload kind and clients, and says so.
+cells of its workload kind and clients, and says so. A cell the study marks as context (`workloads.<name>.context`)
+is never a claim's primary cell, here as in the verdicts.
+
+A study whose seeds' claims would rest on a primary cell that cannot give an interval at all (fewer runs per
+target than the exact rank test needs at 95 %) is refused before anything runs (`refuse_undecidable`): such a
+cell gets more runs, or is kept as context with the reason in the config.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import polars as pl
 from pgfslab.analysis.stats.power import detectable_shift_sd
 from pgfslab.analysis.verdicts.claims import Claim, for_seeds
 from pgfslab.config.study import Study
+from pgfslab.errors import LabError
 
 # log-scale run-to-run SD of the headline cell on this 2-vCPU VM on a quiet day (docs/noise.md: CV 5-10 %)
 DEFAULT_SIGMA = 0.10
@@ -91,6 +97,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
                     "sigma": float(s) if s is not None and np.isfinite(s) else DEFAULT_SIGMA,
                     "sigma_from": "the study's last runs" if s is not None and np.isfinite(s) else "default",
                     "minutes": n * len(targets) * (duration + RUN_OVERHEAD_S) / 60,
+                    "context": wl.context_why(clients),
                 }
             )
     out = pl.DataFrame(rows)
@@ -118,7 +125,10 @@ def _matches(claim: Claim, study: Study, workload: str, clients: int) -> bool:
             c for w, spec in study.workloads.items() if _kind(study, w) == _kind(study, workload) for c in spec.clients
         ]
         return clients == max(same)
-    return want is None or clients == int(want)
+    if want is not None:
+        return clients == int(want)
+    sides = {int(side["clients"]) for side in (claim.a, claim.b) if "clients" in side}
+    return not sides or clients in sides  # a claim whose sides are client counts (1 against 64) uses only those
 
 
 def _primary(claim: Claim, study: Study, workload: str, clients: int) -> bool:
@@ -140,6 +150,7 @@ def claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:
         mine = [
             r for r in cell_table.iter_rows(named=True)
             if _matches(c, study, r["workload"], r["clients"]) and _primary(c, study, r["workload"], r["clients"])
+            and r["context"] is None
         ]  # fmt: skip
         if not mine:
             continue
@@ -154,9 +165,39 @@ def claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:
                 "smallest_ratio": smallest,
                 "seed_size": None if seed is None else (f"{seed[0]:.2f}" if seed[0] == seed[1] else f"{seed[0]:.2f}-{seed[1]:.2f}"),
                 "resolves_seed": None if effect is None else bool(effect >= math.log(smallest)),
+                # the primary cells whose runs give no interval even alone (at alpha 0.05)
+                "no_interval": ", ".join(
+                    f"{r['workload']}/c={r['clients']} ({r['runs_per_target']} runs per target)" for r in mine
+                    if not math.isfinite(r["smallest_ratio"])
+                ),
             }
         )  # fmt: skip
     return pl.DataFrame(rows)
+
+
+def undecidable(study: Study) -> list[str]:
+    """Each claim of the study's seeds that rests on a primary cell whose runs cannot give an interval, and how
+    to fix it (more runs, or the cell kept as context with a reason)."""
+    table = cells(study)
+    if table.is_empty():
+        return []
+    per_claim = claims(study, table)
+    if per_claim.is_empty():
+        return []
+    return [
+        f"{r['claim']}: its primary cell {r['no_interval']} cannot give a 95 % interval (the exact rank test needs "
+        "4 runs per side): give it more `repeats`, or keep it as context (`workloads.<name>.context: {why: ..., "
+        "clients: [...]}`)"
+        for r in per_claim.iter_rows(named=True)
+        if r["no_interval"]
+    ]
+
+
+def refuse_undecidable(study: Study, source: str) -> None:
+    """Refuse, before anything runs, a study whose seeds' claims would rest on cells that cannot decide."""
+    bad = undecidable(study)
+    if bad:
+        raise LabError(f"{source}: the plan cannot decide what its seeds claim:\n  " + "\n  ".join(bad))
 
 
 def report(study: Study, db: str | Path | None = None) -> str:
@@ -171,6 +212,7 @@ def report(study: Study, db: str | Path | None = None) -> str:
             f"#   {r['workload']}/c={r['clients']} ({r['kind']}): {r['runs_per_target']} runs x {r['targets']} "
             f"targets of {r['duration_s']} s, sigma {r['sigma']:.3f} ({r['sigma_from']}): smallest B/A "
             f"{r['smallest_ratio']:.3f} (or its inverse), {r['minutes']:.0f} min"
+            + (f"; context, not a claim's primary cell: {r['context']}" if r["context"] else "")
         )
     per_claim = claims(study, table)
     if per_claim.height:

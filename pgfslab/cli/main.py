@@ -50,22 +50,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"# {len(study.runs)} runs, {len(study.targets)} targets", file=sys.stderr)
     # what the runs can resolve, at the noise of the study's last database here (data/<study>.duckdb)
     print(design.report(study, Path("data") / f"{study.study}.duckdb"), file=sys.stderr)
+    design.refuse_undecidable(study, str(args.config))
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from pgfslab.analysis import design
     from pgfslab.config.study import load_study
 
     study = load_study(args.config)
+    design.refuse_undecidable(study, str(args.config))
     print(f"{args.config}: valid study {study.study!r} ({len(study.runs)} runs)")
     return 0
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
+    from pgfslab.analysis import design
     from pgfslab.config.study import load_study
     from pgfslab.run import prepare
 
-    prepare.prepare_target(load_study(args.config), args.target)
+    study = load_study(args.config)
+    design.refuse_undecidable(study, str(args.config))  # before the first thing a study's runs need
+    prepare.prepare_target(study, args.target)
     return 0
 
 
@@ -106,8 +112,11 @@ def cmd_pg_install(args: argparse.Namespace) -> int:
 
 
 def cmd_host_share(args: argparse.Namespace) -> int:
+    from pgfslab.analysis import design
+    from pgfslab.config.study import load_study
     from pgfslab.run import hosts
 
+    design.refuse_undecidable(load_study(args.config), str(args.config))  # as `prepare` does
     return hosts.run_share(args.config, args.host, args.out)
 
 

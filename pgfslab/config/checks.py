@@ -314,7 +314,7 @@ def _check_snapshots(study: StudyConfig, source: str) -> None:
 
 
 def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: str) -> None:
-    """A workload's `targets` are targets of the study, its `rungs` rungs of its ladder."""
+    """A workload's `targets` are targets of the study, its `rungs` rungs of its ladder, its context cells its own."""
     for t in wl.targets or ():
         if t not in study.targets:
             raise LabError(
@@ -326,6 +326,12 @@ def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: s
         if wrong:
             have = f"rungs 1-{len(rungs)}" if rungs else "no ladder"
             raise LabError(f"{source}: workloads.{name}.rungs: {wrong} not rungs of this study ({have})")
+    if wl.context is not None and wl.context.clients:
+        wrong = [c for c in wl.context.clients if c not in wl.clients]
+        if wrong:
+            raise LabError(
+                f"{source}: workloads.{name}.context.clients: {wrong} not among the workload's clients {list(wl.clients)}"
+            )
 
 
 def _settings_given(study: StudyConfig, target: str, crossed: Mapping[str, str]) -> list[tuple[str, Any]]:
@@ -477,8 +483,9 @@ TOOL_KEYS: dict[str, set[str]] = {
         "sampling_rate",
         "prewarm",
         "rungs",
+        "context",
     },
-    "sysbench": {"test", "rand_type", "percentile", "histogram", "prewarm", "rungs"},
+    "sysbench": {"test", "rand_type", "percentile", "histogram", "prewarm", "rungs", "context"},
     "fsmicro": {
         "op",
         "count",

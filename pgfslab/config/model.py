@@ -235,6 +235,14 @@ class Script(Node):
 
 
 @dataclass(frozen=True)
+class ContextCells(Node):
+    """workloads.<name>.context: cells kept as context for the verdicts (they cannot decide), and why."""
+
+    why: str
+    clients: tuple[int, ...] | None = None  # None: every client count of the workload
+
+
+@dataclass(frozen=True)
 class Workload(Node):
     """workloads.<name>: one tool's cells (a cell per client count). Tool keys are None for other tools."""
 
@@ -247,6 +255,7 @@ class Workload(Node):
     targets: tuple[str, ...] | None = None  # the targets it runs on (None: every target)
     rungs: tuple[int, ...] | None = None  # the ladder's rungs it runs at (None: every rung)
     prewarm: bool | str | None = None  # over run.prewarm: True (shared_buffers), "read" (page cache), False
+    context: ContextCells | None = None  # cells that are context for the verdicts, never a claim's primary one
     # pgbench
     builtin: str | None = None
     scripts: tuple[Script, ...] | None = None
@@ -278,6 +287,11 @@ class Workload(Node):
     # durability
     crash_after_s: float | None = None
     crash: str | None = None
+
+    def context_why(self, clients: int) -> str | None:
+        """Why the cell at `clients` is context for the verdicts (None: it may be a claim's primary cell)."""
+        c = self.context
+        return c.why if c is not None and (c.clients is None or clients in c.clients) else None
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,16 @@ def _workload_rows(ctx: Context) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def context_cells(ctx: Context) -> list[str]:
+    """The cells the study keeps as context (`workloads.<name>.context`), each with its reason."""
+    out = []
+    for name, wl in ctx.cfg.workloads.items():
+        if wl.context is not None:
+            at = wl.context.clients or wl.clients
+            out.append(f"{name} at {', '.join(map(str, at))} client(s): {wl.context.why}")
+    return out
+
+
 def seed_lengths(ctx: Context) -> pl.DataFrame:
     """Per seed the study names: what it ran and for how long (claims.seed_runs), and this study's run
     lengths (the runs' own duration_s, shortest to longest)."""
@@ -106,6 +116,14 @@ difference between targets{_order_sentence(ctx)}
             "cell and target, and how each run was driven.",
         )
     )
+    kept = context_cells(ctx)
+    if kept:
+        show(
+            "**Cells kept as context.** The study designed these cells to show, not to decide: they are never a "
+            "claim's primary cell (the verdicts list them as context), and why is the study's own word: "
+            + "; ".join(kept)
+            + "."
+        )
     lengths = seed_lengths(ctx)
     if lengths.height:
         ctx.defer(

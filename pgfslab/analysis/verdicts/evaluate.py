@@ -230,7 +230,8 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
                 if (claim.quantity == "saving" and ta != tb) or (claim.quantity != "saving" and across and ta == tb):
                     continue
                 pa, pb = part_a.filter(pl.col("target_label") == ta), part_b.filter(pl.col("target_label") == tb)
-                cells.append((group, pa, pb, ta, tb, is_primary(claim, group, f)))
+                kept_as_context = "context_cell" in pa.columns and pa["context_cell"].is_not_null().any()
+                cells.append((group, pa, pb, ta, tb, is_primary(claim, group, f) and not kept_as_context))
     # the claim's verdict rests on all its primary cells at once: their intervals are Bonferroni-adjusted so
     # that the chance of any of them misleading stays at alpha (context cells are shown at the plain level)
     k = max(1, sum(primary for *_, primary in cells))

@@ -111,6 +111,12 @@ def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _context_why(workload_spec: dict[str, Any], clients: int | None) -> str | None:
+    """Why the study keeps a run's cell as context (`workloads.<name>.context`, as the run copied it), or None."""
+    ctx = workload_spec.get("context") or {}
+    return ctx.get("why") if ctx and (not ctx.get("clients") or clients in ctx["clients"]) else None
+
+
 def _bytes(value: Any) -> int | None:
     """A byte count the run recorded (validated when the study was): one that does not parse is an error
     naming it, never a silent null."""
@@ -156,6 +162,8 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "op": wl.get("op"),
             "workload": r["workload"],
             "clients": r["clients"],
+            # the study kept this cell as context (it cannot decide): never a claim's primary cell
+            "context_cell": _context_why(wl, r["clients"]),
             "rung": rec.rung,
             "regime": regime(size, queries.setting_bytes(in_force, "shared_buffers"), memory),
             "fillfactor": queries.fillfactor(rec),
@@ -188,6 +196,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         "op": pl.Utf8,
         "workload": pl.Utf8,
         "clients": pl.Int64,
+        "context_cell": pl.Utf8,
         "rung": pl.Int64,
         "regime": pl.Utf8,
         "fillfactor": pl.Int64,
