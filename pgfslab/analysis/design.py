@@ -30,6 +30,7 @@ from pgfslab.analysis.stats.power import detectable_shift_sd
 from pgfslab.analysis.verdicts.claims import Claim, for_seeds
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
+from pgfslab.workload_tools import TOOLS
 
 # log-scale run-to-run SD of the headline cell on this 2-vCPU VM on a quiet day (docs/noise.md: CV 5-10 %)
 DEFAULT_SIGMA = 0.10
@@ -79,7 +80,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
     }
     rows: list[dict[str, Any]] = []
     for name, wl in study.workloads.items():
-        if wl.tool not in ("pgbench", "sysbench"):
+        if not TOOLS[wl.tool].compared_over_runs:
             continue
         duration = int(wl.duration_s or study.run.duration_s)
         for clients in wl.clients:

@@ -31,6 +31,7 @@ from typing import Any
 
 from pgfslab import paths
 from pgfslab.config.study import Study
+from pgfslab.workload_tools import TOOLS
 
 FIGURE_FORMATS = (".svg", ".png", ".pdf")
 PER_WORKLOAD = ("throughput_stability", "latency_percentiles", "sysbench_qps")
@@ -106,7 +107,7 @@ def _with_rungs(study: Study, names: list[str]) -> list[str]:
 
 def series_workloads(study: Study) -> list[str]:
     """Workloads with per-second throughput (pgbench -P, sysbench --report-interval); fsmicro has none."""
-    return _with_rungs(study, [w for w, wl in study.workloads.items() if wl.tool in ("pgbench", "sysbench")])
+    return _with_rungs(study, [w for w, wl in study.workloads.items() if TOOLS[wl.tool].per_second])
 
 
 def sysbench_workloads(study: Study) -> list[str]:
@@ -144,7 +145,7 @@ def sets_io_method(study: Study) -> bool:
     return any(
         "io_method" in (wl.postgres_settings or {})
         for wl in study.workloads.values()
-        if wl.tool in ("pgbench", "sysbench")
+        if TOOLS[wl.tool].compared_over_runs
     )
 
 

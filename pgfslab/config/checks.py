@@ -16,6 +16,7 @@ from pgfslab import paths, yaml_text
 from pgfslab.config import device_profiles, disk_model, fsmicro_spec, pg_settings, targets, versions, vm_settings
 from pgfslab.config.model import Dataset, StudyConfig, Workload
 from pgfslab.errors import LabError
+from pgfslab.workload_tools import TOOLS
 
 SCHEMA_PATH = paths.SCHEMA
 
@@ -469,38 +470,7 @@ def _check_precision(study: StudyConfig, source: str) -> None:
 
 # Keys every workload may have; the others belong to one tool (the schema marks them "(tool)").
 COMMON_KEYS = {"tool", "clients", "repeats", "duration_s", "postgres_settings", "os", "targets"}
-TOOL_KEYS: dict[str, set[str]] = {
-    "pgbench": {
-        "builtin",
-        "scripts",
-        "threads",
-        "transactions",
-        "rate_tps",
-        "latency_limit_ms",
-        "query_mode",
-        "per_statement",
-        "log",
-        "sampling_rate",
-        "prewarm",
-        "rungs",
-        "context",
-    },
-    "sysbench": {"test", "rand_type", "percentile", "histogram", "prewarm", "rungs", "context"},
-    "fsmicro": {
-        "op",
-        "count",
-        "size_bytes",
-        "files",
-        "bg_files",
-        "bg_size_bytes",
-        "max_file_bytes",
-        "fsync_dir",
-        "unlink_open",
-        "setup_sync",
-        "fill",
-    },
-    "durability": {"crash_after_s", "crash"},
-}
+TOOL_KEYS: dict[str, set[str]] = {name: set(t.keys) for name, t in TOOLS.items()}  # each tool's own keys
 # keys whose schema default is filled in for every workload: not a sign of the wrong tool
 _DEFAULTED = {"per_statement", "log", "percentile", "histogram"}
 

@@ -17,6 +17,7 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Self, TypeVar
 
 from pgfslab.errors import LabError
+from pgfslab.workload_tools import TOOLS
 
 PgSettings = dict[str, str | int | float | bool]
 Bytes = int | str  # a byte count, or a text with a unit (32MB, 1GiB)
@@ -464,7 +465,7 @@ class StudyConfig(Node):
         if self.precision is None:
             return set()
         cells = {
-            (name, c) for name, wl in self.workloads.items() if wl.tool in ("pgbench", "sysbench") for c in wl.clients
+            (name, c) for name, wl in self.workloads.items() if TOOLS[wl.tool].compared_over_runs for c in wl.clients
         }
         if not self.precision.cells:
             return cells
@@ -492,7 +493,7 @@ class StudyConfig(Node):
         """The rungs a workload's cells run at: every rung (or the workload's `rungs`) for pgbench and sysbench
         in a ladder study."""
         wl = self.workloads[workload]
-        if wl.tool in ("pgbench", "sysbench") and self.ladder_rungs():
+        if TOOLS[wl.tool].has_ladder and self.ladder_rungs():
             return [r for r in self.ladder_rungs() if wl.rungs is None or r in wl.rungs]
         return [None]
 

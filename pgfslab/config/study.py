@@ -38,6 +38,7 @@ from pgfslab.config.model import (
 )
 from pgfslab.config.order import round_order
 from pgfslab.errors import LabError
+from pgfslab.workload_tools import TOOLS
 
 REPO = paths.LAB
 STAT_HZ = SamplerSettings.stat_hz  # the /proc/stat sampler's default rate (run_fingerprint)
@@ -174,7 +175,7 @@ class Study(StudyConfig):
         precise = self.precision_cells()
         min_rep = int(self.precision.min_repeats) if precise and self.precision else 0
         burn = int(self.run.burn_in_rounds or 0)
-        warmed = {name for name, wl in self.workloads.items() if wl.tool in ("pgbench", "sysbench")}
+        warmed = {name for name, wl in self.workloads.items() if TOOLS[wl.tool].has_ladder}
         out: list[RunSpec] = []
         for i, rep in enumerate(range(1 - burn, max_rep + 1)):
             for wl_name, rung, clients, n in cells:

@@ -11,8 +11,9 @@ from IPython.display import Markdown, display
 from pgfslab.analysis import queries, report, stats
 from pgfslab.analysis.stats.aa import aa_ratios
 from pgfslab.paper.build import write_meta
-from pgfslab.paper.context import PG_TOOLS, Context, names, workload_what
+from pgfslab.paper.context import Context, names, workload_what
 from pgfslab.paper.durability import durability_abstract, durability_frame
+from pgfslab.workload_tools import PG_TOOLS
 
 
 def abstract_text(ctx: Context) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,7 @@ from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
 from pgfslab.records.run_record import RunRecord
 from pgfslab.records.target_record import TargetRecord
-
-PG_TOOLS = ("pgbench", "sysbench", "durability")  # the tools that run a PostgreSQL server
-
+from pgfslab.workload_tools import PG_TOOLS
 
 # the notebook whose answers open the paper (what holds of each seed's findings), before the results
 ANSWERS = "seed_verdicts"
@@ -124,7 +123,7 @@ class Context:
         """The targets under study: every target but the A/A controls, which measure the instrument."""
         return [t for t in self.target_names if t not in self.twins]
 
-    def first_record(self, tools: tuple[str, ...] | None = None) -> RunRecord:
+    def first_record(self, tools: Collection[str] | None = None) -> RunRecord:
         """The first run's record (of one of `tools`, when given; an empty record for a study without runs)."""
         for rec in self.records.values():
             if tools is None or rec.tool in tools:

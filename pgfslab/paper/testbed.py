@@ -9,11 +9,12 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import queries, report
-from pgfslab.paper.context import PG_TOOLS, Context, lab_commit, show
+from pgfslab.paper.context import Context, lab_commit, show
 from pgfslab.paper.device_baseline import device_setup
 from pgfslab.paper.hosts import setup_hosts
 from pgfslab.records.run_record import CgroupRecord, Dataset, HostFacts, MountFacts, RunRecord
 from pgfslab.records.target_record import Created
+from pgfslab.workload_tools import PG_TOOLS
 
 
 def _facts(ctx: Context) -> dict[str, str]:

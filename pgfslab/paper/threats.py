@@ -7,8 +7,9 @@ from __future__ import annotations
 import polars as pl
 
 from pgfslab.analysis import cpu_time, report, stats
-from pgfslab.paper.context import PG_TOOLS, Context, names, show
+from pgfslab.paper.context import Context, names, show
 from pgfslab.paper.device_baseline import device_threats
+from pgfslab.workload_tools import PG_TOOLS
 
 
 def threats(ctx: Context) -> None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pgfslab.errors import LabError
 from pgfslab.records.reading import json_object, validated
+from pgfslab.workload_tools import TOOLS
 
 SCHEMA_VERSION = 2
 KNOWN_VERSIONS = (1, 2)
@@ -319,7 +320,7 @@ class RunRecord(BaseModel):
             raise LabError(f"{where}: no {', '.join(missing)} (a run's record needs them)")
 
 
-TOOL_KEYS = ("pgbench", "sysbench", "fsmicro", "durability")
+TOOL_KEYS = tuple(TOOLS)  # a tool's outcome is kept under its name
 
 
 def _from_v1(data: Json) -> Json:

@@ -73,9 +73,6 @@ def say(label: str, text: str) -> None:
     print(f"[{label}] {text}", file=sys.stderr, flush=True)
 
 
-PG_TOOLS = {"pgbench", "sysbench", "durability"}
-
-
 def _size_text(spec: TargetSpec) -> str:
     k = target_spec.kind(spec)
     if k == "image":

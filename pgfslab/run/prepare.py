@@ -42,7 +42,6 @@ from pgfslab.records.run_record import (
 from pgfslab.records.target_record import Created, Load, Rung, TargetRecord
 from pgfslab.run import provenance, start_state
 from pgfslab.run.common import (
-    PG_TOOLS,
     copy_log_since,
     disk_full_message,
     fs_used_bytes,
@@ -54,6 +53,7 @@ from pgfslab.run.common import (
     write_json,
 )
 from pgfslab.runners import pgbench, sysbench
+from pgfslab.workload_tools import PG_TOOLS
 
 # a data set to load: its ladder rung (None without a ladder) and what it is
 ToLoad = tuple[int | None, Dataset]

@@ -24,7 +24,8 @@ from pgfslab.records.run_record import (
     TargetSetup,
 )
 from pgfslab.run import provenance
-from pgfslab.run.common import PG_TOOLS, now
+from pgfslab.run.common import now
+from pgfslab.workload_tools import PG_TOOLS
 
 
 def started(view: RunView) -> RunRecord:

@@ -33,6 +33,7 @@ import polars as pl
 from pgfslab.analysis.charts import alt
 from pgfslab.analysis.verdicts.ratio import RatioCI, direction_words, ratio_ci
 from pgfslab.config.model import StudyConfig, Workload
+from pgfslab.workload_tools import TOOLS
 
 SYNC = "sync"
 MIN_RUNS = 2  # a side, for any interval at all
@@ -73,7 +74,7 @@ def families(cfg: StudyConfig) -> pl.DataFrame:
     default) and the family's baseline workload (null: no sync member)."""
     groups: list[list[str]] = []
     for name, wl in cfg.workloads.items():
-        if wl.tool not in ("pgbench", "sysbench"):
+        if not TOOLS[wl.tool].compared_over_runs:
             continue
         for g in groups:
             if _shape(cfg.workloads[g[0]]) == _shape(wl):

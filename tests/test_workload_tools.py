@@ -1,0 +1,66 @@
+"""The workload tools' registry (pgfslab.workload_tools) against what the pipeline asks of each tool: the config
+schema names exactly the registered tools and their keys, each tool has its runner, and run.json a place for its
+outcome."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pgfslab.config.checks import COMMON_KEYS
+from pgfslab.records.run_record import RunRecord, ToolOutcome
+from pgfslab.workload_tools import PG_TOOLS, RATIO_TOOLS, TOOLS, tool
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+
+
+def _workload_schema() -> dict:
+    found = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict) and "tool" in props and "enum" in props["tool"]:
+                found.append(node)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(SCHEMA)
+    assert len(found) == 1, "one workload definition in the config schema"
+    return found[0]
+
+
+def test_the_config_schema_names_exactly_the_registered_tools() -> None:
+    assert set(_workload_schema()["properties"]["tool"]["enum"]) == set(TOOLS)
+
+
+def test_every_tool_key_is_a_workload_property_and_every_property_has_an_owner() -> None:
+    props = set(_workload_schema()["properties"])
+    for t in TOOLS.values():
+        assert t.keys <= props, f"{t.name}: keys the schema does not define: {sorted(t.keys - props)}"
+    owned = set(COMMON_KEYS).union(*(t.keys for t in TOOLS.values()))
+    assert props <= owned, f"workload properties no tool owns: {sorted(props - owned)}"
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_every_tool_has_its_runner_and_a_place_for_its_outcome(name: str) -> None:
+    runner = importlib.import_module(f"pgfslab.runners.{name}")
+    assert runner.__doc__, f"pgfslab.runners.{name} says what it runs"
+    rec = RunRecord(run_id="r", tool=name)
+    rec.set_outcome(name, ToolOutcome(returncode=0))
+    assert rec.outcome() == ToolOutcome(returncode=0)
+    assert TOOLS[name].headline
+
+
+def test_the_derived_sets_and_an_unknown_tool() -> None:
+    assert PG_TOOLS == {"pgbench", "sysbench", "durability"} and "fsmicro" not in PG_TOOLS
+    assert RATIO_TOOLS == {"pgbench", "sysbench"}
+    with pytest.raises(KeyError, match="no workload tool 'hammerdb' \\(tools: pgbench, sysbench"):
+        tool("hammerdb")
