@@ -64,3 +64,27 @@ def test_the_derived_sets_and_an_unknown_tool() -> None:
     assert RATIO_TOOLS == {"pgbench", "sysbench"}
     with pytest.raises(KeyError, match="no workload tool 'hammerdb' \\(tools: pgbench, sysbench"):
         tool("hammerdb")
+
+
+SPECS = {
+    "pgbench": ({"tool": "pgbench", "builtin": "tpcb-like", "rate_tps": 500, "log": "transactions"},
+                "pgbench tpcb-like", ["--rate 500", "per-transaction log"]),
+    "sysbench": ({"tool": "sysbench", "test": "oltp_read_write", "histogram": True},
+                 "sysbench oltp_read_write", ["p95 per second, histogram"]),
+    "fsmicro": ({"tool": "fsmicro", "op": "write_fsync", "size_bytes": 4096},
+                "fsmicro write_fsync", ["size_bytes 4096"]),
+    "durability": ({"tool": "durability", "crash": "power-loss", "crash_after_s": 5},
+                   "durability power-loss crash after 5 s of TPC-B", []),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_every_runner_says_what_its_workload_is_and_how_it_was_driven(name: str) -> None:
+    from pgfslab.config.study import Study, validate
+    from pgfslab.runners import runner
+
+    workload, what, how = SPECS[name]
+    cfg = {"study": "t", "targets": {"ext4": {"fs": "ext4"}}, "workloads": {"w": workload}}
+    spec = Study.from_dict(validate(cfg, "t.yaml")).workloads["w"]
+    assert runner(name).describe(spec) == what
+    assert runner(name).how(spec) == how

@@ -26,6 +26,7 @@ from pgfslab.config.study import Study
 from pgfslab.paths import in_lab
 from pgfslab.records.run_record import RunRecord
 from pgfslab.records.target_record import TargetRecord
+from pgfslab.runners import runner
 from pgfslab.workload_tools import PG_TOOLS
 
 # the notebook whose answers open the paper (what holds of each seed's findings), before the results
@@ -219,15 +220,7 @@ def names(items: list[str]) -> str:
 
 
 def workload_what(spec: Workload) -> str:
-    if spec.tool == "pgbench":
-        what = spec.builtin or ", ".join(Path(s.file).name for s in spec.scripts or ()) or "custom"
-        return f"pgbench {what}"
-    if spec.tool == "sysbench":
-        return f"sysbench {spec.test}"
-    if spec.tool == "durability":
-        # the schema's defaults: power-loss, after 3 s
-        return f"durability {spec.crash or 'power-loss'} crash after {spec.crash_after_s or 3:g} s of TPC-B"
-    return f"fsmicro {spec.op}"
+    return str(runner(spec.tool).describe(spec))
 
 
 def publications(ctx: Context, prefix: str) -> list[dict[str, Any]]:

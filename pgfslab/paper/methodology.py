@@ -9,6 +9,7 @@ from pgfslab.analysis import report
 from pgfslab.analysis.verdicts.claims import seed_runs
 from pgfslab.config.model import Precision, RunSettings
 from pgfslab.paper.context import Context, show, workload_what
+from pgfslab.runners import runner
 
 
 def _workload_rows(ctx: Context) -> pl.DataFrame:
@@ -24,18 +25,7 @@ def _workload_rows(ctx: Context) -> pl.DataFrame:
             how.append(f"{spec.transactions} transactions per client")
         else:
             how.append(f"{int(runs['duration_s'].median())} s")
-        if tool == "pgbench":
-            how += [f"-M {spec.query_mode}"] if spec.query_mode else []
-            how += [f"--rate {spec.rate_tps}"] if spec.rate_tps else []
-            how.append(
-                {"aggregate": "aggregate log per second", "transactions": "per-transaction log", "none": "no log"}.get(
-                    spec.log, ""
-                )
-            )
-        elif tool == "sysbench":
-            how.append(f"p{spec.percentile} per second" + (", histogram" if spec.histogram else ""))
-        else:
-            how += [f"{k} {getattr(spec, k)}" for k in ("size_bytes", "bg_files", "count", "files") if getattr(spec, k)]
+        how += runner(tool).how(spec)
         os_ = spec.os.to_dict() if spec.os else {}
         if os_:
             how.append(", ".join(f"{k.removeprefix('vm_')}={v}" for k, v in os_.items()))

@@ -42,6 +42,8 @@ from typing import Any
 
 import psycopg
 
+from pgfslab.config.model import Workload
+
 TABLE_SQL = """
 CREATE TABLE IF NOT EXISTS durability_log (
     run text NOT NULL,
@@ -333,6 +335,16 @@ def verdict(rec: dict[str, Any]) -> str:
     if rec.get("amcheck") not in ("ok", None) and not str(rec.get("amcheck")).startswith("not run"):
         text += f", amcheck: {rec['amcheck']}"
     return text
+
+
+def describe(spec: Workload) -> str:
+    """The workload in a few words, as the paper names it (the schema's defaults: power-loss, after 3 s)."""
+    return f"durability {spec.crash or 'power-loss'} crash after {spec.crash_after_s or 3:g} s of TPC-B"
+
+
+def how(spec: Workload) -> list[str]:
+    """Nothing beyond the crash its name says."""
+    return []
 
 
 if __name__ == "__main__":

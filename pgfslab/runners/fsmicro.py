@@ -64,6 +64,7 @@ from pgfslab.config.fsmicro_spec import (
     needs,
     resolve,
 )
+from pgfslab.config.model import Workload
 from pgfslab.progress import Progress
 
 # ---------------------------------------------------------------------------------------------------
@@ -476,6 +477,16 @@ def _describe() -> str:
             default = info.defaults.get(key, "-")
             out.append(f"    {key:15s} default {default!s:>13s}  {PARAMS[key].help}")
     return "\n".join(out)
+
+
+def describe(spec: Workload) -> str:
+    """The workload in a few words, as the paper names it."""
+    return f"fsmicro {spec.op}"
+
+
+def how(spec: Workload) -> list[str]:
+    """What each run worked on, as the methodology's workload table says it."""
+    return [f"{k} {getattr(spec, k)}" for k in ("size_bytes", "bg_files", "count", "files") if getattr(spec, k)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,20 @@ PROGRESS = regex_progress(
 )
 
 
+def describe(spec: Workload) -> str:
+    """The workload in a few words, as the paper names it."""
+    what = spec.builtin or ", ".join(Path(s.file).name for s in spec.scripts or ()) or "custom"
+    return f"pgbench {what}"
+
+
+def how(spec: Workload) -> list[str]:
+    """How the runs were driven beyond their length, as the methodology's workload table says it."""
+    out = [f"-M {spec.query_mode}"] if spec.query_mode else []
+    out += [f"--rate {spec.rate_tps}"] if spec.rate_tps else []
+    log = {"aggregate": "aggregate log per second", "transactions": "per-transaction log", "none": "no log"}
+    return [*out, log.get(spec.log, "")]
+
+
 def init_command(pgbench: Path | str, conn: list[str], dataset: Dataset, dbname: str = "postgres") -> list[str]:
     extra: list[str] = []
     if dataset.fillfactor:

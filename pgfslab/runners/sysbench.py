@@ -24,6 +24,16 @@ PROGRESS = regex_progress(
 )
 
 
+def describe(spec: Workload) -> str:
+    """The workload in a few words, as the paper names it."""
+    return f"sysbench {spec.test}"
+
+
+def how(spec: Workload) -> list[str]:
+    """How the runs were driven beyond their length, as the methodology's workload table says it."""
+    return [f"p{spec.percentile} per second" + (", histogram" if spec.histogram else "")]
+
+
 def binary() -> str:
     found = shutil.which("sysbench")
     if found is None:
