@@ -154,6 +154,12 @@ def test_a_cell_the_study_keeps_as_context_is_never_primary():
     assert roles == {"1": "context", "4": "primary"}
     prim = out.filter(pl.col("role") == "primary").row(0, named=True)
     assert "Bonferroni" not in prim["test"]  # one primary cell: judged at alpha itself
+    kept = out.filter(pl.col("role") == "context").row(0, named=True)
+    assert kept["test"].endswith("kept as context by the study: 3 runs: shown only")
+    only = evaluate.evaluate(facts_frame([r for r in rows if r["clients"] == 1]), claim())
+    assert evaluate.summary(only)["overall"].to_list() == [
+        "no primary cell (none in the seed's condition, or each kept as context by the study)"
+    ]
     # without the mark, both cells are the seed's condition and share alpha
     both = evaluate.evaluate(facts_frame([{**r, "context_cell": None} for r in rows]), claim())
     assert set(both["role"]) == {"primary"} and all("Bonferroni over the claim's 2" in t for t in both["test"])

@@ -230,19 +230,30 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
                 if (claim.quantity == "saving" and ta != tb) or (claim.quantity != "saving" and across and ta == tb):
                     continue
                 pa, pb = part_a.filter(pl.col("target_label") == ta), part_b.filter(pl.col("target_label") == tb)
-                kept_as_context = "context_cell" in pa.columns and pa["context_cell"].is_not_null().any()
-                cells.append((group, pa, pb, ta, tb, is_primary(claim, group, f) and not kept_as_context))
+                kept = _kept_as_context(pa)
+                cells.append((group, pa, pb, ta, tb, is_primary(claim, group, f) and kept is None, kept))
     # the claim's verdict rests on all its primary cells at once: their intervals are Bonferroni-adjusted so
     # that the chance of any of them misleading stays at alpha (context cells are shown at the plain level)
-    k = max(1, sum(primary for *_, primary in cells))
+    k = max(1, sum(c[5] for c in cells))
     steady = _steady_over_cells(claim, [pa for _, pa, *_ in cells])
     rows = [
         _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha / k if primary else alpha, primary, k,
              shared, differ, held)
-        for (group, pa, pb, ta, tb, primary), held in zip(cells, steady)
+        for (group, pa, pb, ta, tb, primary, _), held in zip(cells, steady)
     ]  # fmt: skip
+    for row, (*_, kept) in zip(rows, cells):
+        if row is not None and kept is not None:
+            row["test"] = f"{row['test']}; kept as context by the study: {kept}".lstrip("; ")
     rows = [r for r in rows if r is not None]
     return pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+
+
+def _kept_as_context(side: pl.DataFrame) -> str | None:
+    """Why the study keeps this cell as context (`workloads.<name>.context`), or None: it may be primary."""
+    if "context_cell" not in side.columns:
+        return None
+    why = side["context_cell"].drop_nulls()
+    return str(why[0]) if why.len() else None
 
 
 def _steady_over_cells(claim: Claim, sides: list[pl.DataFrame]) -> list[list[str] | None]:
@@ -447,7 +458,7 @@ def summary(results: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             pl.when(pl.col("_v").list.len() == 0)
-            .then(pl.lit("no cell in the seed's condition"))
+            .then(pl.lit("no primary cell (none in the seed's condition, or each kept as context by the study)"))
             .when(pl.col("_v").list.len() == 1)
             .then(pl.col("_v").list.first())
             .otherwise(pl.col("_v").list.join(" / "))
