@@ -27,15 +27,14 @@ tables_dir = "build/default/tables"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report
 from pgfslab.analysis.answers import footprint
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-st = data.require(data.storage(db, study, targets), "run.json footprint facts")
+st = queries.require(queries.storage(db, study, targets), "run.json footprint facts")
 
 # %%
 pub = report.Publication(
@@ -46,9 +45,9 @@ pub = report.Publication(
     figures_dir=figures_dir,
     study=study,
 )
-last = footprint.after_last_run(st, data.targets(db, study, targets), data.target_names(db, study))
+last = footprint.after_last_run(st, queries.targets(db, study, targets), queries.target_names(db, study))
 # physical footprint relative to the first target holding the same data set (same dataset and fillfactor)
-last = footprint.with_reference(last, data.baseline_target(db, study, targets))
+last = footprint.with_reference(last, queries.baseline_target(db, study, targets))
 has_data = footprint.keeps_data(last)  # fsmicro removes its files: nothing stays
 pub.save(last.select(footprint.SAVED_COLUMNS))
 

@@ -23,16 +23,15 @@ tables_dir = "build/default/tables"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report
 from pgfslab.analysis.answers import dirty_memory
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-mem = data.require(
-    data.meminfo(db, study, ["Dirty", "Writeback"], targets).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
+mem = queries.require(
+    queries.meminfo(db, study, ["Dirty", "Writeback"], targets).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
     "/proc/meminfo samples of PostgreSQL runs",
 )
 
@@ -45,12 +44,12 @@ pub = report.Publication(
     figures_dir=figures_dir,
     study=study,
 )
-tps = data.throughput_on_sampler_clock(db, study, targets)
-pgs = data.pgstat(db, study, targets)
+tps = queries.throughput_on_sampler_clock(db, study, targets)
+pgs = queries.pgstat(db, study, targets)
 
 # %%
 # checkpoint windows per run, on the samplers' clock, within the benchmark (shutdown checkpoints left out)
-logged, origin = data.checkpoint_log(db, study, targets), data.run_clock_origin(db, study)
+logged, origin = queries.checkpoint_log(db, study, targets), queries.run_clock_origin(db, study)
 windows = dirty_memory.checkpoint_windows(mem, tps, logged, origin, pgs)
 ckpt_source = ", ".join(sorted(set(windows["from"].to_list())))
 
@@ -58,7 +57,7 @@ ckpt_source = ", ".join(sorted(set(windows["from"].to_list())))
 # ## Dirty and Writeback over one run per cell
 
 # %%
-rep = dirty_memory.representative_runs(data.headline(db, study, targets), mem["run_id"].unique())
+rep = dirty_memory.representative_runs(queries.headline(db, study, targets), mem["run_id"].unique())
 shown, wins = dirty_memory.figure_data(mem, rep["run_id"], windows)
 n_cells = shown.select("workload", "clients").n_unique()
 chart = charts.timeline_with_windows(
@@ -96,7 +95,7 @@ pub.figure(
 # shaded as above and, on targets with a snapshot schedule, each snapshot's creation marked.
 
 # %%
-snaps = data.snapshot_events(db, study, targets)
+snaps = queries.snapshot_events(db, study, targets)
 tps_shown, tps_wins, snap_marks = dirty_memory.throughput_figure_data(tps, rep["run_id"], windows, snaps, origin)
 if tps_shown.height:
     pub.figure(
@@ -134,7 +133,7 @@ else:
 # ## Per run: dirty memory, checkpoints and their share of the throughput variance
 
 # %%
-per_run = data.in_config_order(dirty_memory.per_run(mem, tps, windows, pgs), db, study, ["workload", "clients"])
+per_run = queries.in_config_order(dirty_memory.per_run(mem, tps, windows, pgs), db, study, ["workload", "clients"])
 pub.save(per_run)
 cells = dirty_memory.per_cell(per_run)
 tps_sources = ", ".join(sorted(set(per_run["tps_source"].drop_nulls().to_list()))) or "none"

@@ -26,8 +26,7 @@ aa_twins = None  # {twin: baseline}; None: the targets that name their baseline 
 # %%
 import polars as pl
 
-from pgfslab.analysis import cpu_time, report, run_evidence
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import cpu_time, queries, report, run_evidence
 from pgfslab.analysis.answers import exchangeability as ex
 from pgfslab.analysis.notebook import setup
 from pgfslab.analysis.stats import aa
@@ -35,8 +34,8 @@ from pgfslab.analysis.stats import aa
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-every_run = data.require(
-    data.headline(db, study, targets, burn_in=True).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
+every_run = queries.require(
+    queries.headline(db, study, targets, burn_in=True).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
     "run summaries (pgbench or sysbench)",
 )
 runs = ex.counted(every_run)  # burn-in rounds are shown, never compared
@@ -54,7 +53,9 @@ pub = report.Publication(
 # ## Per target and cell: the four checks
 
 # %%
-checks = data.in_config_order(ex.checks(runs, evidence, alpha), db, study, ["workload", "clients"], col="target_label")
+checks = queries.in_config_order(
+    ex.checks(runs, evidence, alpha), db, study, ["workload", "clients"], col="target_label"
+)
 pub.save(checks)
 pub.table(
     checks.select(
@@ -98,7 +99,7 @@ if carried.height:
     )
 
 # %%
-states = ex.start_states(every_run, data.run_records(db, study, targets=targets))
+states = ex.start_states(every_run, queries.run_records(db, study, targets=targets))
 if states.height:
     pub.table(
         states.select(
@@ -204,7 +205,7 @@ else:
     )
 
 # %%
-cpu_tx = cpu_time.cpu_per_transaction(data.cpu_stat(db, study, targets), runs)
+cpu_tx = cpu_time.cpu_per_transaction(queries.cpu_stat(db, study, targets), runs)
 if cpu_tx.height:
     per_tx = runs.join(cpu_tx, on="run_id")
     summary = per_tx.group_by("target_label", "workload", "clients", maintain_order=True).agg(

@@ -25,16 +25,15 @@ tables_dir = "build/default/tables"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report, stats
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report, stats
 from pgfslab.analysis.answers import micro
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-ops = data.require(data.fs_ops(db, study, targets), "fsmicro (file-system micro-benchmark) results")
-op_lat = data.fs_op_latencies(db, study, targets)
+ops = queries.require(queries.fs_ops(db, study, targets), "fsmicro (file-system micro-benchmark) results")
+op_lat = queries.fs_op_latencies(db, study, targets)
 ops = micro.timed_rates(ops, op_lat)  # timed_ops_per_s: what seed 003's benchstat compares
 
 # %%
@@ -46,8 +45,8 @@ pub = report.Publication(
     figures_dir=figures_dir,
     study=study,
 )
-baseline = micro.baseline_label(ops, data.baseline_target(db, study, targets))
-per = data.in_config_order(micro.per_operation(ops), db, study, ["benchmark"])
+baseline = micro.baseline_label(ops, queries.baseline_target(db, study, targets))
+per = queries.in_config_order(micro.per_operation(ops), db, study, ["benchmark"])
 
 # %% [markdown]
 # ## Operations per second
@@ -119,7 +118,7 @@ pub.figure(
 # own judgement is the Holm-adjusted table after it.
 
 # %%
-base_target = data.baseline_target(db, study, targets)
+base_target = queries.baseline_target(db, study, targets)
 seed_form = micro.seed_benchstat(ops, base_target, alpha)
 named = ops.filter(pl.col("target") != pl.col("target_label")).unique("target", maintain_order=True)
 pub.text(

@@ -23,8 +23,7 @@ tables_dir = "build/aio/tables"
 # %%
 import polars as pl
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import report
+from pgfslab.analysis import queries, report
 from pgfslab.analysis.answers import io_methods as io
 from pgfslab.analysis.notebook import setup
 from pgfslab.analysis.verdicts.regime import run_measures
@@ -32,17 +31,17 @@ from pgfslab.analysis.verdicts.regime import run_measures
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-typed = data.study_of(db)
-fam = data.require(io.families(typed), "PostgreSQL workloads that set io_method (their postgres_settings)")
+typed = queries.study_of(db)
+fam = queries.require(io.families(typed), "PostgreSQL workloads that set io_method (their postgres_settings)")
 runs = io.with_measures(
-    data.require(
-        data.headline(db, study, targets).filter(
+    queries.require(
+        queries.headline(db, study, targets).filter(
             pl.col("base_workload").is_in(fam["workload"].to_list()) & pl.col("value").is_not_null()
         ),
         "runs of the workloads that set io_method",
     ),
     run_measures(str(db), study, trim_s),
-    data.pg_io_reads(db, study, targets),
+    queries.pg_io_reads(db, study, targets),
 )
 comp = io.compare(runs, fam, io.cells(typed, fam, targets), alpha)
 pub = report.Publication(

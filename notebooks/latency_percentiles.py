@@ -29,26 +29,29 @@ workload = "tpcb"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report, stats
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report, stats
 from pgfslab.analysis.answers import percentiles
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-method = data.latency_source(db, study, workload, targets)
+method = queries.latency_source(db, study, workload, targets)
 if method == "exact":
-    lat = data.require(data.txlog_latency(db, study, workload, targets), f"per-transaction latencies for {workload!r}")
+    lat = queries.require(
+        queries.txlog_latency(db, study, workload, targets), f"per-transaction latencies for {workload!r}"
+    )
 elif method == "aggregate":
-    lat = data.require(data.aggregate_latency(db, study, workload, targets), f"aggregate latency logs for {workload!r}")
+    lat = queries.require(
+        queries.aggregate_latency(db, study, workload, targets), f"aggregate latency logs for {workload!r}"
+    )
 else:
-    lat = data.require(
-        data.sysbench_latency(db, study, workload, targets), f"sysbench interval latencies for {workload!r}"
+    lat = queries.require(
+        queries.sysbench_latency(db, study, workload, targets), f"sysbench interval latencies for {workload!r}"
     )
 
 # %%
-label = report.cell_workload_label(data.study_of(db), workload)
+label = report.cell_workload_label(queries.study_of(db), workload)
 pub = report.Publication(
     f"latency_percentiles-{workload}",
     f"Latency percentiles: {label}",
@@ -114,13 +117,13 @@ pub.figure(
 
 # %%
 by = ["target_label", "clients"]
-hist = data.sysbench_histogram(db, study, workload, targets) if pct is not None else None
-summary = data.in_config_order(
+hist = queries.sysbench_histogram(db, study, workload, targets) if pct is not None else None
+summary = queries.in_config_order(
     percentiles.run_summary(steady, method, by, hist, pct), db, study, ["clients"], col="target_label"
 )
 pub.save(summary.with_columns(pl.lit(workload).alias("workload"), pl.lit(float(trim_s)).alias("trim_s")))
 pub.table(
-    data.in_config_order(percentiles.summary_table(summary, by), db, study, ["clients"]),
+    queries.in_config_order(percentiles.summary_table(summary, by), db, study, ["clients"]),
     caption=f"{label}: latency (ms) over each cell's runs after the first {trim_s:g} s. Method "
     "`exact`: every transaction; `aggregate-bounds`: pgbench aggregate log, a percentile shown as lo–hi is only "
     "known to lie in that range (exact mean, min, max); `histogram`: sysbench --histogram, the bucket's value "

@@ -22,20 +22,19 @@ tables_dir = "build/default/tables"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report
 from pgfslab.analysis.answers import published
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-runs = data.headline(db, study, targets)
-pg_pub, sb_pub = data.published_pgbench(db), data.published(db, "published_sysbench_variance")
-fs_pub, comp_pub = data.published_fs_ops(db), data.published(db, "published_compression")
-space_pub = data.published(db, "published_space")
+runs = queries.headline(db, study, targets)
+pg_pub, sb_pub = queries.published_pgbench(db), queries.published(db, "published_sysbench_variance")
+fs_pub, comp_pub = queries.published_fs_ops(db), queries.published(db, "published_compression")
+space_pub = queries.published(db, "published_space")
 if not (pg_pub.height or sb_pub.height or fs_pub.height or comp_pub.height or space_pub.height):
-    raise data.MissingData("no published reference results in this study database (data/external/ not ingested)")
+    raise queries.MissingData("no published reference results in this study database (data/external/ not ingested)")
 
 # %%
 pub = report.Publication(
@@ -53,13 +52,13 @@ pub = report.Publication(
 table = published.comparable(
     [
         published.pgbench_items(runs, pg_pub, cfg["workloads"], cfg.get("dataset", {}).get("scale")),
-        published.sysbench_items(data.throughput(db, study, None, targets), sb_pub, cfg["workloads"], trim_s),
-        published.fs_items(data.fs_ops(db, study, targets), fs_pub),
-        published.compression_items(data.storage(db, study, targets), comp_pub, space_pub),
+        published.sysbench_items(queries.throughput(db, study, None, targets), sb_pub, cfg["workloads"], trim_s),
+        published.fs_items(queries.fs_ops(db, study, targets), fs_pub),
+        published.compression_items(queries.storage(db, study, targets), comp_pub, space_pub),
     ]
 )
 if table.height == 0:
-    raise data.MissingData(
+    raise queries.MissingData(
         "nothing in this study is comparable with the published results (no pgbench, sysbench, "
         "fsmicro or btrfs-compression data that a seed also reports)"
     )

@@ -22,8 +22,7 @@ figures_dir = "figures/pg-versions"
 tables_dir = "build/pg-versions/tables"
 
 # %%
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import report
+from pgfslab.analysis import queries, report
 from pgfslab.analysis.answers import pg_versions as pv
 from pgfslab.analysis.notebook import setup
 from pgfslab.analysis.verdicts.regime import run_measures
@@ -31,14 +30,14 @@ from pgfslab.analysis.verdicts.regime import run_measures
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-typed = data.study_of(db)
+typed = queries.study_of(db)
 runs = pv.runs_by_major(
-    data.require(data.headline(db, study, targets), "successful runs"),
-    data.runs(db, study, only_ok=True),
+    queries.require(queries.headline(db, study, targets), "successful runs"),
+    queries.runs(db, study, only_ok=True),
     run_measures(str(db), study, trim_s),
 )
 if runs["pg_major"].n_unique() < 2:
-    raise data.MissingData(f"{db}: study {study!r} has no successful runs on more than one PostgreSQL major")
+    raise queries.MissingData(f"{db}: study {study!r} has no successful runs on more than one PostgreSQL major")
 fs_order = list(dict.fromkeys(pv.fs_of(t, typed.pg_version_of(t)) for t in typed.targets))
 comp = pv.compare(runs, fs_order, alpha)
 pub = report.Publication(

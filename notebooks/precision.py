@@ -24,16 +24,15 @@ power = 0.8  # the power at which the detectable difference is stated
 # %%
 import polars as pl
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import report
+from pgfslab.analysis import queries, report
 from pgfslab.analysis.answers import precision
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-runs = data.require(
-    data.headline(db, study, targets).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
+runs = queries.require(
+    queries.headline(db, study, targets).filter(pl.col("tool").is_in(["pgbench", "sysbench"])),
     "run summaries (pgbench or sysbench)",
 )
 goal = (cfg.get("precision") or {}).get("half_width")
@@ -51,7 +50,7 @@ pub = report.Publication(
 # ## Each cell's median, with its interval
 
 # %%
-cells = data.in_config_order(
+cells = queries.in_config_order(
     precision.cell_precision(runs, confidence, goal), db, study, ["clients"], col="target_label"
 )
 pub.figure(
@@ -62,7 +61,7 @@ pub.figure(
     + (f"; the band is the study's precision target, ±{100 * goal:g} %." if goal else "."),
 )
 pub.save(cells)
-skipped = precision.skipped_rounds(data.run_records(db, study, targets=targets, only_ok=False))
+skipped = precision.skipped_rounds(queries.run_records(db, study, targets=targets, only_ok=False))
 
 # %%
 pub.table(
@@ -91,7 +90,7 @@ if skipped.height:
 # ## What a non-significant comparison could have detected
 
 # %%
-baseline = data.baseline_target(db, study, targets)
+baseline = queries.baseline_target(db, study, targets)
 comparisons = precision.detectable_differences(runs, baseline, alpha, power)
 quiet = comparisons.filter(~pl.col("significant")) if comparisons.height else comparisons
 if quiet.height:

@@ -21,16 +21,15 @@ tables_dir = "build/default/tables"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report
 from pgfslab.analysis.answers import scaling
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-runs = data.require(
-    data.headline(db, study, targets).filter(
+runs = queries.require(
+    queries.headline(db, study, targets).filter(
         pl.col("tool").is_in(["pgbench", "sysbench"]) & pl.col("value").is_not_null()
     ),
     "PostgreSQL runs (pgbench or sysbench) with a throughput",
@@ -45,10 +44,10 @@ pub = report.Publication(
     figures_dir=figures_dir,
     study=study,
 )
-runs = scaling.with_sizes(runs, data.memory_facts(db, study, targets))
+runs = scaling.with_sizes(runs, queries.memory_facts(db, study, targets))
 ladder = scaling.is_ladder(runs)
 sc = scaling.scaling(runs)
-sc = sc._replace(table=data.in_config_order(sc.table, db, study, ["cell"], col="target_label"))
+sc = sc._replace(table=queries.in_config_order(sc.table, db, study, ["cell"], col="target_label"))
 
 # %%
 refs = [(float(r["size"]), r["threshold"]) for r in sc.thresholds.iter_rows(named=True) if r["size"] is not None]
@@ -98,7 +97,7 @@ pub.figure(chart, "scaling", caption)
 
 # %%
 pub.save(sc.table)
-sets = data.in_config_order(scaling.data_sets(runs, sc.table), db, study, col="target_label")
+sets = queries.in_config_order(scaling.data_sets(runs, sc.table), db, study, col="target_label")
 pub.table(
     scaling.threshold_table(runs),
     caption="Memory thresholds of this study's runs (as in force: shared_buffers from pg_settings, the "

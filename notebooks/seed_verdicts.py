@@ -25,8 +25,7 @@ figures_dir = "figures/default"
 tables_dir = "build/default/tables"
 
 # %%
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import report
+from pgfslab.analysis import queries, report
 from pgfslab.analysis.notebook import setup
 from pgfslab.analysis.verdicts import claims, evaluate, facts, table
 
@@ -37,7 +36,7 @@ seed_claims = claims.for_seeds(cfg.get("seeds") or [])
 crashes = facts.durability_runs(db, study)  # the durability check's crashes (a study of those alone has no headline)
 runs = facts.run_facts(db, study, trim_s)
 if crashes.height == 0:
-    data.require(runs, "successful runs to set against the seeds' findings")
+    queries.require(runs, "successful runs to set against the seeds' findings")
 results = evaluate.evaluate_all(runs, seed_claims, alpha, crashes)
 pub = report.Publication(
     "seed_verdicts",

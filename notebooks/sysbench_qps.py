@@ -23,20 +23,19 @@ workload = "read-write"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report
 from pgfslab.analysis.answers import sysbench_qps as sq
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-qps = data.require(
-    data.sysbench_qps(db, study, workload, targets), f"sysbench per-second report lines for workload {workload!r}"
+qps = queries.require(
+    queries.sysbench_qps(db, study, workload, targets), f"sysbench per-second report lines for workload {workload!r}"
 )
 
 # %%
-label = report.cell_workload_label(data.study_of(db), workload)
+label = report.cell_workload_label(queries.study_of(db), workload)
 pub = report.Publication(
     f"sysbench_qps-{workload}",
     f"Queries per second and the whitepaper's table: {label}",
@@ -70,7 +69,7 @@ pub.figure(
 # ## Average and variance of per-second TPS per thread count (the whitepaper's table)
 
 # %%
-table = sq.whitepaper_table(runs, data.target_names(db, study))
+table = sq.whitepaper_table(runs, queries.target_names(db, study))
 counts = sq.runs_per_cell(runs)
 n_text = ", ".join(
     f"{r['clients']} thr: {r['min']}" + (f"–{r['max']}" if r["max"] != r["min"] else "")

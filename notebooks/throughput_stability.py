@@ -22,20 +22,19 @@ workload = "tpcb"
 moving_average_s = 15
 
 # %%
-from pgfslab.analysis import charts, report
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report
 from pgfslab.analysis.answers import stability
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-progress = data.require(
-    data.throughput(db, study, workload, targets), f"per-second throughput for workload {workload!r}"
+progress = queries.require(
+    queries.throughput(db, study, workload, targets), f"per-second throughput for workload {workload!r}"
 )
 
 # %%
-label = report.cell_workload_label(data.study_of(db), workload)
+label = report.cell_workload_label(queries.study_of(db), workload)
 pub = report.Publication(
     f"throughput_stability-{workload}",
     f"Throughput stability: {label}",
@@ -80,9 +79,9 @@ pub.figure(
 # count): the median of the run means with its distribution-free interval over repeats.
 
 # %%
-per_run = data.in_config_order(stability.steady_run_means(progress, trim_s), db, study, ["clients"])
+per_run = queries.in_config_order(stability.steady_run_means(progress, trim_s), db, study, ["clients"])
 pub.save(per_run)
-cells = data.in_config_order(stability.cell_stability(per_run), db, study, ["clients"], col="target_label")
+cells = queries.in_config_order(stability.cell_stability(per_run), db, study, ["clients"], col="target_label")
 pub.table(
     stability.cell_table(cells),
     caption=f"{label}: median of the run means per cell with its distribution-free confidence interval over repeats "

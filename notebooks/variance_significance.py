@@ -24,17 +24,16 @@ tables_dir = "build/default/tables"
 # %%
 import polars as pl
 
-from pgfslab.analysis import charts, report, stats
-from pgfslab.analysis import queries as data
+from pgfslab.analysis import charts, queries, report, stats
 from pgfslab.analysis.answers import significance
 from pgfslab.analysis.notebook import setup
 
 db, figures_dir, tables_dir, cfg, colors = setup(db, study, figures_dir, tables_dir)  # paths: against the repository
 
 # %%
-progress = data.require(data.throughput(db, study, None, targets), "per-second throughput (pgbench or sysbench)")
-runs = data.require(
-    data.headline(db, study, targets).filter(
+progress = queries.require(queries.throughput(db, study, None, targets), "per-second throughput (pgbench or sysbench)")
+runs = queries.require(
+    queries.headline(db, study, targets).filter(
         pl.col("tool").is_in(["pgbench", "sysbench"]) & pl.col("value").is_not_null()
     ),
     "run summaries (pgbench or sysbench)",
@@ -50,7 +49,7 @@ pub = report.Publication(
     study=study,
 )
 # compare targets within each workload and client count; a study with one target compares its workloads
-d = significance.design(progress, data.baseline_target(db, study, targets), list(cfg["workloads"]))
+d = significance.design(progress, queries.baseline_target(db, study, targets), list(cfg["workloads"]))
 # within-run variation: each run's samples around its own mean (plus the cell's mean), so that repeats
 # that ran at different levels do not count as instability
 steady = significance.with_within_run(stats.trim_warmup(progress, trim_s), d)
@@ -65,7 +64,7 @@ steady = significance.with_within_run(stats.trim_warmup(progress, trim_s), d)
 # %%
 stab = significance.variance_cells(steady, d)
 by_target = d.group == "target_label"
-stab = data.in_config_order(stab, db, study, d.cell, col=d.group) if by_target else stab.sort(*d.cell, d.group)
+stab = queries.in_config_order(stab, db, study, d.cell, col=d.group) if by_target else stab.sort(*d.cell, d.group)
 chart = charts.grouped_bars_with_error(
     stab.with_columns((100 * pl.col("cv_within")).alias("cv_pct")),
     "clients",

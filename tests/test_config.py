@@ -97,7 +97,7 @@ def test_default_study_meets_its_brief():
     assert 20 <= cfg["run"]["duration_s"] <= 30
     # budget: the fixed rounds' run time must stay under 15 minutes on the 2-core machine, and the optional
     # rounds of the precision target may not start after it
-    # (the A/A control's runs measure the instrument, not the file systems: they come on top, issue 30)
+    # (the A/A control's runs measure the instrument, not the file systems: they come on top)
     twins = {name for name, t in cfg["targets"].items() if t.get("aa_twin_of")}
     assert twins == {"ext4-aa"}
     fixed = [r for r in runs if not r.optional and r.target not in twins]

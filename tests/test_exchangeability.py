@@ -1,4 +1,4 @@
-"""Exchangeability checks, the A/A control and two days (issue 30): hand-computed cases with the numbers
+"""Exchangeability checks, the A/A control and two days: hand-computed cases with the numbers
 written out, null calibrations simulated here independently of the code, and the recorded studies
 (tests/data/studies/), whose raw files are read here with plain code."""
 

@@ -137,7 +137,7 @@ def test_every_run_has_raw_logs_and_provenance(study: Path) -> None:
         assert rec["host"]["kernel"] and rec["git"]["commit"]
         assert (raw / run_id / "pgbench.stdout").stat().st_size > 0
         assert list((raw / run_id).glob("pgbench_log.*")), "aggregate log missing"
-        # the defined starting state (issue 30): a cold start, a checkpoint just before the run; the target's
+        # the defined starting state: a cold start, a checkpoint just before the run; the target's
         # place in its round rotates (round r starts at target r - 1)
         st = rec["start_state"]
         assert st["cache"] == "cold" and st["caches_dropped"] and st["hit_ratio"] is None

@@ -1,4 +1,4 @@
-"""The PostgreSQL samplers of issue 32 on output recorded from real PostgreSQL 17 and 18 servers
+"""The PostgreSQL samplers (pg_stat_io, pg_aios) on output recorded from real PostgreSQL 17 and 18 servers
 (tests/data/captured/pgstat/, ORIGINS.md): pg_stat_io (16+), pg_aios (18) and pgstat.csv read from the views
 17 and 18 moved its counters to; the queries each server version gets; the writer's lines read back."""
 

@@ -1,4 +1,4 @@
-"""PostgreSQL versions in a study (issue 32): the version factor crossed with the targets, each target's build,
+"""PostgreSQL versions in a study: the version factor crossed with the targets, each target's build,
 checksums said explicitly, and a setting the target's major does not have refused at validation (the table
 held to the real servers in a slow test)."""
 

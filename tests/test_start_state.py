@@ -1,4 +1,4 @@
-"""The defined starting state (issue 30) against a real PostgreSQL: a tiny `fs: dir` target prepared (its
+"""The defined starting state against a real PostgreSQL: a tiny `fs: dir` target prepared (its
 load vacuumed, analysed, checkpointed, autovacuum waited for), then a cold and a warm start reached on its
 server and what run.json's `start_state` would say checked against the server itself. No cache drop, no
 cgroup, no sysctl: nothing machine-wide (those are pgfslab.run.execute's, tested by the integration runs).

@@ -1,4 +1,4 @@
-"""What a verdict says (issue 29): direction and magnitude apart, equivalence against a stated band, the A/A
+"""What a verdict says: direction and magnitude apart, equivalence against a stated band, the A/A
 band, interactions as ratios of ratios, preconditions measured per cell, and claims checked at load. Every
 expected number here is computed by hand from the inputs, never read back from the code under test."""
 

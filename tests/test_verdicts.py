@@ -211,7 +211,7 @@ def test_the_shipped_claims_are_well_formed():
     text = claims.CLAIMS.read_text()
     assert "threshold:" not in text and "direction:" not in text  # no edge anywhere
     ids = {c.id for c in cs}
-    # the findings issue 29 listed as missing
+    # findings a reread of the seeds found missing
     assert {
         "s000-zfs-throughput-very-stable", "s000-zfs-latency-better-than-btrfs-snapshots", "s000-fs-matters-only-io-bound",
         "s001-async-losses-within-window", "s001-stack-honours-fsync", "s002-variance-grows-with-threads",

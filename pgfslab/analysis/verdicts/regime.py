@@ -59,8 +59,7 @@ from typing import Any
 
 import polars as pl
 
-from pgfslab.analysis import queries as data
-from pgfslab.analysis import stats
+from pgfslab.analysis import queries, stats
 from pgfslab.analysis.cpu_time import CPU_MEASURES, cpu_measures
 from pgfslab.analysis.device import device_table, has_baseline
 from pgfslab.analysis.stats.series import PHI_STEP
@@ -300,9 +299,9 @@ def checkpoint_read_wait(
 
 def _diskstats(db: str, study: str, recs: dict[str, RunRecord]) -> pl.DataFrame:
     roles = device_roles(recs).filter(pl.col("role") != "WAL")  # the tables' device (with WAL or without)
-    if roles.height == 0 or not data.has_table(db, "diskstats"):
+    if roles.height == 0 or not queries.has_table(db, "diskstats"):
         return pl.DataFrame()
-    samples = data.frame(
+    samples = queries.frame(
         db,
         """
         SELECT d.run_id, epoch(d.ts) AS epoch_s, d.device, d.reads_completed, d.read_ms, d.io_ms, d.sectors_written
@@ -357,7 +356,7 @@ def checkpoint_windows(db: str, study: str) -> pl.DataFrame:
     """The workload's checkpoints in each successful run's server log: run_id, start_s, end_s (epoch seconds;
     end_s null for one the log ended in)."""
     return (
-        data.checkpoint_log(db, study)
+        queries.checkpoint_log(db, study)
         .filter(
             pl.col("start_epoch").is_not_null()
             & pl.col("reason").fill_null("").str.to_lowercase().str.contains(WORKLOAD_CHECKPOINT)
@@ -371,9 +370,9 @@ def checkpoints_started(db: str, study: str) -> pl.DataFrame:
     (`time`, `wal`; `xlog` before PostgreSQL 10), completed or not: run_id, checkpoints_started. The lab's own
     checkpoint before the measured window (`immediate force wait`) and the shutdown checkpoint are not the
     workload's."""
-    if not data.has_table(db, "pg_checkpoints"):
+    if not queries.has_table(db, "pg_checkpoints"):
         return pl.DataFrame(schema={"run_id": pl.Utf8, "checkpoints_started": pl.Int64})
-    return data.frame(
+    return queries.frame(
         db,
         """
         SELECT c.run_id, count(*)::BIGINT AS checkpoints_started
@@ -386,19 +385,19 @@ def checkpoints_started(db: str, study: str) -> pl.DataFrame:
 
 def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per successful run: MEASURES (null where the sampler did not record it)."""
-    recs = data.run_records(db, study)
+    recs = queries.run_records(db, study)
     base = _from_records(recs)
     if base.height == 0:
         return pl.DataFrame(schema=MEASURES)
     disk = _diskstats(db, study, recs)
     dev = device_measures(disk)
-    pgs = data.pgstat(db, study)
+    pgs = queries.pgstat(db, study)
     windows = checkpoint_windows(db, study)
     dev = dev.join(checkpoint_read_wait(disk, pgs, windows), on="run_id", how="left") if dev.height else dev
     if series is None:
         try:
-            series = data.throughput(db, study)
-        except data.MissingData:
+            series = queries.throughput(db, study)
+        except queries.MissingData:
             series = pl.DataFrame()
     out = base.join(dev, on="run_id", how="left") if dev.height else base
     out = out.with_columns(
@@ -418,9 +417,9 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
             .with_columns(pl.max_horizontal("checkpoints", "checkpoints_started").alias("checkpoints"))
             .drop("checkpoints_started")
         )
-    out = out.join(cpu_measures(data.cpu_stat(db, study)), on="run_id", how="left")
+    out = out.join(cpu_measures(queries.cpu_stat(db, study)), on="run_id", how="left")
     out = out.join(steadiness(series, trim_s), on="run_id", how="left")
-    out = out.join(alive_at_once(data.snapshot_events(db, study)), on="run_id", how="left")
+    out = out.join(alive_at_once(queries.snapshot_events(db, study)), on="run_id", how="left")
     if has_baseline(db, study):  # else the device class is not measured (the precondition says so)
         iops = device_table(db, study).select("target", pl.col("randread_qd1_iops").cast(pl.Float64))
         out = out.join(iops, on="target", how="left")
