@@ -12,6 +12,7 @@ pgfslab/run/device_baseline.py), and how close PostgreSQL comes to it.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import polars as pl
@@ -106,7 +107,7 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
                 "target": t,
                 "workloads": ", ".join(sorted(workloads)) or None,
                 "runs": len(vals),
-                "tps_1_client": float(pl.Series(vals).median()) if vals else None,
+                "tps_1_client": statistics.median(vals) if vals else None,
             }
         )
     tps = pl.DataFrame(

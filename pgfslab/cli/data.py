@@ -169,8 +169,8 @@ def _ingest_full(args: argparse.Namespace, files: list[Path], n_files: int) -> i
         )
     if failures:
         print(f"{len(failures)} of {n_files} files failed (the database holds the others):", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
+        for failure in failures:
+            print(f"  {failure}", file=sys.stderr)
         return 1
     return 0
 

@@ -238,7 +238,7 @@ def ingest_file(
     if loader is not None:
         (table,) = mod.TABLES
         with _unbatched(con):  # a direct load is a transaction of its own
-            if table in COMPACT and numeric_head(path, mod.NUMERIC_ALPHABET):
+            if table in COMPACT and numeric_head(path, getattr(mod, "NUMERIC_ALPHABET", b"")):
                 # the rows do not need the file's hash: hash and check it while DuckDB reads
                 done = _direct(con, path, mod, loader, table, source, fmt, run_id, study, origin, run_record, None)
                 if done is not None:

@@ -4,6 +4,7 @@ from the provenance records the lab writes with each run (run.json) and target (
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import polars as pl
@@ -227,7 +228,7 @@ def _os_table(ctx: Context) -> pl.DataFrame:
 
 def _when(ctx: Context) -> str:
     start, end = ctx.runs["started_at"].min(), ctx.runs["ended_at"].max()
-    if start is None or end is None:
+    if not isinstance(start, dt.datetime) or not isinstance(end, dt.datetime):
         return "an unknown date"
     return f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
 

@@ -276,8 +276,9 @@ def validate(
             with disk_daemon.served(wd, "validation", image, m, discard=True) as disk, _loop(disk.file, wd) as dev:
                 before = disk.stats()
                 (rr,), after = _fio(dev, seconds, [RANDREAD]), disk.stats()
-                d = disk_daemon.delta(before, after)
-                assert d is not None
+                cost = disk_daemon.delta(before, after)
+                assert cost is not None
+                d = cost
                 rows.append(
                     Row(
                         "the daemon's own CPU per request (no backing I/O), 8 kB random reads",

@@ -26,7 +26,7 @@ def titled(chart: Any, title: str | None, subtitle: str | None = None) -> Any:
 
 def one_color_per_panel(df: pl.DataFrame, facet: str, color: str) -> bool:
     """Whether each panel holds one colour only (then the panel's title names it and no legend is needed)."""
-    return facet == color or int(df.group_by(facet).agg(pl.col(color).n_unique())[color].max() or 0) <= 1
+    return facet == color or bool((df.group_by(facet).agg(pl.col(color).n_unique())[color] <= 1).all())
 
 
 def decade_axis(lo: float | None, hi: float | None) -> Any:

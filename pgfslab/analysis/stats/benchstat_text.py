@@ -124,9 +124,10 @@ def format_benchstat(df: pl.DataFrame, metric: str | None = None) -> str:
     for i, note in enumerate(footnotes, 1):
         lines.append(f"{_superscript(i)} {note}")
     if adjust != "none":
-        m = int(df.filter(pl.col("p").is_not_null() & pl.col("p").is_not_nan()).height)
+        n_compared = int(df.filter(pl.col("p").is_not_null() & pl.col("p").is_not_nan()).height)
         lines.append(
-            f"p-values {'Holm-Bonferroni' if adjust == 'holm' else 'Benjamini-Hochberg'}-adjusted over {m} comparisons"
+            f"p-values {'Holm-Bonferroni' if adjust == 'holm' else 'Benjamini-Hochberg'}-adjusted over {n_compared} "
+            "comparisons"
         )
     return "\n".join(lines) + "\n"
 

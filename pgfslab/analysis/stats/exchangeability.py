@@ -207,7 +207,7 @@ def _evidence_words(run: dict[str, object], others: pl.DataFrame) -> str:
     parts, none = [], []
     for col, (words, unit, scale) in EVIDENCE.items():
         v = run.get(col)
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+        if not isinstance(v, int | float) or math.isnan(v):
             continue
         v = float(v) * scale
         typical = others[col].cast(pl.Float64).fill_nan(None).drop_nulls() * scale

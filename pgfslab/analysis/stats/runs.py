@@ -258,7 +258,7 @@ def goodput(
             + (["retried_per_s"] if "retried_transactions" in cols else [])
             + (["reconnects_per_s"] if "reconnects" in cols else [])
         )
-        fail_col = "failed_per_s"
+        fail_col: str | None = "failed_per_s"
         agg_fail = pl.col("failed_transactions").sum() / (
             pl.col("transactions_processed").sum() + pl.col("failed_transactions").sum()
         )

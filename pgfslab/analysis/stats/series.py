@@ -401,7 +401,7 @@ def checkpoint_attribution(
         .sort(time)
         .select(pl.col(time).cast(pl.Float64).alias("t"), pl.col(value).cast(pl.Float64).alias("x"))
     )
-    t_end = float(s["t"].max()) if s.height else 0.0
+    t_end = float(s.select(pl.col("t").max()).item()) if s.height else 0.0
     w = windows.select(
         pl.col("start_s").cast(pl.Float64), pl.col("end_s").cast(pl.Float64).fill_null(t_end + interval_s)
     )

@@ -55,8 +55,9 @@ def fit(frame: pl.DataFrame, baseline: str, alpha: float = 0.05, block: str | No
     targets = [baseline] + sorted(t for t in sizes if t != baseline)
     y = np.log(f["value"].to_numpy())
     c = f["contention"].to_numpy().astype(float)
-    blocks = sorted(f[block].drop_nulls().unique().to_list()) if block and block in f.columns else []
-    shifts = [(f[block] == b).fill_null(False).to_numpy().astype(float) for b in blocks[1:]]
+    col = block if block and block in f.columns else None
+    blocks = sorted(f[col].drop_nulls().unique().to_list()) if col is not None else []
+    shifts = [(f[col] == b).fill_null(False).to_numpy().astype(float) for b in blocks[1:]] if col is not None else []
     x = np.column_stack([(f["target"] == t).to_numpy().astype(float) for t in targets] + shifts + [c])
     n, k = x.shape
     if n - k < 1 or np.linalg.matrix_rank(x) < k:

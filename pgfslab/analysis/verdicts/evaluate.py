@@ -136,7 +136,7 @@ def run_dims(f: pl.DataFrame, named: set[str], across: bool) -> list[str]:
     if not across or f.is_empty():
         return keys
     varies = f.group_by("target_label").agg(pl.col(k).n_unique() for k in keys)
-    return [k for k in keys if int(varies[k].max() or 0) > 1]
+    return [k for k in keys if bool((varies[k] > 1).any())]
 
 
 def is_primary(claim: Claim, group: dict[str, Any], facts: pl.DataFrame) -> bool:

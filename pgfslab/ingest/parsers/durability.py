@@ -72,7 +72,7 @@ def _value(rec: dict[str, Any], key: str, dtype: Any, path: Path) -> Any:
     ok = {pl.String: (str,), pl.Int64: (int,), pl.Float64: (int, float), pl.Boolean: (bool,)}[dtype]
     if isinstance(v, bool) and dtype is not pl.Boolean or not isinstance(v, ok):
         raise ParseError(path, None, f"key {key!r}: expected {dtype}, found {type(v).__name__} {v!r}")
-    return float(v) if dtype is pl.Float64 else v
+    return float(v) if dtype is pl.Float64 and isinstance(v, int | float) else v
 
 
 def parse(path: Path) -> dict[str, pl.DataFrame]:

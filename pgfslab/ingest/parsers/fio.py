@@ -268,8 +268,8 @@ def parse(path: str | Path) -> dict[str, pl.DataFrame]:
     for i in range(end_line + 1, len(lines)):
         if lines[i].strip():
             text_rows.append((i + 1, "after", lines[i].rstrip("\r\n")))
-    for ln, where, t in text_rows:
-        warnings.append((ln, f"non-JSON text {where} the fio report: {_excerpt(t)}"))
+    for row_no, where, row_text in text_rows:
+        warnings.append((row_no, f"non-JSON text {where} the fio report: {_excerpt(row_text)}"))
 
     json_line = start_idx + 1
     if not isinstance(doc, dict) or "jobs" not in doc:

@@ -436,8 +436,8 @@ def _check_numbers(path: Path, fields: pl.DataFrame) -> None:
     """ParseError at the first value that does not fit its column (beyond 64 bits, or a double)."""
     ints = [c for c, t in SUMMARY_SCHEMA.items() if t == pl.Int64]
     value = pl.col("value")
-    bad = pl.when(pl.col("column").is_in(ints)).then(value.cast(pl.Int64, strict=False).is_null())
-    bad = bad.otherwise(
+    int_bad = pl.when(pl.col("column").is_in(ints)).then(value.cast(pl.Int64, strict=False).is_null())
+    bad = int_bad.otherwise(
         pl.col("column").is_in([c for c, t in SUMMARY_SCHEMA.items() if t == pl.Float64])
         & value.cast(pl.Float64, strict=False).is_infinite()
     )
