@@ -25,6 +25,14 @@ from pgfslab.errors import LabError
 from pgfslab.host import pg_stats, proc
 
 
+def one_row(conn: psycopg.Connection[Any], sql: Any, params: Sequence[Any] | None = None) -> tuple[Any, ...]:
+    """The row a query that always returns one gives (an aggregate, a SHOW); none is a clear error."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        raise LabError(f"PostgreSQL returned no row for: {str(sql)[:80]}")
+    return tuple(row)
+
+
 def checksums_args(major: int, on: bool) -> list[str]:
     """initdb's checksum argument, said explicitly for every major: --data-checksums, or (off) 18's
     --no-data-checksums (18 made checksums initdb's default); before 18 off is initdb's default and the flag
@@ -302,15 +310,15 @@ class Cluster:
     def facts(self) -> dict[str, Any]:
         """Version, non-default settings and sizes, read through psycopg."""
         with self.connect() as conn:
-            version = conn.execute("SELECT version()").fetchone()[0]
+            version = one_row(conn, "SELECT version()")[0]
             num = conn.info.server_version
-            checksums = conn.execute("SHOW data_checksums").fetchone()[0]
+            checksums = one_row(conn, "SHOW data_checksums")[0]
             settings = conn.execute(
                 "SELECT name, setting, unit, source FROM pg_settings "
                 "WHERE source NOT IN ('default', 'override') ORDER BY name"
             ).fetchall()
-            db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-            all_db_bytes = conn.execute("SELECT sum(pg_database_size(oid))::bigint FROM pg_database").fetchone()[0]
+            db_bytes = one_row(conn, "SELECT pg_database_size(current_database())")[0]
+            all_db_bytes = one_row(conn, "SELECT sum(pg_database_size(oid))::bigint FROM pg_database")[0]
             frm, exprs = pg_stats.bgwriter_sources(num)
             bgw_keys = [
                 "checkpoints_timed",
@@ -319,11 +327,12 @@ class Cluster:
                 "buffers_clean",
                 "buffers_backend",
             ]
-            bgw = conn.execute(f"SELECT {', '.join(exprs[k] for k in bgw_keys)} FROM {frm}").fetchone()
-            dbstat = conn.execute(
+            bgw = one_row(conn, f"SELECT {', '.join(exprs[k] for k in bgw_keys)} FROM {frm}")
+            dbstat = one_row(
+                conn,
                 "SELECT xact_commit, xact_rollback, blks_read, blks_hit FROM pg_stat_database "
-                "WHERE datname = current_database()"
-            ).fetchone()
+                "WHERE datname = current_database()",
+            )
             rels = conn.execute(
                 "SELECT c.relname, c.relkind, pg_relation_size(c.oid), pg_total_relation_size(c.oid), "
                 "coalesce((SELECT option_value::int FROM pg_options_to_table(c.reloptions) "

@@ -135,8 +135,8 @@ def mounted(
         return
     if k == "tmpfs":
         mnt = target_paths.mountpoint(workdir, name)
-        m = mounts.at(mnt)
-        if m is None or m.fstype != "tmpfs" or m.source != target_paths.tmpfs_source(name):
+        entry = mounts.at(mnt)
+        if entry is None or entry.fstype != "tmpfs" or entry.source != target_paths.tmpfs_source(name):
             raise LabError(
                 f"target {name}: no lab tmpfs is mounted at {mnt}; a tmpfs lives in RAM, so its data "
                 "is gone after an unmount or a reboot: prepare the target again"
@@ -148,8 +148,8 @@ def mounted(
             mnt,
             mnt,
             False,
-            device=m.source,
-            mount_options=m.options_text,
+            device=entry.source,
+            mount_options=entry.options_text,
             kind="tmpfs",
             notes=["tmpfs: pages live in RAM (and count against a memory cgroup that writes them)"],
         )

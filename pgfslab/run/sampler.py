@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pgfslab.config.model import SamplerSettings
-from pgfslab.host import pg_stats
+from pgfslab.host import pg_stats, postgres
 from pgfslab.run import pgstat_format
 
 
@@ -180,14 +180,14 @@ class PgStatSampler:
                         aios_fh.write(pgstat_format.AIOS_HEADER + "\n" + ",".join(pgstat_format.AIOS_COLUMNS) + "\n")
                     next_t = time.monotonic()
                     while not self._stop.is_set():
-                        row = conn.execute(sql).fetchone()
+                        row = postgres.one_row(conn, sql)
                         fh.write(pgstat_line(columns, row) + "\n")
                         self.samples += 1
                         if io_fh is not None and io_sql:
                             io_fh.write("".join(io_line(r) + "\n" for r in conn.execute(io_sql).fetchall()))
                             self.io_samples += 1
                         if aios_fh is not None and aios_sql:
-                            aios_fh.write(aios_line(conn.execute(aios_sql).fetchone()) + "\n")
+                            aios_fh.write(aios_line(postgres.one_row(conn, aios_sql)) + "\n")
                             self.aios_samples += 1
                         conn.execute("SELECT pg_stat_clear_snapshot()")
                         next_t += self.period

@@ -52,7 +52,7 @@ def checkpoint(cl: postgres.Cluster) -> dict[str, Any]:
     t0 = time.monotonic()
     with cl.connect() as conn:
         conn.execute("CHECKPOINT")
-        lsn, at = conn.execute("SELECT checkpoint_lsn::text, checkpoint_time FROM pg_control_checkpoint()").fetchone()
+        lsn, at = postgres.one_row(conn, "SELECT checkpoint_lsn::text, checkpoint_time FROM pg_control_checkpoint()")
     return {"lsn": lsn, "time": at.isoformat(), "wall_s": round(time.monotonic() - t0, 3)}
 
 
@@ -100,20 +100,20 @@ def relations(conn: psycopg.Connection) -> list[tuple[int, str, str, int]]:
 def warm_pass(conn: psycopg.Connection, rels: list[tuple[int, str, str, int]]) -> int:
     """One pass over the data set in the fixed order, each relation read into shared_buffers. Blocks read."""
     conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-    return sum(int(conn.execute("SELECT pg_prewarm(%s::oid::regclass)", (oid,)).fetchone()[0]) for oid, *_ in rels)
+    return sum(int(postgres.one_row(conn, "SELECT pg_prewarm(%s::oid::regclass)", (oid,))[0]) for oid, *_ in rels)
 
 
 def probe(conn: psycopg.Connection, rels: list[tuple[int, str, str, int]], k: int) -> dict[str, Any]:
     """The buffer hit ratio of reading an evenly spread sample of blocks (probe `k` starts each relation at
     another offset, so it does not read the blocks the probe before it just loaded)."""
     total = sum(b for *_, b in rels)
-    shared = int(conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0])
+    shared = int(postgres.one_row(conn, "SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'")[0])
     stride = max(1, -(-total // min(PROBE_BLOCKS, max(1, shared // PROBE_SHARE))))
     counts = "SELECT coalesce(sum(pg_stat_get_xact_blocks_fetched(oid)), 0), coalesce(sum(pg_stat_get_xact_blocks_hit(oid)), 0) FROM unnest(%s::oid[]) oid"
     oids = [oid for oid, *_ in rels]
     t0 = time.monotonic()
     with conn.transaction():
-        f0, h0 = conn.execute(counts, (oids,)).fetchone()
+        f0, h0 = postgres.one_row(conn, counts, (oids,))
         # newest first (the pass's order reversed): a probe's misses on the oldest blocks come last and
         # cannot evict the newest before the probe has counted them
         for oid, _, _, blocks in reversed(rels):
@@ -124,7 +124,7 @@ def probe(conn: psycopg.Connection, rels: list[tuple[int, str, str, int]], k: in
                     "FROM generate_series(%s::bigint, %s::bigint, %s::bigint) b",
                     (oid, start, blocks - 1, stride),
                 )
-        f1, h1 = conn.execute(counts, (oids,)).fetchone()
+        f1, h1 = postgres.one_row(conn, counts, (oids,))
     fetched, hit = int(f1 - f0), int(h1 - h0)
     return {
         "blocks": fetched,
