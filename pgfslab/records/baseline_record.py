@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
-from pgfslab.records.reading import json_object, upgraded, validated
+from pgfslab.records.reading import Record, json_object, upgraded, validated
 from pgfslab.records.run_record import CgroupRecord, DiskRecord, GitFacts, HostFacts, Json, MountFacts, Part
 
 SCHEMA_VERSION = 2
@@ -28,10 +26,8 @@ class Measured(Part):
     notes: list[str] = []
 
 
-class BaselineRecord(BaseModel):
+class BaselineRecord(Record):
     """baseline.json."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     schema_version: int = SCHEMA_VERSION
     study: str
@@ -49,10 +45,6 @@ class BaselineRecord(BaseModel):
     baseline: Measured | None = None
     host: HostFacts | None = None
     git: GitFacts | None = None
-
-    def to_json(self) -> Json:
-        """The record as baseline.json holds it: the keys that were set, in the model's order."""
-        return self.model_dump(mode="json", exclude_unset=True) | {"schema_version": self.schema_version}
 
 
 def parse(data: Json, where: str = "baseline.json") -> tuple[BaselineRecord, list[str]]:

@@ -1,5 +1,6 @@
-"""What every record's reader does: a JSON object read from its file, and a model validated from it with the keys
-the model does not know set apart (reported by the ingest, never dropped silently)."""
+"""What every record shares: its base model (typed fields and nothing else, written as the keys that were set), a
+JSON object read from its file, and a model validated from it with the keys the model does not know set apart
+(reported by the ingest, never dropped silently)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,24 @@ import json
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pgfslab.errors import LabError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class Record(BaseModel):
+    """A record a stage writes as JSON: a key it does not define, or a value of the wrong type, fails where it is
+    set, not where a later stage reads it."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    schema_version: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as its file holds it: the keys that were set, in the model's order, and its version."""
+        return self.model_dump(mode="json", exclude_unset=True) | {"schema_version": self.schema_version}
 
 
 def json_object(path: Path, what: str) -> dict[str, Any]:

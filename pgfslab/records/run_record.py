@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from pgfslab.errors import LabError
-from pgfslab.records.reading import json_object, validated
+from pgfslab.records.reading import Record, json_object, validated
 from pgfslab.workload_tools import TOOLS
 
 SCHEMA_VERSION = 2
@@ -220,11 +220,9 @@ class ZfsFootprint(Part):
     logicalused_est: int | None = None
 
 
-class RunRecord(BaseModel):
+class RunRecord(Record):
     """run.json. Every key is optional: a skipped round records little, an external raw folder less; the
     ingest names the keys it cannot do without (`require`)."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     schema_version: int = SCHEMA_VERSION
     # what the run was: its place in the plan and the study's parts it used
@@ -299,10 +297,6 @@ class RunRecord(BaseModel):
     fs_used_bytes: int | None = None
     compsize: Compsize | None = None
     zfs_footprint: ZfsFootprint | None = None
-
-    def to_json(self) -> Json:
-        """The record as run.json holds it: the keys that were set, in the model's order."""
-        return self.model_dump(mode="json", exclude_unset=True) | {"schema_version": self.schema_version}
 
     def set_outcome(self, tool: str, outcome: ToolOutcome) -> None:
         """How the workload's tool ended, under the tool's name (run.json's key for it)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from pgfslab.records.reading import json_object, upgraded, validated
+from pgfslab.records.reading import Record, json_object, upgraded, validated
 from pgfslab.records.run_record import (
     Dataset,
     DiskRecord,
@@ -69,11 +69,9 @@ class Rung(BaseModel):
     load_sysbench: Load | None = None
 
 
-class TargetRecord(BaseModel):
+class TargetRecord(Record):
     """target.json. Only the study and the target are required: a target without PostgreSQL records no
     cluster, an old raw folder less."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     schema_version: int = SCHEMA_VERSION
     study: str
@@ -100,10 +98,6 @@ class TargetRecord(BaseModel):
     host: HostFacts | None = None
     host_key: str | None = None
     git: GitFacts | None = None
-
-    def to_json(self) -> Json:
-        """The record as target.json holds it: the keys that were set, in the model's order."""
-        return self.model_dump(mode="json", exclude_unset=True) | {"schema_version": self.schema_version}
 
     def loaded(self, rung: int | None) -> tuple[Load | None, Load | None, str, int | None]:
         """A data set's loads (pgbench's, sysbench's), its database and its size: the study's, or a rung's."""
