@@ -238,15 +238,15 @@ def compare(runs: pl.DataFrame, fam: pl.DataFrame, wanted: pl.DataFrame, alpha: 
             said = "not compared: the sync variant does not run on this target"
         else:
             said = finding(ci or RatioCI(math.nan, 0, math.inf, 0, 0, math.nan), len(base), len(values), alpha)
-        shown = ci is not None and not r["is_baseline"]
+        shown = ci if ci is not None and not r["is_baseline"] else None
         rows.append(
             {
                 **{k: r.get(k) for k in COMPARISON_SCHEMA},
                 "cell": r.get("cell") or f"{r['clients']} client(s)",
-                "ratio": ci.ratio if shown else None,
-                "lo": ci.lo if shown else None,
-                "hi": ci.hi if shown else None,
-                "coverage": ci.confidence if shown else None,
+                "ratio": shown.ratio if shown else None,
+                "lo": shown.lo if shown else None,
+                "hi": shown.hi if shown else None,
+                "coverage": shown.confidence if shown else None,
                 "finding": said,
             }
         )

@@ -233,33 +233,35 @@ def benchstat_grid(
     return pl.concat(out, how="vertical_relaxed") if out else grid
 
 
-BENCHSTAT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "benchmark": pl.Utf8,
-    "baseline": pl.Utf8,
-    "candidate": pl.Utf8,
-    "n_baseline": pl.Int64,
-    "center_baseline": pl.Float64,
-    "lo_baseline": pl.Float64,
-    "hi_baseline": pl.Float64,
-    "ci_coverage_baseline": pl.Float64,
-    "pm_baseline": pl.Float64,
-    "n_candidate": pl.Int64,
-    "center_candidate": pl.Float64,
-    "lo_candidate": pl.Float64,
-    "hi_candidate": pl.Float64,
-    "ci_coverage_candidate": pl.Float64,
-    "pm_candidate": pl.Float64,
-    "delta_pct": pl.Float64,
-    "p": pl.Float64,
-    "p_method": pl.Utf8,
-    "p_adjusted": pl.Float64,
-    "adjust": pl.Utf8,
-    "alpha": pl.Float64,
-    "reachable": pl.Boolean,
-    "significant": pl.Boolean,
-    "delta": pl.Utf8,
-    "note": pl.Utf8,
-}
+BENCHSTAT_SCHEMA = pl.Schema(
+    {
+        "benchmark": pl.Utf8,
+        "baseline": pl.Utf8,
+        "candidate": pl.Utf8,
+        "n_baseline": pl.Int64,
+        "center_baseline": pl.Float64,
+        "lo_baseline": pl.Float64,
+        "hi_baseline": pl.Float64,
+        "ci_coverage_baseline": pl.Float64,
+        "pm_baseline": pl.Float64,
+        "n_candidate": pl.Int64,
+        "center_candidate": pl.Float64,
+        "lo_candidate": pl.Float64,
+        "hi_candidate": pl.Float64,
+        "ci_coverage_candidate": pl.Float64,
+        "pm_candidate": pl.Float64,
+        "delta_pct": pl.Float64,
+        "p": pl.Float64,
+        "p_method": pl.Utf8,
+        "p_adjusted": pl.Float64,
+        "adjust": pl.Utf8,
+        "alpha": pl.Float64,
+        "reachable": pl.Boolean,
+        "significant": pl.Boolean,
+        "delta": pl.Utf8,
+        "note": pl.Utf8,
+    }
+)
 
 
 def _geomean_row(rows: pl.DataFrame, baseline: str, candidate: str, adjust: str, alpha: float) -> pl.DataFrame:
