@@ -119,3 +119,18 @@ def test_per_cell_from_runs_and_their_cpu_measures() -> None:
     assert out.select("workload", "clients", "target", "n").row(0) == ("tpcb", 4, "xfs", 6)
     assert out["ratio"][0] == pytest.approx(0.8)
     assert ex.steal_adjusted_comparisons(runs, cpu.head(0), "ext4", 0.05).height == 0
+
+
+def test_an_interval_past_the_float_range_is_infinite_not_an_error() -> None:
+    # 2+2 runs, one degree of freedom (t = 12.7), and a contention column almost the target's indicator: the
+    # target effect is barely identified, its interval's upper end is beyond exp's range (math.exp raised
+    # OverflowError in the exchangeability notebook of a tiny study)
+    f = pl.DataFrame(
+        {
+            "target": ["a", "a", "b", "b"],
+            "value": [100.0, 130.0, 100.0, 80.0],
+            "contention": [0.0, 1e-4, 1.0, 1.0 + 2e-4],
+        }
+    )
+    row = steal_adjusted.fit(f, "a").row(0, named=True)
+    assert row["hi"] == float("inf") and row["lo"] == 0.0

@@ -44,6 +44,12 @@ SCHEMA = {
 }
 
 
+def _exp(x: float) -> float:
+    """exp(x), infinite past the float range: with few runs beyond the model's parameters (one degree of freedom,
+    t = 12.7) and a contention column close to a target's, an interval's end can overflow."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
 def fit(frame: pl.DataFrame, baseline: str, alpha: float = 0.05, block: str | None = None) -> pl.DataFrame:
     """One cell's runs (target, value, contention, and the `block` column when given) -> per target other
     than `baseline`: SCHEMA. Empty when the cell cannot carry the model: fewer than two runs of a target with
@@ -81,9 +87,9 @@ def fit(frame: pl.DataFrame, baseline: str, alpha: float = 0.05, block: str | No
                 "target": t,
                 "baseline": baseline,
                 "n": n,
-                "ratio": math.exp(d),
-                "lo": math.exp(d - q * se),
-                "hi": math.exp(d + q * se),
+                "ratio": _exp(d),
+                "lo": _exp(d - q * se),
+                "hi": _exp(d + q * se),
                 "slope": float(beta[-1]),
                 "resid_sd": math.sqrt(s2),
                 "plain_sd": plain_sd,
