@@ -17,6 +17,10 @@ DATA = REPO / "tests" / "data"
 # `make test` runs the test files side by side (pytest-xdist, `--dist loadfile`: each file on one worker, so a
 # file's module-scoped study runs once), then the files marked `machine_wide` (vm.* settings, dropped caches,
 # cgroups) in a second, serial invocation (pyproject.toml's markers, the Makefile's `test`).
+# A file that starts servers gives them fixed ports of its own below 32768: Linux hands out ports from 32768 up
+# (net.ipv4.ip_local_port_range) to whoever binds port 0, as pg_probe.free_port and the Slurm helper do in other
+# workers, so a fixed port in that range can be taken a moment before its server starts
+# (tests/test_test_ports.py keeps them there).
 # this test session's processes, the workers' and what they start (Slurm jobs keep the environment)
 SESSION = "PGFS_LAB_TEST_SESSION"
 

@@ -39,7 +39,7 @@ pytestmark = [
 ]
 
 STUDY = "faults"
-PORT = 56800
+PORT = 26800
 FILL_SQL = """CREATE TABLE IF NOT EXISTS filler (t text);
 INSERT INTO filler SELECT md5(random()::text) || repeat('x', 500) FROM generate_series(1, 20000);
 """

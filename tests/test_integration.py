@@ -41,7 +41,7 @@ CONFIG = {
         "btrfs-zstd": {"fs": "btrfs", "size_gb": 1, "mount_options": ["compress=zstd"]},
     },
     # a port range of its own, so a study running beside the tests is not disturbed
-    "postgres": {"port_base": 56400, "settings": {"shared_buffers": "32MB"}},
+    "postgres": {"port_base": 26400, "settings": {"shared_buffers": "32MB"}},
     "dataset": {"scale": 1},
     "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [2], "repeats": REPEATS}},
     "run": {"duration_s": DURATION_S},

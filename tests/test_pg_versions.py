@@ -218,7 +218,7 @@ def test_binaries_the_server_user_cannot_reach_are_refused_clearly():
         with tempfile.TemporaryDirectory(prefix="pgfs-test-") as tmp:
             os.chmod(tmp, 0o755)
             with pytest.raises(LabError, match=r"(?s)cannot reach .*PGFSLAB_PG_CACHE"):
-                with postgres.running(Path(tmp) / "pgdata", 55999, hidden / "bin", "postgres", init=True):
+                with postgres.running(Path(tmp) / "pgdata", 25999, hidden / "bin", "postgres", init=True):
                     pass
             assert not (Path(tmp) / "pgdata").exists()  # refused before initdb
     finally:

@@ -31,7 +31,7 @@ CONFIG = {
     "study": STUDY,
     "title": "Ladder and precision test study",
     "targets": {"ext4": {"fs": "ext4", "size_gb": 1}, "xfs": {"fs": "xfs", "size_gb": 1}},
-    "postgres": {"port_base": 56500, "settings": {"shared_buffers": "16MB"}},
+    "postgres": {"port_base": 26500, "settings": {"shared_buffers": "16MB"}},
     "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [2]}},
     "ladder": {"scales": SCALES, "memory_limit_mb": 256},
     # a loose goal at a low confidence, so that three rounds can be enough and round 4 may be skipped

@@ -45,7 +45,7 @@ CONFIG = {
     "authors": ["pgfs-lab tests"],
     "targets": {t: {"fs": t, "size_gb": 1} for t in TARGETS},
     # ports of its own, so a study running beside the tests is not disturbed
-    "postgres": {"port_base": 56600, "settings": {"shared_buffers": "32MB"}},
+    "postgres": {"port_base": 26600, "settings": {"shared_buffers": "32MB"}},
     "dataset": {"scale": 1},
     "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [2], "repeats": REPEATS}},
     "run": {"duration_s": 3},

@@ -24,7 +24,7 @@ from pgfslab.run.prepare import prepare_target
 ok, why = machine_can_run_studies()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not ok, reason=why)]
 
-PORT = 56940  # a port of its own: test files run side by side
+PORT = 26940  # a port of its own: test files run side by side
 STUDY = "startstate"
 
 

@@ -43,8 +43,8 @@ CONFIG = {
             "dataset": {"sysbench": {"fillfactor": 70}},
         },
     },
-    # ports of its own (test_slurm's study has 56600-56601): test files run side by side
-    "postgres": {"port_base": 56660, "settings": {"shared_buffers": "32MB"}},
+    # ports of its own (test_slurm's study has 26600-26601): test files run side by side
+    "postgres": {"port_base": 26660, "settings": {"shared_buffers": "32MB"}},
     "dataset": {"scale": 1, "sysbench": {"tables": 1, "table_size": 2000}},
     "workloads": {
         "tpcb": {

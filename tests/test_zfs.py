@@ -148,7 +148,7 @@ CONFIG = {
         "zfs": {"fs": "zfs", "size_gb": 2, "zfs": {"recordsize": "8k", "compression": "gzip", "atime": "off"}},
         "zfs-walext4": {"fs": "zfs", "size_gb": 2, "zfs": {"recordsize": "8k"}, "wal_on": "ext4"},
     },
-    "postgres": {"port_base": 56720, "settings": {"shared_buffers": "32MB"}},
+    "postgres": {"port_base": 26720, "settings": {"shared_buffers": "32MB"}},
     "dataset": {"scale": 1},
     "workloads": {"tpcb": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1], "repeats": 1}},
     "run": {"duration_s": 2},
