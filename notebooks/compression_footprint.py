@@ -74,7 +74,8 @@ pub.figure(
     "at work.",
 )
 pub.table(
-    footprint.footprint_table(last),
+    # one column per target: a dozen measures side by side would not fit the page (a few targets of distinct names)
+    report.transposed(footprint.footprint_table(last), "target", digits={"ratio": 2}),
     caption="Footprint per target after its last run (database size also right after the bulk load). ratio = "
     "logical / physical bytes as the file system accounts for them (`accounted by`: btrfs compsize, zfs "
     "logicalused / used, or on zfs-fuse used × compressratio / used; ext4 and xfs do not compress), savings = "

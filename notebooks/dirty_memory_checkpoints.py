@@ -139,7 +139,7 @@ cells = dirty_memory.per_cell(per_run)
 tps_sources = ", ".join(sorted(set(per_run["tps_source"].drop_nulls().to_list()))) or "none"
 pub.table(
     dirty_memory.cell_table(cells),
-    caption="Per cell (medians over runs; checkpoint counts summed): dirty and write-back memory; checkpoints that "
+    caption="Per cell (medians over runs; checkpoint counts summed): dirty and write-back memory (MiB); checkpoints that "
     "started during the benchmark (server log), and the pg_stat_bgwriter checkpoint counters' increase while the "
     "server ran (also after the benchmark, until shutdown); the share of time in checkpoint "
     "windows and the share of the throughput's variance (sum of squared deviations) that falls in them "

@@ -76,6 +76,7 @@ pub.table(
     f"was flagged at α = {alpha:g} (critical values for each run count simulated from one log-normal mode; "
     "no adjustment for the number of cells).",
     digits={"CV %": 1, "trend %/round": 1, "trend p": 3, "first/rest": 2, "gap ratio": 2},
+    notes=("reason",),
 )
 
 # %%
@@ -124,6 +125,7 @@ if flagged.height:
     pub.table(
         flagged.select("cell", pl.col("run_id").alias("run"), pl.col("repeat").alias("round"), "reason"),
         caption="Outlier runs and what the samplers recorded during them, beside the median of the cell's other runs.",
+        notes=("reason",),
     )
 
 # %%

@@ -66,8 +66,8 @@ pub.table(
     caption="The answers at a glance: each finding this study judged (claim id as in claims.yaml), what the seed "
     "said (its number or its direction), this study's estimate in the seed's own condition (B/A, or the quantity "
     "the claim names, with its interval at the claim's level: 95 % over its primary cells, Bonferroni-adjusted; "
-    "+k: more primary cells, each in the full table) and the verdict. Every cell, its conditions and the verdict's "
-    "sentence are in the full tables (Appendix A).",
+    "+k: more primary cells, each in the full table) and the verdict. The seed's words in full, every cell, its "
+    "conditions and the verdict's sentence are in Appendix A.",
     main=True,
 )
 
@@ -91,30 +91,37 @@ if chart is not None:
 
 # %%
 tested = table.verdict_table(results, seed_claims)
-if tested.height:
+# one table per claim: all of a claim's cells in one table of nine columns would not fit the page
+for i, ((claim,), cells) in enumerate(tested.group_by("claim", maintain_order=True)):
     pub.table(
-        tested,
-        caption="Each finding tested by this study, per cell, the seed's own condition (primary) first: what was "
-        "compared, this lab's estimate with its interval (the Hodges-Lehmann ratio with the exact rank interval; where "
-        "the study carries a twin of A, against A and the twin together, so that B must differ from both; a claim's "
-        "primary cells Bonferroni-adjusted), the A/A control (the twin against A), the runs per side, the verdict "
-        "in words, and its notes (a precondition checked with less than today's samplers, a side whose runs were "
-        "not steady). What each claim expects is in the next table. Context cells are shown, never pooled into the "
-        "verdict. Footprints and compression ratios are one measurement per load (the runs re-read the same load): "
-        "no interval.",
+        cells.drop("claim"),
+        caption=f"`{claim}`, per cell, as in the first of these tables."
+        if i
+        else f"`{claim}`, and each finding after it in a table of its own: per cell, the seed's own condition "
+        "(primary) first, what was compared, this lab's estimate with its interval (the Hodges-Lehmann ratio with "
+        "the exact rank interval; where the study carries a twin of A, against A and the twin together, so that B "
+        "must differ from both; a claim's primary cells Bonferroni-adjusted), the A/A control (the twin against A), the runs per side, the verdict "
+        "in a word or two, and its notes under the table (the verdict's sentence; a precondition checked with less "
+        "than today's samplers, a side whose runs were not steady). What each claim expects is in the list of "
+        "findings below. Context cells are shown, never pooled into the verdict. Footprints and compression ratios "
+        "are one measurement per load (the runs re-read the same load): no interval.",
+        notes=("notes",),
     )
-pub.table(
+pub.entries(
     table.findings_table(results, seed_claims),
-    caption="Every finding of the seed(s) this machine can test: the finding (our wording), the seed's own number, "
-    "what the claim expects of B/A, the conditions under which its mechanism acts (defined in the next table), and "
-    "what this study made of it in the seed's own condition (or why it has no verdict: only a figure can speak "
-    "to it, and which).",
+    "claim",
+    "Every finding of the seed(s) this machine can test: the finding (our wording), the seed's own number in its "
+    "words, what the claim expects of B/A, the conditions under which its mechanism acts (defined in the list "
+    "after it), what this study made of it in the seed's own condition (or why it has no verdict: only a figure can "
+    "speak to it, and which) and how many context cells it has.",
 )
 legend = table.conditions_legend(seed_claims)
 if legend.height:
-    pub.table(
+    pub.entries(
         legend,
-        caption="The conditions the findings name, each measured on the set-up or on the reference side A's runs, never on the response under test.",
+        "condition",
+        "The conditions the findings name, each measured on the set-up or on the reference side A's runs, never on "
+        "the response under test.",
     )
 untested = table.untested_sentence(results)
 if untested:
@@ -123,7 +130,9 @@ if untested:
 # %%
 gone = table.not_reproducible(seed_claims)
 if gone.height:
-    pub.table(gone, caption="Findings no machine of this kind can test (so no table above implies they were measured).")
+    pub.entries(
+        gone, "claim", "Findings no machine of this kind can test (so nothing above implies they were measured)."
+    )
 
 # %%
 tally = evaluate.summary(results)

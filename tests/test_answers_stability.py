@@ -108,13 +108,11 @@ def test_cell_table_names_and_percentages() -> None:
         "clients",
         "runs",
         "median tps",
-        "CI low",
-        "CI high",
+        "its CI",
         "run CI ± %",
         "n_eff",
         "CV in run %",
-        "trim s (median)",
-        "trim s (max)",
+        "trim s median / max",
         "not steady",
     ]
     assert table["run CI ± %"].to_list() == pytest.approx([10.0, 20.0])

@@ -45,10 +45,10 @@ def study_with(st: dict[str, recorded.Study], tool: str) -> recorded.Study:
 
 def label(rec: dict) -> str:
     """A target as tables name it (`target_label`): the target, and for ZFS which implementation ran, from
-    run.json's fs_label ('zfs (zfs-fuse, userspace)' -> 'zfs-gzip (zfs-fuse, userspace)')."""
+    run.json's fs_label by name ('zfs (zfs-fuse, userspace)' -> 'zfs-gzip (zfs-fuse)')."""
     fs_label = rec.get("fs_label") or ""
     if fs_label.startswith("zfs (") and fs_label.endswith(")"):
-        return f"{rec['target']} {fs_label[4:]}"
+        return f"{rec['target']} ({fs_label[5:-1].split(',')[0]})"
     return rec["target"]
 
 

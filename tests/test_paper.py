@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import recorded
 
+from pgfslab.paper.pdf_export import LongCell
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
@@ -160,3 +162,6 @@ def test_pages_fit_a_readers_sitting(papers: dict[str, tuple[recorded.Study, str
         assert report.main_pages <= 12, (st.name, report.lines())
         assert report.too_wide() == [], (st.name, report.lines())
         assert report.half_empty() == [], (st.name, report.lines())
+        # every table cell on at most three lines (pdf_export's check, written beside the executed paper)
+        long = json.loads((st.paper_pdf.parent / "long-cells.json").read_text())
+        assert long == [], (st.name, [LongCell(**c).text() for c in long])

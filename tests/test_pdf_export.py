@@ -305,3 +305,41 @@ def test_an_svg_uses_the_pdf_drawn_from_it_only_when_written_after_it(tmp_path: 
     os.utime(sibling, ns=(old, old))
     text = text_of_export()
     assert "from the svg" in text and "from the sibling" not in text
+
+
+def _cells_nb(long: str) -> nbformat.NotebookNode:
+    """A Typst table with cells of exactly four and three lines (line breaks), and a pipe table with one cell of
+    many words in a narrow column."""
+    typst = (
+        "#figure(table(columns: 2, [head], [lines], [four], [a \\ b \\ c \\ d], [three], [a \\ b \\ c]), caption: [T])"
+    )
+    rows = "\n".join(f"| r{i} | {i} | {long if i == 2 else 'short'} | x | y | z |" for i in range(1, 4))
+    pipe = "| name | n | words | a | b | c |\n|:--|--:|:--|:--|:--|:--|\n" + rows + "\n\nTable: Three rows."
+    return tiny(new_markdown_cell(f"```{{=typst}}\n{typst}\n```\n\n{pipe}"))
+
+
+def test_a_table_cell_set_on_more_than_three_lines_is_named(caplog: pytest.LogCaptureFixture) -> None:
+    nb = _cells_nb(" ".join(["a sentence that goes on and on"] * 25))
+    exporter = TypstPDFExporter()
+    exporter.from_notebook_node(nb)
+    found = [(c.table, c.column, c.row) for c in exporter.long_cells]
+    assert found == [(1, "lines", 1), (2, "words", 2)]  # the three-line cell and the short ones are not named
+    four, words = exporter.long_cells
+    assert four.lines == 4 and four.start == "a b c d" and four.page == 1
+    assert words.lines >= 6 and words.start.startswith("a sentence that goes on") and words.start.endswith("…")
+    assert "Table 2 (page 1), column 'words', row 2: set on" in caplog.text
+
+
+@needs_poppler
+def test_the_cell_check_leaves_the_pages_as_they_are(tmp_path: Path) -> None:
+    nb = _cells_nb(" ".join(["a sentence that goes on and on"] * 25))
+    images = []
+    for most in (3, 0):
+        exporter = TypstPDFExporter(max_cell_lines=most)
+        pdf, _ = exporter.from_notebook_node(nb)
+        assert (len(exporter.long_cells) > 0) == (most > 0)
+        (tmp_path / f"{most}.pdf").write_bytes(pdf)
+        subprocess.run(["pdftoppm", "-r", "40", "-gray", str(tmp_path / f"{most}.pdf"), str(tmp_path / f"p{most}")],
+                       check=True)  # fmt: skip
+        images.append(sorted(p.read_bytes() for p in tmp_path.glob(f"p{most}-*.pgm")))
+    assert images[0] == images[1] and len(images[0]) >= 1

@@ -20,6 +20,7 @@ import polars as pl
 from pgfslab.analysis import queries
 from pgfslab.analysis.charts import alt
 from pgfslab.config.model import StudyConfig
+from pgfslab.ingest.run_rows import impl_label
 from pgfslab.records.run_record import RunRecord
 
 # workloads that commit writes (a select-only run has no fdatasync per transaction)
@@ -141,11 +142,12 @@ def with_wal_ceiling(dev: pl.DataFrame, wal_on: dict[str, str]) -> pl.DataFrame:
 
 
 def target_label(target: str, fs_label: str | None) -> str:
-    """'zfs (zfs-fuse, userspace)' for a target zfs on zfs-fuse, 'data (xfs)' for a target data on xfs."""
+    """'zfs (zfs-fuse)' for a target zfs on zfs-fuse (as the runs' tables name it: ingest.run_rows.impl_label),
+    'data (xfs)' for a target data on xfs."""
     if not fs_label or fs_label == target:
         return target
     if fs_label.startswith("zfs (") and "zfs" in target:
-        return f"{target} {fs_label.removeprefix('zfs ')}"
+        return impl_label(target, fs_label)
     return f"{target} ({fs_label})"
 
 

@@ -34,21 +34,32 @@ def fmt(value: Any, digits: int = 1) -> str:
     return text or "–"
 
 
+NOTE_AT = 48  # characters: a longer entry of a notes column is set under its table, numbered
+
+
 def markdown_table(
     df: pl.DataFrame,
     *,
     digits: dict[str, int] | None = None,
     caption: str | None = None,
     align: dict[str, str] | None = None,
+    notes: tuple[str, ...] = (),
 ) -> str:
     """A pipe table; numeric columns right-aligned; optional pandoc `Table:` caption below it.
 
     The separator's dashes are as long as each column's longest entry (3 to 40): pandoc sizes the
-    columns of a wide table in proportion to them, so long names get room instead of spilling over."""
+    columns of a wide table in proportion to them, so long names get room instead of spilling over.
+    `notes`: columns of sentences. An entry longer than NOTE_AT characters is set under the table as a numbered
+    note (the same text once) and its cell says `note k`, so that no cell of a narrow column runs down the page."""
     digits = digits or {}
     align = align or {}
     cols = df.columns
     body = [[fmt(v, digits.get(c, 1)) for c, v in zip(cols, row)] for row in df.iter_rows()]
+    said: dict[str, int] = {}
+    for i in (i for i, c in enumerate(cols) if c in notes):
+        for r in body:
+            if len(r[i]) > NOTE_AT:
+                r[i] = f"note {said.setdefault(r[i], len(said) + 1)}"
     widths = [min(40, max(3, len(c), *(len(r[i]) for r in body))) for i, c in enumerate(cols)]
     header = "| " + " | ".join(cols) + " |"
 
@@ -61,7 +72,46 @@ def markdown_table(
     text = "\n".join(lines)
     if caption:
         text += f"\n\nTable: {caption}"
+    if said:
+        text += "\n\n" + "\n".join(f"{k}. {note}" for note, k in said.items())
     return text
+
+
+def pair_expr(first: str, second: str, *, brackets: bool = False, digits: int = 1) -> pl.Expr:
+    """Two numbers in one cell, each as `fmt` sets it: `29.1 / 54.1`, or with `brackets` an interval
+    `[186.5, 1,871]`; one column fewer in a table that would not fit its page."""
+    left, sep, right = ("[", ", ", "]") if brackets else ("", " / ", "")
+    return pl.struct(first, second).map_elements(
+        lambda r: f"{left}{fmt(r[first], digits)}{sep}{fmt(r[second], digits)}{right}", return_dtype=pl.Utf8
+    )
+
+
+def transposed(df: pl.DataFrame, key: str, *, digits: dict[str, int] | None = None, most: int = 6) -> pl.DataFrame:
+    """A few rows of many columns turned on their side for the page: one column per value of `key` (in row
+    order), one row per other column, headed by `key`; every entry formatted as `fmt` sets it (`digits` per
+    original column), so a table of ten measures over four targets is four narrow columns, not ten. More than
+    `most` rows, or a `key` that repeats (two hosts' targets of one name), cannot be columns: `df` as it is."""
+    digits = digits or {}
+    rest = [c for c in df.columns if c != key]
+    names = [fmt(v) for v in df[key]]
+    if len(set(names)) != len(names) or len(names) > most:
+        return df
+    return pl.DataFrame(
+        {key: rest}
+        | {n: [fmt(row[c], digits.get(c, 1)) for c in rest] for n, row in zip(names, df.iter_rows(named=True))},
+        schema={key: pl.Utf8} | dict.fromkeys(names, pl.Utf8),
+    )
+
+
+def markdown_entries(df: pl.DataFrame, key: str, *, digits: dict[str, int] | None = None) -> str:
+    """A table of sentences as a list, one entry per row: its `key` in bold, then each other column as
+    "*column:* text" (what a table with several columns of sentences would squeeze into narrow columns)."""
+    digits = digits or {}
+    rest = [c for c in df.columns if c != key]
+    return "\n".join(
+        f"- **{fmt(row[key])}**: " + "; ".join(f"*{c}:* {fmt(row[c], digits.get(c, 1))}" for c in rest)
+        for row in df.iter_rows(named=True)
+    )
 
 
 def bytes_h(n: float | int | None) -> str:
@@ -225,14 +275,25 @@ class Publication:
         align: dict[str, str] | None = None,
         paper: bool = True,
         main: bool = False,
+        notes: tuple[str, ...] = (),
     ) -> str:
         """Display `df` as a Markdown table with its caption (and record it for the paper: in its appendix of
-        full tables, or with `main` in the main text, for a short table that carries an answer)."""
-        text = markdown_table(df, digits=digits, caption=caption, align=align)
+        full tables, or with `main` in the main text, for a short table that carries an answer); `notes`: columns
+        whose long entries are set under the table (`markdown_table`)."""
+        text = markdown_table(df, digits=digits, caption=caption, align=align, notes=notes)
         display(Markdown(text))
         if paper:
             self.blocks.append({"kind": "table", "markdown": text, "caption": caption, "main": main})
             self._write()
+        return text
+
+    def entries(self, df: pl.DataFrame, key: str, intro: str, *, main: bool = False) -> str:
+        """Display `df` as a list of entries (`markdown_entries`) after its `intro` paragraph, and record it for the
+        paper (in its appendix, or with `main` in the main text), where a table's column would run down the page."""
+        text = f"{intro}\n\n{markdown_entries(df, key)}"
+        display(Markdown(text))
+        self.blocks.append({"kind": "entries", "markdown": text, "main": main})
+        self._write()
         return text
 
     def save(self, df: pl.DataFrame) -> None:

@@ -105,10 +105,12 @@ def _build_columns(rec: RunRecord) -> dict[str, Any]:
 
 
 def impl_label(target: str, fs_label: str | None) -> str:
-    """A target's label in tables and figures: which ZFS ran is part of it ('zfs (zfs-fuse, userspace)')."""
+    """A target's label in tables and figures: which ZFS ran is part of it, by name only ('zfs-gzip (zfs-fuse)'
+    from the fs_label 'zfs (zfs-fuse, userspace)': the rest is said once, in the paper's threats, and a label is
+    a table's narrowest column)."""
     if not fs_label or not fs_label.startswith("zfs ("):
         return target
-    impl = fs_label.removeprefix("zfs (").removesuffix(")")
+    impl = fs_label.removeprefix("zfs (").removesuffix(")").split(",")[0]
     return f"{target} ({impl})" if "zfs" in target else f"{target} (zfs: {impl})"
 
 

@@ -30,6 +30,7 @@ from pgfslab.ingest.run_rows import run_params, run_row, target_row
 from pgfslab.ingest.schema import DEVICE_BASELINES, RUN_PARAMS, RUNS, STUDY, TARGETS, create_schema
 from pgfslab.records import baseline_record, run_record, target_record
 from pgfslab.records.baseline_record import Measured
+from pgfslab.records.reading import not_understood
 from pgfslab.records.run_record import MountFacts
 
 # Files of a run folder that are records, not logs: provenance (run.json), the runners' own diagnostics
@@ -60,8 +61,7 @@ def _ingest_baseline(
     """A target's device baseline: its record into `device_baselines`, its fio reports and pg_test_fsync
     output into their tables. Returns the number of files ingested."""
     rec, unknown = baseline_record.read(bj)
-    if unknown:
-        warnings.append(f"{bj}: keys not understood, left out of the record: {', '.join(unknown)}")
+    warnings.extend(not_understood(bj, unknown))
     bl, mount = rec.baseline or Measured(), rec.mount or MountFacts()
     bid = baseline_id(rec.target)
     row = {
@@ -208,8 +208,7 @@ def ingest_folder(
     prefix = Path(raw.name if source_prefix is None else source_prefix)
     for tj in sorted(raw.glob("_setup/*/target.json")):
         trec, unknown = target_record.read(tj)
-        if unknown:
-            summary.warnings.append(f"{tj}: keys not understood, left out of the record: {', '.join(unknown)}")
+        summary.warnings.extend(not_understood(tj, unknown))
         if host is not None:
             trec.host_key = host
         insert(con, "targets", pl.DataFrame([target_row(trec)], schema=TARGETS))
@@ -254,8 +253,7 @@ def _ingest_runs(
             continue
         run, unknown = run_record.read(rj)
         run.require("run_id", "study", "target", where=str(rj))
-        if unknown:
-            summary.warnings.append(f"{rj}: keys not understood, left out of the record: {', '.join(unknown)}")
+        summary.warnings.extend(not_understood(rj, unknown))
         if host is not None:
             suffix = f"@{host}"
             run.host_key = host

@@ -14,6 +14,7 @@ import nbformat
 from pgfslab.errors import LabError
 
 META_FILE = "paper_meta.json"
+LONG_CELLS_FILE = "long-cells.json"  # the table cells the PDF sets on more than three lines (pdf_export)
 
 
 def write_meta(build_dir: str | Path, **meta: Any) -> None:
@@ -96,7 +97,7 @@ def build(
     pdf.parent.mkdir(parents=True, exist_ok=True)
     # side by side: Typst typesets without the GIL, while nbconvert writes the HTML in this thread
     with ThreadPoolExecutor(max_workers=1) as pool:
-        typeset = pool.submit(pdf_export.export_pdf, executed, pdf)
+        typeset = pool.submit(pdf_export.export_pdf, executed, pdf, build_dir / LONG_CELLS_FILE)
         export_html(executed, html)
         typeset.result()
 

@@ -199,9 +199,11 @@ def figure(path: Path | str, caption: str) -> None:
 
 
 def with_source(table_md: str, source: str) -> str:
-    """A Markdown table whose caption (`Table: ...`, its last line) ends with `source`."""
-    head, sep, caption = table_md.rpartition("\n\nTable: ")
-    return f"{head}{sep}{caption}{source}" if sep else table_md
+    """A Markdown table whose caption (`Table: ...`, the paragraph after the table; its notes may follow) ends with
+    `source`."""
+    head, sep, rest = table_md.rpartition("\n\nTable: ")
+    caption, gap, notes = rest.partition("\n\n")
+    return f"{head}{sep}{caption}{source}{gap}{notes}" if sep else table_md
 
 
 def lab_commit(records: list[RunRecord]) -> str:

@@ -123,6 +123,7 @@ difference between targets{_order_sentence(ctx)}
                 caption="How long the seeds this study tests ran their workloads, as each seed says, beside this "
                 "study's own run lengths (every workload's measured window, the shortest to the longest): a "
                 "finding about sustained writing or jitter over time was made over the seed's runs, not the lab's.",
+                notes=("its runs",),
             ),
         )
     if not _headline_kinds(ctx):  # durability checks only: no throughput, nothing to trim or compare

@@ -15,6 +15,12 @@ Conventions for notebook authors (see `pgfslab.analysis.charts.figure`):
 - Numbered table: a displayed Markdown pipe table followed by a blank line and `Table: caption`
   (`report.markdown_table(df, caption=...)`); an optional `{#tbl-x}` at the end of the caption
   labels it. Tables get their caption above, figures below.
+- Table columns are sized by the template (templates/paper.typ) as a browser sizes an automatic table: each at
+  least its longest word, short columns whole, the rest of the line to the columns of long text. A cell the PDF
+  still sets on more than `max_cell_lines` lines (3) is named in a warning, and `export_pdf` can list them in a
+  JSON file (the paper build writes build/<study>/long-cells.json; tests hold every recorded paper to none):
+  set a column of sentences under its table (`report.markdown_table(notes=...)`), as a list
+  (`report.Publication.entries`), or turn a few rows of many columns on their side (`report.transposed`).
 - Cross-references: `@fig-x`, `@tbl-x`, `@sec-x` (a heading `## Setup {#sec-setup}`) in Markdown
   become "Figure 1" etc. Other `@words` stay literal text (pandoc citations are off).
 - Headings: the shallowest heading level in the document becomes a numbered section (1, 1.1);
@@ -39,6 +45,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -49,7 +56,7 @@ import typst
 import vl_convert as vlc
 from jinja2 import DictLoader
 from nbconvert.exporters import Exporter, MarkdownExporter
-from traitlets import Bool, List, Unicode, default
+from traitlets import Bool, Int, List, Unicode, default
 from traitlets.config import Config
 
 from pgfslab import paths
@@ -159,6 +166,11 @@ class TypstPDFExporter(Exporter):
     font_paths = List(Unicode(), help="extra font directories for Typst (system fonts are ignored)").tag(config=True)
     image_search_paths = List(Unicode(), help="more directories for relative image paths").tag(config=True)
     allow_errors = Bool(False, help="export even if a cell has an error output").tag(config=True)
+    max_cell_lines = Int(
+        3, help="a table cell set on more lines than this is named in a warning and in `long_cells` (0: not checked)"
+    ).tag(config=True)
+
+    long_cells: list[LongCell]  # after an export: the table cells set on more than `max_cell_lines` lines
 
     @default("file_extension")
     def _file_extension_default(self) -> str:
@@ -217,6 +229,7 @@ class TypstPDFExporter(Exporter):
                 shutil.rmtree(work, ignore_errors=True)
 
     def _typeset(self, markdown: str, meta: dict[str, Any], resources: dict[str, Any], work: Path) -> bytes:
+        self.long_cells = []
         (work / "meta.json").write_text(json.dumps(meta, ensure_ascii=False))
         (work / "paper.md").write_text(markdown)
         ast = json.loads(_pandoc(markdown, "json", READER, [f"--metadata-file={work / 'meta.json'}"]))
@@ -234,10 +247,18 @@ class TypstPDFExporter(Exporter):
         main.write_text(typ)
         date = _parse_date(str(meta.get("date", "")))
         stamp = dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC) if date else None
+        check = self.max_cell_lines > 0
         try:
-            pdf, warnings = typst.compile_with_warnings(
-                str(main), root=str(work), font_paths=list(self.font_paths), ignore_system_fonts=True, timestamp=stamp
+            # with the check, the template records each table cell's height in lines (templates/paper.typ)
+            compiler = typst.Compiler(
+                str(main),
+                root=str(work),
+                font_paths=list(self.font_paths),
+                ignore_system_fonts=True,
+                sys_inputs={"cell-lines": "1"} if check else {},
             )
+            pdf, warnings = compiler.compile_with_warnings(timestamp=stamp)
+            cells = json.loads(compiler.query("<cell-lines>", field="value")) if check else []
         except typst.TypstError as exc:
             detail = (getattr(exc, "diagnostic", "") or getattr(exc, "message", "") or str(exc)).rstrip()
             hints = "".join(f"\n  hint: {h}" for h in getattr(exc, "hints", []) or [])
@@ -248,11 +269,53 @@ class TypstPDFExporter(Exporter):
             self.log.warning("typst: %s", (getattr(w, "diagnostic", "") or getattr(w, "message", "") or w))
         if not isinstance(pdf, bytes):
             raise PDFExportError("typst returned no PDF")
+        self.long_cells = long_cells(cells, self.max_cell_lines)
+        for c in self.long_cells:
+            self.log.warning("%s", c.text())
         return pdf
 
     def _search_paths(self, resources: dict[str, Any]) -> list[Path]:
         nb_dir = resources.get("metadata", {}).get("path") or "."
         return [Path(nb_dir), Path.cwd(), *(Path(p) for p in self.image_search_paths)]
+
+
+@dataclass(frozen=True)
+class LongCell:
+    """A table cell the PDF sets on more lines than the exporter allows: where it is and how it begins."""
+
+    table: int  # the table's number in the paper
+    column: str  # the column's header
+    row: int  # from 1, the header row not counted
+    lines: int
+    page: int
+    start: str  # its first words
+
+    def text(self) -> str:
+        return (
+            f"Table {self.table} (page {self.page}), column {self.column!r}, row {self.row}: set on {self.lines} "
+            f"lines: {self.start!r}"
+        )
+
+
+def long_cells(cells: list[dict[str, Any]], most: int) -> list[LongCell]:
+    """The cells of the template's `<cell-lines>` records set on more than `most` lines (a header cell too)."""
+
+    def words(text: str) -> str:
+        return " ".join(text.split())
+
+    heads = {(c["table"], c["x"]): words(c["text"]) for c in cells if c["y"] == 0}
+    return [
+        LongCell(
+            c["table"],
+            heads.get((c["table"], c["x"]), f"column {c['x'] + 1}"),
+            c["y"],
+            int(c["lines"]),
+            int(c["page"]),
+            text if len(text := words(c["text"])) <= 60 else text[:59] + "…",
+        )
+        for c in cells
+        if c["lines"] > most
+    ]
 
 
 def _pandoc(text: str, to: str, fmt: str, args: list[str]) -> str:
@@ -421,10 +484,16 @@ def _shift_headings(ast: dict[str, Any]) -> None:
         h["c"][0] -= shift
 
 
-def export_pdf(notebook_path: str | Path, pdf_path: str | Path, **config: Any) -> Path:
-    """Export an executed notebook to `pdf_path` (written atomically); returns the path.
+def export_pdf(
+    notebook_path: str | Path, pdf_path: str | Path, long_cells_json: str | Path | None = None, **config: Any
+) -> Path:
+    """Export an executed notebook to `pdf_path` (written atomically); returns the path. `long_cells_json`: where
+    to write the table cells set on more than `max_cell_lines` lines (a JSON list, empty when none).
     `config` sets exporter traits, e.g. `image_search_paths=["figures"]`."""
-    pdf, _ = TypstPDFExporter(**config).from_filename(str(notebook_path))
+    exporter = TypstPDFExporter(**config)
+    pdf, _ = exporter.from_filename(str(notebook_path))
+    if long_cells_json is not None:
+        Path(long_cells_json).write_text(json.dumps([asdict(c) for c in exporter.long_cells], indent=1) + "\n")
     pdf_path = Path(pdf_path)
     pdf_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=pdf_path.parent, prefix=f".{pdf_path.name}.")

@@ -57,8 +57,8 @@ def _render(ctx: Context, doc: dict[str, Any], kind: str, heading: str = "###") 
             else:
                 ctx.defer(doc["title"], md)
                 deferred += 1
-        elif block["kind"] == "table":
-            md = with_source(block["markdown"], source)
+        elif block["kind"] in ("table", "entries"):
+            md = with_source(block["markdown"], source) if block["kind"] == "table" else _intro_source(block, source)
             if block.get("main"):
                 show(md)
             else:
@@ -66,6 +66,12 @@ def _render(ctx: Context, doc: dict[str, Any], kind: str, heading: str = "###") 
                 deferred += 1
     if deferred:
         show(f'*Its full tables and further figures are in Appendix A, under "{doc["title"]}".*')
+
+
+def _intro_source(block: dict[str, Any], source: str) -> str:
+    """A list of entries (report.Publication.entries) with the source at the end of its introducing paragraph."""
+    intro, gap, items = str(block["markdown"]).partition("\n\n")
+    return f"{intro}{source}{gap}{items}"
 
 
 def answers(ctx: Context) -> None:

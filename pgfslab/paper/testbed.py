@@ -257,6 +257,7 @@ def setup(ctx: Context) -> None:
             caption="Storage targets: file system, device, mount options as "
             "the kernel reported them in force, image size, data set and its bulk-load time, and "
             "per-target extras (PostgreSQL settings, where WAL lives, snapshots).",
+            notes=("mount options (in force)", "other"),
         ),
     )
     device_setup(ctx)

@@ -60,3 +60,8 @@ def upgraded(data: dict[str, Any], known: tuple[int, ...], where: str) -> dict[s
     if version not in known:
         raise LabError(f"{where}: schema_version {version!r} is not one this lab reads ({known})")
     return data | {"schema_version": max(known)}
+
+
+def not_understood(path: Path, unknown: list[str]) -> list[str]:
+    """The warning for a record's keys its model does not know (`validated`): none when there are none."""
+    return [f"{path}: keys not understood, left out of the record: {', '.join(unknown)}"] if unknown else []

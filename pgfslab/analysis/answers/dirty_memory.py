@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from pgfslab.analysis import charts, stats
+from pgfslab.analysis import charts, report, stats
 
 WINDOW_SCHEMA = {"run_id": pl.Utf8, "start_s": pl.Float64, "end_s": pl.Float64, "from": pl.Utf8}
 CELL = ["target", "target_label", "workload", "clients"]
@@ -223,11 +223,9 @@ def cell_table(cells: pl.DataFrame) -> pl.DataFrame:
         "workload",
         "clients",
         "runs",
-        pl.col("dirty_mean_mib").alias("Dirty mean MiB"),
-        pl.col("dirty_max_mib").alias("Dirty max MiB"),
-        pl.col("writeback_max_mib").alias("Writeback max MiB"),
-        pl.col("checkpoints_log").alias("ckpt (log)"),
-        pl.col("checkpoints_pgstat").alias("ckpt (pg_stat)"),
+        report.pair_expr("dirty_mean_mib", "dirty_max_mib").alias("dirty mean / max"),
+        pl.col("writeback_max_mib").alias("writeback max"),
+        report.pair_expr("checkpoints_log", "checkpoints_pgstat").alias("ckpts log / pg_stat"),
         (100 * pl.col("time_share")).alias("time in ckpt %"),
         (100 * pl.col("variance_share")).alias("tps var in ckpt %"),
         pl.col("delta_pct").alias("tps in vs out %"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pgfslab.analysis import stats
+from pgfslab.analysis import report, stats
 
 RUN_KEYS = ["run_id", "target", "target_label", "workload", "clients", "repeat"]
 RUN_COLUMNS = [
@@ -86,12 +86,10 @@ def cell_table(cells: pl.DataFrame) -> pl.DataFrame:
         "clients",
         pl.col("n").alias("runs"),
         pl.col("median").alias("median tps"),
-        pl.col("median_ci_low").alias("CI low"),
-        pl.col("median_ci_high").alias("CI high"),
+        report.pair_expr("median_ci_low", "median_ci_high", brackets=True).alias("its CI"),
         (100 * pl.col("half_width")).alias("run CI ± %"),
         pl.col("n_eff").alias("n_eff"),
         (100 * pl.col("within_cv")).alias("CV in run %"),
-        pl.col("trim_med").alias("trim s (median)"),
-        pl.col("trim_max").alias("trim s (max)"),
+        report.pair_expr("trim_med", "trim_max").alias("trim s median / max"),
         pl.col("not_steady").alias("not steady"),
     )

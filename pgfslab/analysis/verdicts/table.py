@@ -4,6 +4,7 @@ condition (primary) first, other cells as context; the verdict as a sentence wit
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import polars as pl
@@ -119,8 +120,9 @@ def _interval(est: float | None, lo: float | None, hi: float | None, quantity: s
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     """Per tested claim and cell, the seed's own condition first: its role, what was compared, this lab's estimate
     with its interval (against A and its A/A twin together, where the study has one), the A/A control itself (the
-    twin against A: the instrument's own difference), the runs per side, the verdict (its sentence) and its notes
-    (a precondition checked with less than today's samplers, a side whose runs were not steady). What each claim
+    twin against A: the instrument's own difference), the runs per side, the verdict in a word or two and its notes
+    (the verdict's sentence; a precondition checked with less than today's samplers, a side whose runs were not
+    steady). What each claim
     expects is said once per claim, in `findings_table`; the test is the same for every ratio (the caption)."""
     df = results.filter(pl.col("role").is_not_null()).join(_claim_frame(claims), on="claim")
     text = [
@@ -143,8 +145,9 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
         .select(
             "claim",
             "role",
-            # "xfs / ext4 · cell"; one target against itself by its settings; a saving, B's own
-            pl.concat_str([pl.col("compared"), pl.lit(" · "), pl.col("cell")]).alias("compared here"),
+            # "xfs / ext4"; one target against itself by its settings; a saving, B's own
+            pl.col("compared").alias("compared here"),
+            "cell",
             pl.col("here").alias("here [interval]"),
             # the instrument's own difference in this cell: A's identical twin against A (the A/A control)
             "A/A twin/A",
@@ -152,8 +155,14 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
             .then(pl.col("n_b").cast(pl.Utf8))
             .otherwise(pl.concat_str([pl.col("n_a").cast(pl.Utf8), pl.lit("+"), pl.col("n_b").cast(pl.Utf8)]))
             .alias("runs"),
-            pl.col("verdict_text").alias("verdict"),
-            pl.col("unchecked").fill_null("–").alias("notes"),
+            "verdict",
+            # the verdict's sentence, and what was checked with less than today's samplers or was not steady: long,
+            # so set under the table as numbered notes (report.markdown_table's `notes`)
+            pl.concat_str(
+                [pl.col("verdict_text"), pl.col("unchecked").fill_null("")], separator="; ", ignore_nulls=True
+            )
+            .str.strip_chars_end("; ")
+            .alias("notes"),
         )
     )
 
@@ -230,11 +239,22 @@ def answers_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
         .sort("_order")
         .select(
             "claim",
-            pl.col("seed_number").alias("seed"),
+            pl.col("seed_number").map_elements(first_words, return_dtype=pl.Utf8).alias("seed"),
             pl.col("here").fill_null("–").alias("here [interval]"),
             pl.col("status").alias("verdict"),
         )
     )
+
+
+def first_words(said: str, most: int = 100) -> str:
+    """What a seed said, in its first words, for a table at a glance: its asides in parentheses left out and only
+    its first clause (up to a semicolon or a full stop), at most `most` characters, cut at a word with " …".
+    The whole statement is in `findings_table`."""
+    bare = said
+    while (inner := re.sub(r"\s*\([^()]*\)", "", bare)) != bare:  # innermost parentheses first
+        bare = inner
+    out = re.split(r";\s|(?<!\.)\.\s", bare.strip())[0].strip() or said
+    return out if len(out) <= most else out[: most - 1].rsplit(" ", 1)[0] + " …"
 
 
 def conditions_legend(claims: list[Claim]) -> pl.DataFrame:
