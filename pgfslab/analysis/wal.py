@@ -155,15 +155,16 @@ def per_second(pgstat: pl.DataFrame, records: dict[str, RunRecord]) -> pl.DataFr
         return pl.DataFrame()
     facts = run_facts(records)
     counted = pl.col("wal_sync_method").is_in(list(SYNC_METHODS_COUNTED))
-    w = {"partition_by": "run_id", "order_by": "epoch_s"}
     keep = [c for c in ("run_id", "target", "workload", "clients", "repeat", "epoch_s") if c in pgstat.columns]
     return (
         pgstat.filter(pl.col("wal_sync").is_not_null())
         .join(facts, on="run_id", how="left")
         .with_columns(
-            (pl.col("xact_commit").diff().over(**w) - SAMPLER_COMMITS_PER_SAMPLE).clip(0).alias("commits"),
-            _flushes(counted).diff().over(**w).alias("flushes"),
-            pl.col("epoch_s").diff().over(**w).alias("seconds"),
+            (pl.col("xact_commit").diff().over("run_id", order_by="epoch_s") - SAMPLER_COMMITS_PER_SAMPLE)
+            .clip(0)
+            .alias("commits"),
+            _flushes(counted).diff().over("run_id", order_by="epoch_s").alias("flushes"),
+            pl.col("epoch_s").diff().over("run_id", order_by="epoch_s").alias("seconds"),
         )
         .filter(pl.col("seconds").is_not_null())
         .select(

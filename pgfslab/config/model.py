@@ -84,8 +84,8 @@ def _converter(hint: Any) -> Convert:
     item = _node_type(args[-1]) if args else None
     if origin is dict and item is not None:
         return lambda value, where: {k: _build(item, v, f"{where}.{k}") for k, v in value.items()}
-    if origin is tuple and _node_type(args[0]) is not None:
-        node_item = _node_type(args[0])
+    node_item = _node_type(args[0]) if origin is tuple else None
+    if node_item is not None:
         return lambda value, where: tuple(_build(node_item, v, f"{where}.{i}") for i, v in enumerate(value))
     if origin is tuple:
         return lambda value, where: tuple(_copy(v) for v in value)
@@ -127,7 +127,7 @@ N = TypeVar("N", bound=Node)
 def _build(cls: type[N], data: typing.Mapping[str, Any], where: str) -> N:
     if not isinstance(data, typing.Mapping):
         raise LabError(f"{where or 'config'}: a mapping expected, got {type(data).__name__}")
-    known = _fields_of(cls)
+    known = _fields_of(typing.cast(type, cls))  # a class is hashable; mypy sees type[N] of a dataclass as not
     kwargs: dict[str, Any] = {}
     for name, required, convert in known:
         value = data.get(name)

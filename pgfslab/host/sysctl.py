@@ -59,7 +59,7 @@ def _restore(before: Mapping[str, int], root: Path) -> list[str]:
         if k in done:
             continue
         other = PAIRS.get(k)
-        if other in before:
+        if other is not None and other in before:
             done.update((k, other))
             by_kind = {k.rsplit("_", 1)[1]: k, other.rsplit("_", 1)[1]: other}
             k = by_kind["bytes"] if before[by_kind["bytes"]] != 0 else by_kind["ratio"]

@@ -89,9 +89,9 @@ def ingest_external(
         path = root / e["path"]
         run = e.get("run")
         run_id = published_run_id(e["path"]) if run else None
-        record = None
+        record: dict[str, object] | None = None
         if run:
-            record = {k: None for k in RUNS}
+            record = dict.fromkeys(RUNS)
             record.update({k: v for k, v in run.items() if k in RUNS})
             record.update(
                 {

@@ -4,6 +4,7 @@ so a rebuild from the same raw folder gives the same paper), and export PDF and 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,10 +32,11 @@ def _study_meta(db: Path, study: str) -> dict[str, Any]:
     info = queries.study_info(db)
     runs = queries.runs(db, study)
     last = runs["ended_at"].max() if runs.height else None
+    authors = info.get("authors")
     return {
         "title": info.get("title") or f"pgfs-lab study {study}",
-        "authors": json.loads(info.get("authors") or "[]") or ["pgfs-lab"],
-        "date": last.date().isoformat() if last is not None else "undated",
+        "authors": (json.loads(authors) if isinstance(authors, str) else None) or ["pgfs-lab"],
+        "date": last.date().isoformat() if isinstance(last, dt.datetime) else "undated",
         "study": study,
     }
 

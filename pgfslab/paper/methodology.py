@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from pgfslab.analysis import report
+from pgfslab.analysis.scalar import number, whole
 from pgfslab.analysis.verdicts.claims import seed_runs
 from pgfslab.config.model import Precision, RunSettings
 from pgfslab.paper.context import Context, show, workload_what
@@ -24,7 +25,7 @@ def _workload_rows(ctx: Context) -> pl.DataFrame:
         if spec.transactions:
             how.append(f"{spec.transactions} transactions per client")
         else:
-            how.append(f"{int(runs['duration_s'].median())} s")
+            how.append(f"{whole(runs['duration_s'].median())} s")
         how += runner(tool).how(spec)
         os_ = spec.os.to_dict() if spec.os else {}
         if os_:
@@ -37,7 +38,9 @@ def _workload_rows(ctx: Context) -> pl.DataFrame:
                 "tool": tool,
                 "what": workload_what(spec).split(" ", 1)[1],
                 "clients": ", ".join(str(c) for c in sorted(runs["clients"].unique().to_list())),
-                "repeats": f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()}–{reps.max()}",
+                "repeats": f"{whole(reps.min())}"
+                if reps.min() == reps.max()
+                else f"{whole(reps.min())}–{whole(reps.max())}",
                 "run": "; ".join(h for h in how if h),
             }
         )
@@ -59,7 +62,7 @@ def seed_lengths(ctx: Context) -> pl.DataFrame:
     lengths (the runs' own duration_s, shortest to longest)."""
     mine = ctx.runs.filter(pl.col("status") != "skipped")["duration_s"].drop_nulls()
     here = "–" if mine.len() == 0 else (
-        f"{mine.min():g} s" if mine.min() == mine.max() else f"{mine.min():g}–{mine.max():g} s"
+        f"{number(mine.min()):g} s" if mine.min() == mine.max() else f"{number(mine.min()):g}–{number(mine.max()):g} s"
     )  # fmt: skip
     wanted = set(ctx.cfg.seeds or ())
     rows = [
@@ -262,7 +265,7 @@ def _checkpoint_sentence(ctx: Context) -> str:
     if n.is_empty():
         return ""
     return (
-        f"Runs spanned {int(n.min())} to {int(n.max())} checkpoints (median {n.median():g}; timed and requested, from "
+        f"Runs spanned {whole(n.min())} to {whole(n.max())} checkpoints (median {number(n.median()):g}; timed and requested, from "
         f"pg_stat_bgwriter before and after); {int((n < 2).sum())} of {n.len()} runs spanned fewer than two."
     )
 

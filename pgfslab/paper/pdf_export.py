@@ -176,7 +176,7 @@ class TypstPDFExporter(Exporter):
     def _file_extension_default(self) -> str:
         return ".pdf"
 
-    def from_notebook_node(
+    def from_notebook_node(  # type: ignore[override]  # a PDF exporter gives bytes, as nbconvert's own PDFExporter
         self, nb: nbformat.NotebookNode, resources: dict[str, Any] | None = None, **kw: Any
     ) -> tuple[bytes, dict[str, Any]]:
         nb, resources = super().from_notebook_node(nb, resources, **kw)  # a copy, preprocessed
@@ -340,7 +340,7 @@ class _Images:
             return
         if not isinstance(node, dict):
             return
-        kind, c = node.get("t"), node.get("c")
+        kind, c = node.get("t"), node.get("c") or []
         if kind == "Image":
             c[2][0] = self.local(c[2][0])
         elif kind in ("Para", "Plain") and len(c) == 1 and c[0].get("t") == "Image":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from pgfslab.analysis import cpu_time, report, stats
+from pgfslab.analysis.scalar import number, whole
 from pgfslab.paper.context import Context, names, show
 from pgfslab.paper.device_baseline import device_threats
 from pgfslab.workload_tools import PG_TOOLS
@@ -16,7 +17,7 @@ def threats(ctx: Context) -> None:
     r0 = ctx.runs.row(0, named=True)
     cpus, mem_gib = r0["cpus"], (r0["mem_total_kb"] or 0) / 2**20
     items = []
-    max_clients = int(ctx.runs.filter(pl.col("tool").is_in(list(PG_TOOLS)))["clients"].max() or 0)
+    max_clients = whole(ctx.runs.filter(pl.col("tool").is_in(list(PG_TOOLS)))["clients"].max())
     if max_clients:
         items.append(
             f"**Small hardware.** {cpus} logical CPUs and {mem_gib:.0f} GiB of memory; the benchmark clients "
@@ -38,7 +39,7 @@ def threats(ctx: Context) -> None:
         items.append(
             f"**Fallback targets.** {names(fallback)} ran on plain directories, not on their own file systems."
         )
-    dur = int(ctx.runs["duration_s"].max() or 0)
+    dur = whole(ctx.runs["duration_s"].max())
     if ctx.uses_postgres and ctx.ok.height:  # a crash check measures no throughput: nothing to warm up
         rec = ctx.first_record(PG_TOOLS)
         ct = (rec.postgres.settings if rec.postgres else {}).get("checkpoint_timeout") or {}
@@ -51,7 +52,7 @@ def threats(ctx: Context) -> None:
             )
     reps = ctx.ok.group_by("target", "workload", "clients").len()["len"]
     if reps.len():
-        n = int(reps.min())
+        n = whole(reps.min())
         limits = []
         if stats.median_ci_ranks(n)[2] < 0.95:
             limits.append(f"no cell's median interval reaches 95 % coverage with {n} repeats (6 are needed)")
@@ -71,7 +72,7 @@ def threats(ctx: Context) -> None:
     if spread.height:
         items.append(
             f"**Noise.** Runs of the same cell differ by a coefficient of variation of up to "
-            f"{report.pct(spread['cv'].max(), 0)} (median {report.pct(spread['cv'].median(), 0)}) on this "
+            f"{report.pct(number(spread['cv'].max()), 0)} (median {report.pct(number(spread['cv'].median()), 0)}) on this "
             "machine; only interleaved repeats and rank tests are used to compare targets."
         )
     counted = ctx.runs.filter((pl.col("status") == "ok") & ~pl.col("burn_in").fill_null(False)).height

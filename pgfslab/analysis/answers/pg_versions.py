@@ -32,6 +32,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis.charts import alt
+from pgfslab.analysis.scalar import number, whole
 from pgfslab.analysis.verdicts.ratio import direction_words, interaction_ci, ratio_ci
 from pgfslab.config.model import StudyConfig
 
@@ -187,7 +188,20 @@ def _interval(est: float | None, lo: float | None, hi: float | None) -> str:
     return "–" if est is None else f"{_num(est)} [{_num(lo)}, {_num(hi)}]"
 
 
-def cell_label(cfg: StudyConfig, workload: str, rung: int, clients: int, dataset_bytes: float | None = None) -> str:
+def _cov(value: object) -> float:
+    c = number(value)
+    return math.nan if c is None else c
+
+
+def _label(cfg: StudyConfig, key: tuple[object, ...], dataset_bytes: object) -> str:
+    """`cell_label` of a cell's key (workload, rung, clients) as polars gives it."""
+    workload, rung, clients = key
+    return cell_label(cfg, str(workload), None if rung is None else whole(rung), whole(clients), number(dataset_bytes))
+
+
+def cell_label(
+    cfg: StudyConfig, workload: str, rung: int | None, clients: int, dataset_bytes: float | None = None
+) -> str:
     """`rw (tpcb-like), 4 clients, scale 45 (678 MB, beyond the 384 MiB limit)`: the data set from the ladder's
     rung, its size as loaded and where it stands against the study's memory limit."""
     wl = cfg.workloads[workload]
@@ -233,7 +247,7 @@ def tables(comp: pl.DataFrame, cfg: StudyConfig) -> list[tuple[str, pl.DataFrame
             }
             for r in part.iter_rows(named=True)
         ]
-        out.append((cell_label(cfg, *key, part["dataset_bytes"].first()), pl.DataFrame(rows)))
+        out.append((_label(cfg, key, part["dataset_bytes"].first()), pl.DataFrame(rows)))
     return out
 
 
@@ -245,12 +259,12 @@ def chart(comp: pl.DataFrame, cfg: StudyConfig) -> Any:
         pl.when(pl.col("hi").is_finite()).then(pl.col("hi")).alias("hi"),
         pl.col("pg_major").cast(pl.Utf8).alias("major"),
     )
-    panels = [cell_label(cfg, *k) for k in df.select(*CELL, "dataset_bytes").iter_rows()]
-    df = df.with_columns(pl.Series("panel", panels, pl.Utf8))
+    labels = [_label(cfg, k[:3], k[3]) for k in df.select(*CELL, "dataset_bytes").iter_rows()]
+    df = df.with_columns(pl.Series("panel", labels, pl.Utf8))
     lo = min([*df["lo"].drop_nulls().to_list(), *df["ratio"].to_list(), 1.0])
     hi = max([*df["hi"].drop_nulls().to_list(), *df["ratio"].to_list(), 1.0])
     x_scale = alt.Scale(type="log", domain=[lo / 1.05, hi * 1.05], nice=False)
-    ref = comp.filter(pl.col("reading") == "major")["reference"].first()
+    ref = str(comp.filter(pl.col("reading") == "major")["reference"].first())
     fs_shown = df["fs_target"].unique(maintain_order=True).to_list()
 
     def panel(part: pl.DataFrame, title: str) -> Any:
@@ -274,7 +288,7 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
     system's standing against the reference one changed between majors."""
     paragraphs = []
     for key, part in comp.group_by(CELL, maintain_order=True):
-        label = cell_label(cfg, *key, part["dataset_bytes"].first())
+        label = _label(cfg, key, part["dataset_bytes"].first())
         said = []
         major = part.filter((pl.col("reading") == "major") & pl.col("ratio").is_not_null())
         for (m,), mp in major.group_by("pg_major", maintain_order=True):
@@ -283,14 +297,14 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
                 k = r["finding"].split(" (")[0]
                 k = "no difference resolved" if k.startswith("no difference") else k
                 groups.setdefault(k, []).append(f"{r['fs_target']} {_interval(r['ratio'], r['lo'], r['hi'])}")
-            ref = mp["reference"].first()
+            ref = str(mp["reference"].first())
             said.append(
                 f"PostgreSQL {m} over {ref}: " + "; ".join(f"{k} on {', '.join(v)}" for k, v in groups.items()) + "."
             )
         fs = part.filter((pl.col("reading") == "fs") & pl.col("change").is_not_null())
         if fs.height:
             changed = fs.filter(pl.col("change_finding").str.starts_with("changed"))
-            ref_fs = fs["reference"].first()
+            ref_fs = str(fs["reference"].first())
             if changed.height:
                 said.append(
                     f"Against {ref_fs}, the standing changed for "
@@ -315,7 +329,7 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
             paragraphs.append(f"**{label}**: " + " ".join(said))
     cov = comp.filter(pl.col("ratio").is_not_null())["coverage"].drop_nulls()
     if cov.len():
-        lo_cov, hi_cov = float(cov.min()), float(cov.max())  # type: ignore[arg-type]
+        lo_cov, hi_cov = _cov(cov.min()), _cov(cov.max())
         level = f"{100 * lo_cov:.0f} %" if abs(hi_cov - lo_cov) < 1e-9 else f"{100 * lo_cov:.0f}–{100 * hi_cov:.0f} %"
         paragraphs.append(
             f"Ratios are Hodges-Lehmann estimates with exact Mann-Whitney intervals of {level} coverage (the widest "
@@ -323,10 +337,10 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
             "ratio of ratios with a percentile-bootstrap interval over runs. Faster, slower or changed is said only "
             "where the whole interval lies on one side of 1."
         )
-    fewest = comp.filter(pl.col("change").is_not_null())["n"].min()
-    if fewest is not None and fewest < 5:  # type: ignore[operator]
+    fewest = number(comp.filter(pl.col("change").is_not_null())["n"].min())
+    if fewest is not None and fewest < 5:
         paragraphs.append(
-            f"With {fewest} runs in a group the bootstrap resamples only {fewest} values, and its interval is "
+            f"With {fewest:g} runs in a group the bootstrap resamples only {fewest:g} values, and its interval is "
             "narrower than its nominal coverage: read a changed standing as a lead to repeat with more rounds, "
             "not as a finding."
         )

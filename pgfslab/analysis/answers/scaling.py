@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import report, stats
+from pgfslab.analysis.scalar import number
 from pgfslab.analysis.stats import Scaling
 
 MEMORY_FACTS = [
@@ -69,7 +70,7 @@ def threshold_table(runs: pl.DataFrame) -> pl.DataFrame:
     """The memory thresholds as the reader sees them (human units; the cgroup limit as requested)."""
     requested = runs["cgroup_limit_requested_bytes"]
     cgroup = (
-        report.bytes_h(requested.median()) + ("" if runs["cgroup_applied"].any() else " (not applied)")
+        report.bytes_h(number(requested.median())) + ("" if runs["cgroup_applied"].any() else " (not applied)")
         if requested.is_not_null().any()
         else "none"
     )
@@ -77,9 +78,9 @@ def threshold_table(runs: pl.DataFrame) -> pl.DataFrame:
         {
             "threshold": ["shared_buffers", "cgroup memory limit", "RAM (MemTotal)"],
             "size": [
-                report.bytes_h(runs["shared_buffers_bytes"].median()),
+                report.bytes_h(number(runs["shared_buffers_bytes"].median())),
                 cgroup,
-                report.bytes_h(runs["ram_bytes"].median()),
+                report.bytes_h(number(runs["ram_bytes"].median())),
             ],
         }
     )

@@ -4,12 +4,13 @@ dots with intervals per comparison."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
 from pgfslab.analysis.charts.layout import decade_axis, titled
 from pgfslab.analysis.charts.theme import PALETTE, WIDTH, alt, checked_color_scale
+from pgfslab.analysis.scalar import number
 
 
 def grouped_bars_with_error(
@@ -27,7 +28,7 @@ def grouped_bars_with_error(
     title: str | None = None,
     width: int = WIDTH,
     height: int = 200,
-    resolve_y: str = "shared",
+    resolve_y: Literal["shared", "independent"] = "shared",
     columns: int | None = None,
     log_y: bool = False,
     x_sort: str | None = "ascending",
@@ -56,7 +57,7 @@ def grouped_bars_with_error(
     if log_y:  # a log axis has no zero for bars to stand on: dots instead
         y_scale = alt.Scale(type="log")
         positive = df.filter(pl.col(y) > 0)[y]
-        y_axis = decade_axis(positive.min(), positive.max())
+        y_axis = decade_axis(number(positive.min()), number(positive.max()))
         mark = alt.Chart().mark_point(filled=True, size=55, opacity=0.95)
     bars = mark.encode(
         **enc,
@@ -77,14 +78,18 @@ def grouped_bars_with_error(
         width=(width - gap * (n_cols - 1)) // n_cols, height=height
     )
     if column:
-        facet = (
-            alt.Facet(f"{column}:N", title=None, header=alt.Header(labelAnchor="middle"), sort=None)
+        header = alt.Header(labelAnchor="middle")
+        faceted = (
+            chart.facet(facet=alt.Facet(f"{column}:N", title=None, header=header, sort=None), columns=n_cols)
             if columns
-            else alt.Column(f"{column}:N", title=None, header=alt.Header(labelAnchor="middle"), sort=None)
+            else chart.facet(column=alt.Column(f"{column}:N", title=None, header=header, sort=None))
         )
-        faceted = chart.facet(facet=facet, columns=n_cols) if columns else chart.facet(column=facet)
-        resolve = {"y": resolve_y, "x": "independent"} | ({"xOffset": "independent"} if group != x else {})
-        return titled(faceted.resolve_scale(**resolve), title)
+        resolved = (  # one call: a second resolve_scale replaces the first
+            faceted.resolve_scale(y=resolve_y, x="independent", xOffset="independent")
+            if group != x
+            else faceted.resolve_scale(y=resolve_y, x="independent")
+        )
+        return titled(resolved, title)
     return titled(chart, title)
 
 
@@ -173,7 +178,7 @@ def comparison_dots(
         domain=data[source].unique(maintain_order=True).to_list(), range=PALETTE[: max(1, data[source].n_unique())]
     )
 
-    def panel(part: pl.DataFrame, panel_title: str | None) -> alt.LayerChart:
+    def panel(part: pl.DataFrame, panel_title: str | None) -> alt.LayerChart | alt.FacetChart:
         enc = {
             "x": alt.X(
                 f"{value}:Q", title=x_title or value, scale=alt.Scale(type="log") if log_x else alt.Scale(zero=False)

@@ -11,6 +11,7 @@ import polars as pl
 from pgfslab.analysis.charts.frames import downsample_time
 from pgfslab.analysis.charts.layout import auto_detail, decade_axis, one_color_per_panel, titled
 from pgfslab.analysis.charts.theme import PALETTE, TIME_TITLE, TPS_TITLE, WIDTH, alt, checked_color_scale
+from pgfslab.analysis.scalar import number
 
 
 def throughput_small_multiples(
@@ -163,7 +164,9 @@ def percentile_bands(
     data = pl.concat([*bands, line], how="vertical_relaxed")
     y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=True)
     y_axis = (
-        decade_axis(base.select(p_cols).min_horizontal().min(), base.select(p_cols).max_horizontal().max())
+        decade_axis(
+            number(base.select(p_cols).min_horizontal().min()), number(base.select(p_cols).max_horizontal().max())
+        )
         if log_y
         else alt.Undefined
     )
@@ -247,7 +250,7 @@ def timeline_with_windows(
         )
         parts.append(w.with_columns(pl.lit("window").alias("_kind")))
     has_marks = marks is not None and marks.height > 0
-    if has_marks:
+    if marks is not None and has_marks:
         m = marks.select(pl.col(facet), pl.col("at_s").cast(pl.Float64).alias("_x0"))
         parts.append(m.with_columns(pl.lit("mark").alias("_kind")))
     data = pl.concat(parts, how="diagonal_relaxed")

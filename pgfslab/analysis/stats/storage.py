@@ -3,6 +3,8 @@ memory thresholds a chart should mark (seeds 000, 004)."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import re
 import zlib
@@ -48,10 +50,10 @@ def compression_ratio(
     "GB" is GiB while drive tools often report 10^9-byte GB (seed 002's ratios only come out with
     the database size in GiB and the drive's physical size in GB)."""
 
-    def as_list(v: object) -> list[float]:
+    def as_list(v: float | Sequence[float] | np.ndarray | pl.Series) -> list[float]:
         if isinstance(v, pl.Series):
             return v.cast(pl.Float64).to_list()
-        if isinstance(v, (int, float)):
+        if isinstance(v, int | float):
             return [float(v)]
         return [float(x) for x in v]
 
@@ -65,15 +67,21 @@ def compression_ratio(
 # ---------------------------------------------------------------------------- page-level estimate
 
 
+def _zlib_size(page: bytes, level: int) -> int:
+    return len(zlib.compress(page, level))
+
+
+def _zstd_size(compressor: zstandard.ZstdCompressor, page: bytes) -> int:
+    return len(compressor.compress(page))
+
+
 def _compressors(methods: Sequence[str], level: int | None) -> dict[str, Callable[[bytes], int]]:
     out: dict[str, Callable[[bytes], int]] = {}
     for m in methods:
         if m in ("gzip", "zlib"):
-            lvl = 6 if level is None else level
-            out[m] = lambda b, lvl=lvl: len(zlib.compress(b, lvl))
+            out[m] = functools.partial(_zlib_size, level=6 if level is None else level)
         elif m == "zstd":
-            cctx = zstandard.ZstdCompressor(level=3 if level is None else level)
-            out[m] = lambda b, c=cctx: len(c.compress(b))
+            out[m] = functools.partial(_zstd_size, zstandard.ZstdCompressor(level=3 if level is None else level))
         else:
             raise ValueError(f"unknown compression method {m!r} (zstd, gzip)")
     return out
@@ -127,24 +135,16 @@ def page_compression_estimate(
         pages = [pages[i] for i in pick]
     # one record per page and method: the loop is over 8 KB pages, each compressed independently
     recs: list[tuple[str, str, int, int, int, bool]] = []
-    handle = None
-    current: Path | None = None
-    try:
-        for f, i in pages:
-            if f != current:
-                if handle:
-                    handle.close()
-                handle, current = open(f, "rb"), f
-            handle.seek(i * page_size)
-            page = handle.read(page_size)
-            zero = page.count(0) == len(page)
-            for m, comp in comps.items():
-                c = comp(page)
-                alloc = min(len(page), math.ceil(c / sector_size) * sector_size)
-                recs.append((str(f), m, len(page), c, alloc, zero))
-    finally:
-        if handle:
-            handle.close()
+    for f, same_file in itertools.groupby(pages, key=lambda fp: fp[0]):
+        with open(f, "rb") as handle:
+            for _, i in same_file:
+                handle.seek(i * page_size)
+                page = handle.read(page_size)
+                zero = page.count(0) == len(page)
+                for m, comp in comps.items():
+                    c = comp(page)
+                    alloc = min(len(page), math.ceil(c / sector_size) * sector_size)
+                    recs.append((str(f), m, len(page), c, alloc, zero))
     per_page = pl.DataFrame(
         recs,
         schema={
