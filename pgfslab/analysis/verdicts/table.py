@@ -106,15 +106,18 @@ def _claim_frame(claims: list[Claim]) -> pl.DataFrame:
 def _interval(est: float | None, lo: float | None, hi: float | None, quantity: str, coverage: float | None) -> str:
     if est is None or (isinstance(est, float) and math.isnan(est)):
         return "–"
-    if quantity == "saving":
-        return f"{100 * est:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"  # type: ignore[operator]
+    if quantity == "saving":  # one load: its interval is the value itself
+        if lo is None or hi is None:
+            return f"{100 * est:.0f} % (no interval)"
+        return f"{100 * est:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"
     if quantity == "rank_test_floor":
         return f"p ≥ {est:.3f}"
     if hi is None or not math.isfinite(hi) or lo is None:
         return f"{est:.2f} (no interval)"
     # an interval below 95 % is the widest the run counts allow: its coverage is said beside it
-    low = coverage is not None and math.isfinite(coverage) and coverage < 0.9495
-    return f"{est:.2f} [{lo:.2f}, {hi:.2f}]" + (f" ({100 * coverage:.0f} % interval)" if low else "")
+    if coverage is not None and math.isfinite(coverage) and coverage < 0.9495:
+        return f"{est:.2f} [{lo:.2f}, {hi:.2f}] ({100 * coverage:.0f} % interval)"
+    return f"{est:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
 def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
@@ -284,7 +287,11 @@ def forest_rows(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
 
 # A legend of every category a verdict can take is wider than the chart and shrinks the figure on the page:
 # it lists only the categories drawn, wrapped below the chart.
-_LEGEND = {"orient": "bottom", "columns": 3, "labelLimit": 320, "symbolLimit": 0}
+def _legend() -> Any:
+    """The verdict charts' legend: under the chart, three columns, labels in full."""
+    import altair as alt
+
+    return alt.Legend(orient="bottom", columns=3, labelLimit=320, symbolLimit=0)
 
 
 def _present(domain: list[str], colors: list[str], drawn: pl.Series) -> tuple[list[str], list[str]]:
@@ -330,9 +337,7 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600, labelExpr="split(datum.label, '\\n')"))
     x = alt.X("estimate:Q", scale=alt.Scale(type="log"), title="B / A (log scale), with its interval")
     shown = _present(list(VERDICT_COLORS), list(VERDICT_COLORS.values()), df["verdict"])
-    color = alt.Color(
-        "verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=alt.Legend(**_LEGEND)
-    )
+    color = alt.Color("verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=_legend())
     fill = alt.Fill("verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), legend=None)
     base = alt.Chart(df)
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#bbb").encode(x="x:Q")
@@ -436,9 +441,7 @@ def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
         .encode(
             y=alt.Y("seed:N", title="seed"),
             x=alt.X("findings:Q", title="findings"),
-            color=alt.Color(
-                "status:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=alt.Legend(**_LEGEND)
-            ),
+            color=alt.Color("status:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=_legend()),
             order=alt.Order("rank:Q"),  # the bar's segments in the legend's order
             tooltip=["seed", "status", "findings"],
         )
