@@ -18,6 +18,8 @@ class WorkloadTool:
     has_ladder: bool  # drives a loaded data set: runs at each rung of a ladder (a database per rung), warms it
     keys: frozenset[str]  # its own workload keys in the config (workflow/schemas/config.schema.yaml)
     headline: str  # what its headline number counts
+    unit: str | None = None  # the headline's unit in tables and figures (None: no headline number to compare)
+    metric: str = "throughput"  # what the headline is called on an axis
 
 
 _DRIVEN = {"prewarm", "rungs", "context"}  # keys of every tool that drives a loaded database
@@ -46,6 +48,7 @@ TOOLS: dict[str, WorkloadTool] = {
                 }
             ),  # fmt: skip
             headline="transactions per second",
+            unit="tps",
         ),
         WorkloadTool(
             "sysbench",
@@ -55,6 +58,7 @@ TOOLS: dict[str, WorkloadTool] = {
             has_ladder=True,
             keys=frozenset({"test", "rand_type", "percentile", "histogram", *_DRIVEN}),
             headline="transactions per second",
+            unit="tps",
         ),
         WorkloadTool(
             "fsmicro",
@@ -78,6 +82,8 @@ TOOLS: dict[str, WorkloadTool] = {
                 }
             ),  # fmt: skip
             headline="file-system operations per second",
+            unit="ops/s",
+            metric="operations",
         ),
         WorkloadTool(
             "durability",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -88,3 +89,21 @@ def test_every_runner_says_what_its_workload_is_and_how_it_was_driven(name: str)
     spec = Study.from_dict(validate(cfg, "t.yaml")).workloads["w"]
     assert runner(name).describe(spec) == what
     assert runner(name).how(spec) == how
+
+
+def test_every_tool_with_a_headline_number_reads_it_from_its_own_format() -> None:
+    """A tool's headline (its unit in the registry) comes from the one parser format that holds it
+    (`HEADLINE` in its module, gathered in ingest.parsers.HEADLINES): a tool added without one has no number."""
+    import duckdb
+
+    from pgfslab.ingest.parsers import FORMATS, HEADLINES
+
+    assert set(HEADLINES) == {name for name, t in TOOLS.items() if t.unit is not None}
+    tables = {table: schema for mod in FORMATS.values() for table, schema in mod.TABLES.items()}
+    con = duckdb.connect()
+    for name, (table, sql) in HEADLINES.items():
+        assert table in tables, (name, table)
+        con.register("empty_frame", pl.DataFrame(schema={**tables[table], "run_id": pl.Utf8}))
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM empty_frame")
+        cols = [d[0] for d in con.execute(f"SELECT * FROM ({sql}) LIMIT 0").description]
+        assert cols == ["run_id", "value", "transactions", "failed", "elapsed_s"], name

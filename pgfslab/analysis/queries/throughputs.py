@@ -17,6 +17,8 @@ from pgfslab.analysis.queries.connection import (
     target_condition,
     workload_condition,
 )
+from pgfslab.ingest.parsers import HEADLINES
+from pgfslab.workload_tools import TOOLS
 
 
 def progress(db: str | Path, study: str, workload: str | None = None) -> pl.DataFrame:
@@ -83,11 +85,8 @@ class Metric:
     higher_is_better: bool = True
 
 
-METRICS = {
-    "pgbench": Metric("throughput", "tps"),
-    "sysbench": Metric("throughput", "tps"),
-    "fsmicro": Metric("operations", "ops/s"),
-}
+# each tool's headline as figures and tables name it (the registry's, pgfslab.workload_tools)
+METRICS = {name: Metric(t.metric, unit) for name, t in TOOLS.items() if (unit := t.unit) is not None}
 
 
 def headline(
@@ -102,32 +101,27 @@ def headline(
     tc, tp = target_condition(targets)
     cond = "AND r.status = 'ok'" if only_ok else ""
     cond += "" if burn_in else f" AND {NOT_BURN_IN}"
-    has_sb, has_fs = has_table(db, "sysbench_summary"), has_table(db, "fs_ops")
-    sb_join = "LEFT JOIN sysbench_summary sb USING (run_id)" if has_sb else ""
-    fs_join = (
-        """LEFT JOIN (SELECT run_id, sum(ops_per_s) AS ops_per_s, sum(ops) AS ops, max(elapsed_s) AS elapsed_s,
-                                    sum(coalesce(errors, 0)) AS errors
-                             FROM fs_ops GROUP BY run_id) fo USING (run_id)"""
-        if has_fs
-        else ""
-    )
-    sb = lambda c: f"sb.{c}" if has_sb else "NULL"  # noqa: E731
-    fo = lambda c: f"fo.{c}" if has_fs else "NULL"  # noqa: E731
+    # each tool's headline from its own format's table (ingest.parsers.HEADLINES), for the tables this database has
+    sources = [
+        f"SELECT '{name}' AS headline_tool, * FROM ({sql})"
+        for name, (table, sql) in HEADLINES.items()
+        if has_table(db, table)
+    ]
+    empty = "SELECT NULL AS headline_tool, NULL AS run_id, NULL::DOUBLE AS value, NULL::BIGINT AS transactions, "
+    empty += "NULL::BIGINT AS failed, NULL::DOUBLE AS elapsed_s WHERE FALSE"
+    units = " ".join(f"WHEN '{name}' THEN '{m.unit}'" for name, m in METRICS.items())
     df = frame(
         db,
         f"""
+        WITH hl AS ({" UNION ALL BY NAME ".join(sources) or empty})
         SELECT {RUN_COLS}, r.host, r.burn_in, r.position, r.predecessor, r.status, r.duration_s, r.scale, r.rung, r.dataset_bytes, r.mount_options,
-               CASE r.tool WHEN 'pgbench' THEN ps.tps WHEN 'sysbench' THEN {sb("tps")}
-                           WHEN 'fsmicro' THEN {fo("ops_per_s")} END AS value,
-               CASE r.tool WHEN 'fsmicro' THEN 'ops/s' ELSE 'tps' END AS unit,
+               hl.value AS value,
+               CASE r.tool {units} END AS unit,
                TRUE AS higher_is_better,
-               (CASE r.tool WHEN 'pgbench' THEN ps.transactions_processed WHEN 'sysbench' THEN {sb("transactions")}
-                           WHEN 'fsmicro' THEN {fo("ops")} END)::BIGINT AS transactions,
-               (CASE r.tool WHEN 'pgbench' THEN coalesce(ps.failed_transactions, 0)
-                           WHEN 'sysbench' THEN {sb("ignored_errors")} WHEN 'fsmicro' THEN {fo("errors")} END)::BIGINT AS failed,
-               CASE r.tool WHEN 'pgbench' THEN ps.duration_s WHEN 'sysbench' THEN {sb("total_time_s")}
-                           WHEN 'fsmicro' THEN {fo("elapsed_s")} END AS elapsed_s
-        FROM runs r LEFT JOIN pgbench_summary ps USING (run_id) {sb_join} {fs_join}
+               hl.transactions::BIGINT AS transactions,
+               hl.failed::BIGINT AS failed,
+               hl.elapsed_s AS elapsed_s
+        FROM runs r LEFT JOIN hl ON hl.run_id = r.run_id AND hl.headline_tool = r.tool
         WHERE r.study = ? {cond} {tc}
         ORDER BY r.plan_index""",
         [study, *tp],

@@ -100,6 +100,7 @@ from pgfslab.ingest.parsers._common import (
 
 __all__ = [
     "FORMATS",
+    "HEADLINES",
     "LINES_KEY",
     "LINES_SCHEMA",
     "NOISE",
@@ -198,6 +199,13 @@ FORMATS.update({m.NAME: m for m in (fio, pg_test_fsync)})
 from pgfslab.ingest.parsers import pg_log  # noqa: E402
 
 FORMATS.update({pg_log.NAME: pg_log})
+
+
+# each workload tool's headline, from the format whose table holds it (a module's HEADLINE: tool, table, and a
+# SELECT of run_id, value, transactions, failed, elapsed_s): pgfslab.analysis.queries.headline unions them
+HEADLINES: dict[str, tuple[str, str]] = {
+    h[0]: (h[1], h[2]) for h in (getattr(m, "HEADLINE", None) for m in FORMATS.values()) if h is not None
+}
 
 
 def units_of(table: str) -> dict[str, str | None]:

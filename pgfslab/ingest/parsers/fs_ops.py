@@ -79,6 +79,16 @@ INTERVAL_SCHEMA: Schema = {
 }
 TABLES: dict[str, Schema] = {"fs_ops": SCHEMA, "fs_ops_interval": INTERVAL_SCHEMA}
 
+# the headline of an fsmicro run (pgfslab.analysis.queries.headline): its operations per second, summed over the
+# result tables' rows (one per operation kind), the operations done, the errors, and the longest time measured
+HEADLINE = (
+    "fsmicro",
+    "fs_ops",
+    """SELECT run_id, sum(ops_per_s) AS value, sum(ops) AS transactions, sum(coalesce(errors, 0)) AS failed,
+              max(elapsed_s) AS elapsed_s
+       FROM fs_ops GROUP BY run_id""",
+)
+
 # header name -> (column, kind of value)
 COLUMNS: dict[str, tuple[str, str]] = {
     "optype": ("optype", "word"),

@@ -56,6 +56,16 @@ DESCRIPTION = (
 SCHEMA: Schema = _pgbench.SUMMARY_SCHEMA
 STATEMENT_SCHEMA: Schema = _pgbench.STATEMENT_SCHEMA
 TABLES: dict[str, Schema] = _pgbench.TABLES
+
+# the headline of a pgbench run, read from this format's table (pgfslab.analysis.queries.headline): tps without
+# the connection time, the transactions done and failed, and the time measured
+HEADLINE = (
+    "pgbench",
+    "pgbench_summary",
+    """SELECT run_id, tps AS value, transactions_processed AS transactions,
+              coalesce(failed_transactions, 0) AS failed, duration_s AS elapsed_s
+       FROM pgbench_summary""",
+)
 FIELDS = _pgbench.FIELDS
 REQUIRED = _pgbench.REQUIRED
 

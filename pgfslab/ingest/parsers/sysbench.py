@@ -150,6 +150,15 @@ TABLES: dict[str, Schema] = {
     "sysbench_options": OPTIONS_SCHEMA,
 }
 
+# the headline of a sysbench run (pgfslab.analysis.queries.headline): transactions per second, the transactions
+# done, the errors it ignored, and the time measured
+HEADLINE = (
+    "sysbench",
+    "sysbench_summary",
+    """SELECT run_id, tps AS value, transactions, ignored_errors AS failed, total_time_s AS elapsed_s
+       FROM sysbench_summary""",
+)
+
 _SNIFF = re.compile(
     r"^(?:sysbench \d+\.\d+[.\d]*\S*(?: \(using |:\s+multi-threaded system evaluation benchmark)"
     r"|\[ \d+s \] (?:thds: \d+ (?:tps|eps): |reads: \S+ MiB/s writes: )"
