@@ -12,15 +12,16 @@ from pgfslab.host import mounted_target, proc, zfs
 from pgfslab.records.run_record import RunRecord
 from pgfslab.run.common import disk_full_message, fs_used_bytes, texts
 from pgfslab.runners import process
+from pgfslab.workload_tools import tool as registered_tool
 
 
 def run_error(
     view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, outcome: process.Outcome
 ) -> str | None:
     """What went wrong in a run, most telling first: a full target, a server crash, the tool's error
-    (a timeout, a client that died); None for a good run. An fsmicro run has no server."""
+    (a timeout, a client that died); None for a good run. A tool without a server (fsmicro) has no crash."""
     full = disk_full_message(view.target.name, view.target.spec, texts(rdir), mnt.mountpoint)
-    if view.workload.tool == "fsmicro":
+    if not registered_tool(view.workload.tool).uses_postgres:
         return full or outcome.error
     parts: list[str] = [full] if full else []
     server = record.server

@@ -5,7 +5,6 @@ tool's command, the samplers and snapshots beside it, and what the server said b
 from __future__ import annotations
 
 import contextlib
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -15,15 +14,13 @@ import psycopg
 from pgfslab.config import device_profiles
 from pgfslab.config.model import Snapshots
 from pgfslab.config.study import RunView
-from pgfslab.errors import LabError
 from pgfslab.host import cgroups, disk_daemon, mounted_target, pg_install, postgres, snapshots
-from pgfslab.progress import Progress
 from pgfslab.records.run_record import CgroupRecord, DiskRecord, PgFacts, RunRecord, ServerFacts, StartState
 from pgfslab.run import start_state
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts
 from pgfslab.run.phases import Phases
 from pgfslab.run.sampler import Samplers
-from pgfslab.runners import pgbench, process, sysbench
+from pgfslab.runners import process, runner
 
 
 def pg_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases) -> process.Outcome:
@@ -64,7 +61,8 @@ def pg_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRe
             record.start_state = StartState.model_validate(start_state.reach(cl, mode, record.caches))
             ph.lap("start_state")  # the warm pass and its probes, the checkpoint
             record.postgres_before = PgFacts.model_validate(cl.facts())
-            cmd = tool_command(view, cl, bindir, rdir)
+            client = runner(view.workload.tool)  # pgbench or sysbench: a client of this server
+            cmd = client.client_command(view, cl, rdir)
             record.commands = [cmd]
             ph.lap("facts_before")  # the server's settings and sizes before the run (a first connection)
             with contextlib.ExitStack() as stack:
@@ -73,7 +71,7 @@ def pg_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRe
                 sched = _snapshots(stack, view.snapshots, mnt, rdir)
                 ph.lap("samplers_start")
                 disk_before = disk_daemon.counters(mnt.name) if mnt.disk else None
-                outcome = _execute(view, cg.command(cmd), rdir)
+                outcome = client.run_client(view, cg.command(cmd), rdir)
                 if disk_before is not None:  # the emulated disk's counters over the tool's run (its reads competing)
                     record.disk = DiskRecord(measured=disk_daemon.delta(disk_before, disk_daemon.counters(mnt.name)))
                 # pgbench's own start (connections, the vacuum of its tables) is tool_overhead
@@ -92,40 +90,6 @@ def pg_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRe
     server.log_signs = signs
     server.crashed = not server.alive_after_run or bool(signs)
     return outcome
-
-
-def tool_command(view: RunView, cl: postgres.Cluster, bindir: Path, rdir: Path) -> list[str]:
-    """The run's pgbench or sysbench command against the running cluster."""
-    wl, pg = view.workload, view.postgres
-    if wl.tool == "pgbench":
-        scripts = copy_scripts(view, rdir)
-        return pgbench.run_command(
-            bindir / "pgbench", cl.client_args(), wl, view.spec.clients, view.duration_s, view.run, scripts, pg.database
-        )
-    return sysbench.run_command(
-        cl.sockdir, cl.port, wl, view.spec.clients, view.duration_s, view.run, view.dataset, pg.database
-    )
-
-
-def _execute(view: RunView, cmd: list[str], rdir: Path) -> process.Outcome:
-    if view.workload.tool == "pgbench":
-        return pgbench.execute(
-            cmd, rdir, "pgbench.stdout", "pgbench.stderr", view.timeout_s, Progress(view.label), view.duration_s
-        )
-    return sysbench.execute(cmd, rdir, view.timeout_s, Progress(view.label))
-
-
-def copy_scripts(view: RunView, rdir: Path) -> list[tuple[Path, int]]:
-    """Custom pgbench scripts, copied into the run folder (the raw data carries what was run)."""
-    out = []
-    for item in view.workload.scripts or ():
-        src = Path(item.file)  # made absolute, relative to the config file, by config.load
-        if not src.exists():
-            raise LabError(f"pgbench script {src} not found (workloads: scripts are relative to the config file)")
-        dest = rdir / f"script_{src.name}"
-        shutil.copyfile(src, dest)
-        out.append((dest.resolve(), int(item.weight)))
-    return out
 
 
 def _snapshots(

@@ -9,12 +9,19 @@ So each run executes in its own run directory and both streams are kept as files
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgfslab.config.model import Dataset, RunSettings, Workload
+from pgfslab.errors import LabError
 from pgfslab.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
 from pgfslab.runners.process import execute as _execute
+
+if TYPE_CHECKING:
+    from pgfslab.config.study import RunView
+    from pgfslab.host.postgres import Cluster
 
 __all__ = ["Outcome", "execute", "init_command", "run_command"]
 
@@ -99,3 +106,39 @@ def execute(
 ) -> Outcome:
     """Run a pgbench command in `cwd`, its progress lines (stderr) echoed to the progress line."""
     return _execute(cmd, cwd, stdout_name, stderr_name, timeout_s, progress, PROGRESS, "stderr")
+
+
+# ------------------------------------------------------------------ a run against the lab's server (run.pg_run)
+
+
+def client_command(view: RunView, cl: Cluster, rdir: Path) -> list[str]:
+    """The run's pgbench command against the running cluster (its custom scripts copied into the run folder)."""
+    scripts = copy_scripts(view, rdir)
+    return run_command(
+        cl.bindir / "pgbench",
+        cl.client_args(),
+        view.workload,
+        view.spec.clients,
+        view.duration_s,
+        view.run,
+        scripts,
+        view.postgres.database,
+    )
+
+
+def run_client(view: RunView, cmd: list[str], rdir: Path) -> Outcome:
+    """The run's pgbench command (as the cgroup wraps it) in the run folder."""
+    return execute(cmd, rdir, "pgbench.stdout", "pgbench.stderr", view.timeout_s, Progress(view.label), view.duration_s)
+
+
+def copy_scripts(view: RunView, rdir: Path) -> list[tuple[Path, int]]:
+    """Custom pgbench scripts, copied into the run folder (the raw data carries what was run)."""
+    out = []
+    for item in view.workload.scripts or ():
+        src = Path(item.file)  # made absolute, relative to the config file, by config.load
+        if not src.exists():
+            raise LabError(f"pgbench script {src} not found (workloads: scripts are relative to the config file)")
+        dest = rdir / f"script_{src.name}"
+        shutil.copyfile(src, dest)
+        out.append((dest.resolve(), int(item.weight)))
+    return out

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgfslab.config.model import Dataset, RunSettings, Workload
 from pgfslab.errors import LabError
 from pgfslab.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
 from pgfslab.runners.process import execute as _execute
+
+if TYPE_CHECKING:
+    from pgfslab.config.study import RunView
+    from pgfslab.host.postgres import Cluster
 
 PROGRESS = regex_progress(
     r"^\[ *([0-9.]+)s \] thds: \d+ tps: ([0-9.]+)",
@@ -117,3 +122,19 @@ def execute(
     stderr_name: str = "sysbench.stderr",
 ) -> Outcome:
     return _execute(cmd, cwd, stdout_name, stderr_name, timeout_s, progress, PROGRESS, "stdout")
+
+
+# ------------------------------------------------------------------ a run against the lab's server (run.pg_run)
+
+
+def client_command(view: RunView, cl: Cluster, rdir: Path) -> list[str]:
+    """The run's sysbench command against the running cluster (`rdir` unused: sysbench needs no files)."""
+    return run_command(
+        cl.sockdir, cl.port, view.workload, view.spec.clients, view.duration_s, view.run, view.dataset,
+        view.postgres.database,
+    )  # fmt: skip
+
+
+def run_client(view: RunView, cmd: list[str], rdir: Path) -> Outcome:
+    """The run's sysbench command (as the cgroup wraps it) in the run folder."""
+    return execute(cmd, rdir, view.timeout_s, Progress(view.label))
