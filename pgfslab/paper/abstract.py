@@ -57,16 +57,7 @@ def abstract_text(ctx: Context) -> str:
         gap = 100 * (best["m"] - worst["m"]) / worst["m"] if worst["m"] else math.nan
         base = cell.filter(pl.col("target") == ctx.baseline)["target_label"]
         baseline = base[0] if base.len() else med["target_label"][-1]
-        grid = stats.benchstat_grid(
-            cell.with_columns(pl.lit(wl).alias("cell")),
-            "value",
-            "cell",
-            "target_label",
-            baseline,
-            alpha=ctx.cfg.analysis.alpha,
-            adjust="holm",
-        )
-        tests = grid.filter(pl.col("benchmark") != "geomean")
+        tests = _holm_tests(ctx, cell.with_columns(pl.lit(wl).alias("cell")), "target_label", baseline)
         sig = tests.filter(pl.col("significant"))
         lo_n, hi_n = whole(med["n"].min()), whole(med["n"].max())
         reps = f"{lo_n}" if lo_n == hi_n else f"{lo_n}–{hi_n}"
@@ -94,16 +85,7 @@ def abstract_text(ctx: Context) -> str:
         first = next((w for w in ctx.cfg.workloads if w in per_wl["workload"].to_list()), None)
         # a data-set ladder names its workloads by rung (tpcb.d1), none of them the config's own: no baseline
         if first is not None:
-            grid = stats.benchstat_grid(
-                ok.with_columns(pl.col("clients").cast(pl.Utf8).alias("cell")),
-                "value",
-                "cell",
-                "workload",
-                first,
-                alpha=ctx.cfg.analysis.alpha,
-                adjust="holm",
-            )
-            tests = grid.filter(pl.col("benchmark") != "geomean")
+            tests = _holm_tests(ctx, ok.with_columns(pl.col("clients").cast(pl.Utf8).alias("cell")), "workload", first)
             if tests.height:
                 text += (
                     f"{tests.filter(pl.col('significant')).height} of {tests.height} differences from {first} are "
@@ -185,3 +167,9 @@ def abstract(ctx: Context) -> None:
     write_meta(ctx.build_dir, abstract=text)
     # the PDF typesets the abstract under the title from the notebook metadata; HTML shows this output
     display(Markdown(f"**Abstract.** {text}"), metadata={"pgfs": {"front_matter": True}})
+
+
+def _holm_tests(ctx: Context, runs: pl.DataFrame, config: str, baseline: str) -> pl.DataFrame:
+    """benchstat's rank test of each `config` against `baseline` per cell, Holm-adjusted (no geomean row)."""
+    grid = stats.benchstat_grid(runs, "value", "cell", config, baseline, alpha=ctx.cfg.analysis.alpha, adjust="holm")
+    return grid.filter(pl.col("benchmark") != "geomean")
