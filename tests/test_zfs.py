@@ -240,9 +240,10 @@ def test_tiny_study_on_zfs_and_wal_on_ext4(study):
 def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
     """A failure in the middle of a run (the client raises) and in the middle of a preparation (after
     the pool is imported): the pool is exported, the loop device detached, the daemon stopped."""
-    from pgfslab.run import pg_run, prepare
+    from pgfslab.run import prepare
     from pgfslab.run.execute import run_one
     from pgfslab.run.prepare import prepare_target
+    from pgfslab.runners import pgbench
 
     cfg, work = study
     typed = cfgmod.Study.from_dict(cfg)
@@ -251,7 +252,7 @@ def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
     def boom(*a, **k):
         raise LabError("injected failure")
 
-    monkeypatch.setattr(pg_run.pgbench, "execute", boom)
+    monkeypatch.setattr(pgbench, "run_client", boom)  # the client, as run.pg_run calls it through its runner
     run_id = next(r.run_id for r in typed.runs if r.target == "zfs")
     with pytest.raises(LabError, match="injected failure"):
         run_one(typed, run_id)
