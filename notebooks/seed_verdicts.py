@@ -135,11 +135,4 @@ if gone.height:
     )
 
 # %%
-tally = evaluate.summary(results)
-status = table.claim_status(results, seed_claims)
-said = {s: int(n) for s, n in status.group_by("status").len().iter_rows() if s != table.NOT_IN_STUDY}
-parts = ", ".join(f"{n} {s}" for s, n in sorted(said.items(), key=lambda kv: -kv[1]))
-pub.text(
-    f"Of {len(seed_claims)} findings of seed(s) {', '.join(cfg.get('seeds') or [])}, {tally.height} were set against "
-    f"this study's runs. In the seed's own condition: {parts}."
-)
+pub.text(table.tally_sentence(results, seed_claims, list(cfg.get("seeds") or [])))

@@ -607,3 +607,27 @@ def test_settings_compared_on_one_target_read_as_one_phrase() -> None:
     shown = table.verdict_table(out, [claim(a=on, b=off)])
     assert shown["compared here"][0] == "ext4: full_page_writes, wal_init_zero, wal_recycle off / on"
     assert shown["cell"][0] == "tpcb-like, c=4, fits ram"
+
+
+def test_the_tally_counts_each_finding_once() -> None:
+    """The closing sentence read "2 were set against this study's runs. In the seed's own condition: 4 only a
+    figure, 2 not reproducible here, 1 holds, ..." (8 statuses after "2"): each finding is now counted once, as
+    having a status here, of which some were set against the runs, or as needing runs the study does not make."""
+    c000 = [c for c in claims.claims() if c.seed == "000"]
+    gone = sum(not c.reproducible_here for c in c000)
+    row = dict.fromkeys(evaluate.RESULT_SCHEMA)
+    row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "a": "ext4", "b": "xfs", "compared": "xfs / ext4"}
+    row |= {"role": "primary", "cell": "tpcb-like, c=4", "n_a": 6, "n_b": 6, "estimate": 1.03, "lo": 0.98}
+    row |= {"hi": 1.08, "coverage": 0.95, "verdict": R.HOLDS, "verdict_text": "holds"}
+    untested = dict.fromkeys(evaluate.RESULT_SCHEMA) | {
+        "claim": "s000-bulkload-zfs-slower",
+        "verdict": table.NOT_IN_STUDY,
+    }
+    res = pl.DataFrame([row, untested], schema=evaluate.RESULT_SCHEMA)
+    text = table.tally_sentence(res, c000, ["000"])
+    assert text == (
+        f"Of {len(c000)} findings of seed(s) 000, {1 + gone} have a status here ({gone} not reproducible here, "
+        f"1 {R.HOLDS}); 1 of them were set against this study's runs, the others only from a figure or not on this "
+        f"kind of machine; {len(c000) - 1 - gone} need runs this study does not make."
+    )
+    assert gone >= 2  # seed 000 has findings no machine of this kind can test (more than holds: listed first)

@@ -447,3 +447,20 @@ def status_chart(results: pl.DataFrame, claims: list[Claim]) -> Any:
         )
         .properties(width=420, height=160)
     )
+
+
+def tally_sentence(results: pl.DataFrame, claims: list[Claim], seeds: list[str]) -> str:
+    """The seeds' findings counted once each: how many have a status here (and which), how many of those were
+    set against this study's runs, and how many need runs the study does not make."""
+    status = claim_status(results, claims)
+    counts = status.group_by("status").len().sort(["len", "status"], descending=[True, False])
+    said = [(s, int(n)) for s, n in counts.iter_rows() if s != NOT_IN_STUDY]
+    judged = results.filter(pl.col("role").is_not_null())["claim"].n_unique()
+    absent = len(claims) - sum(n for _, n in said)
+    where = ", ".join(seeds) or "none"
+    text = f"Of {len(claims)} findings of seed(s) {where}, {sum(n for _, n in said)} have a status here"
+    if said:
+        text += f" ({', '.join(f'{n} {s}' for s, n in said)})"
+        text += f"; {judged} of them were set against this study's runs, the others only from a figure or not on "
+        text += "this kind of machine"
+    return text + (f"; {absent} need runs this study does not make." if absent else ".")
