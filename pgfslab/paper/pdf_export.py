@@ -285,7 +285,7 @@ class LongCell:
 
     table: int  # the table's number in the paper
     column: str  # the column's header
-    row: int  # from 1, the header row not counted
+    row: int  # 0 is the header row
     lines: int
     page: int
     start: str  # its first words

@@ -125,8 +125,8 @@ def verdict_table(results: pl.DataFrame, claims: list[Claim]) -> pl.DataFrame:
     with its interval (against A and its A/A twin together, where the study has one), the A/A control itself (the
     twin against A: the instrument's own difference), the runs per side, the verdict in a word or two and its notes
     (the verdict's sentence; a precondition checked with less than today's samplers, a side whose runs were not
-    steady). What each claim
-    expects is said once per claim, in `findings_table`; the test is the same for every ratio (the caption)."""
+    steady). What each claim expects is said once per claim, in `findings_table`; the test is the same for every
+    ratio (the caption)."""
     df = results.filter(pl.col("role").is_not_null()).join(_claim_frame(claims), on="claim")
     text = [
         _interval(e, lo, hi, q, cov)
