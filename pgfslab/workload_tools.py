@@ -20,6 +20,9 @@ class WorkloadTool:
     headline: str  # what its headline number counts
     unit: str | None = None  # the headline's unit in tables and figures (None: no headline number to compare)
     metric: str = "throughput"  # what the headline is called on an axis
+    # what a run does with it on the mounted target (`module:function`, a pgfslab.run.execute.LifeCycle): by
+    # default a client of the lab's PostgreSQL server, run by the tool's runner (client_command, run_client)
+    life_cycle: str = "pgfslab.run.pg_run:pg_run"
 
 
 _DRIVEN = {"prewarm", "rungs", "context"}  # keys of every tool that drives a loaded database
@@ -84,6 +87,7 @@ TOOLS: dict[str, WorkloadTool] = {
             headline="file-system operations per second",
             unit="ops/s",
             metric="operations",
+            life_cycle="pgfslab.run.fs_run:fs_run",
         ),
         WorkloadTool(
             "durability",
@@ -93,6 +97,7 @@ TOOLS: dict[str, WorkloadTool] = {
             has_ladder=False,
             keys=frozenset({"crash_after_s", "crash"}),
             headline="transactions lost after a crash",
+            life_cycle="pgfslab.run.crash_cycle:durability_run",
         ),
     )
 }

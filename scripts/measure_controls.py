@@ -19,7 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgfslab.host import blockdev, cgroups, snapshots, target_create, target_mount, target_release  # noqa: E402
+from pgfslab.host import blockdev, cgroups, snapshots
+from pgfslab.host.targets import create as target_create
+from pgfslab.host.targets import mount as target_mount
+from pgfslab.host.targets import release as target_release
 
 
 def timed(fn) -> float:

@@ -56,8 +56,10 @@ def test_a_claim_resting_on_a_cell_without_an_interval_is_refused_before_anythin
 
     # 3 runs per target at 1 and at 8 clients: seed 004's crossover claims match tpcb-like at any client count
     bad = design.undecidable(_study({"repeats": 3}))
-    assert bad and all("cannot give a 95 % interval" in b and "(3 runs per target)" in b for b in bad)
-    assert any(b.startswith("s004-one-client-no-crossover: its primary cell rw/c=1 ") for b in bad)
+    assert bad and all("cannot give" in b and "(3 runs per target)" in b for b in bad)
+    assert any(b.startswith("s004-ext4-faster-small-scale: its primary cell rw/c=8 ") for b in bad)
+    # the one-client claim is an interaction across memory regimes: without a ladder it has no cell to rest on
+    assert not any(b.startswith("s004-one-client-no-crossover") for b in bad)
     with pytest.raises(LabError, match=r"t\.yaml: the plan cannot decide what its seeds claim"):
         design.refuse_undecidable(_study({"repeats": 3}), "t.yaml")
     # 4 runs give an interval at 95 %: not refused (a claim with several primary cells may still not resolve its
@@ -70,7 +72,6 @@ def test_a_claim_resting_on_a_cell_without_an_interval_is_refused_before_anythin
     # only the 1-client cell as context: the 8-client one still carries the claims and is refused
     one = design.undecidable(_study({"repeats": 3, "context": {"why": "the 1-client cell is shown", "clients": [1]}}))
     assert one and all("rw/c=8" in b and "rw/c=1 " not in b for b in one)
-    assert len(one) == len(bad) - 1  # the 1-client claim has no primary cell left to rest on
     # no seeds: nothing claimed, nothing to refuse
     assert design.undecidable(_study({"repeats": 1}, seeds=())) == []
 
@@ -104,4 +105,89 @@ def test_a_claim_whose_sides_are_client_counts_uses_only_those_cells() -> None:
     per_claim = design.claims(study, design.cells(study)).filter(
         design.pl.col("claim") == "s002-variance-grows-with-threads"
     )
-    assert per_claim["cells"].to_list() == ["rw/c=1, rw/c=64"]  # 1 against 64 threads: the 4-thread cell is neither
+    # 1 against 64 threads on the one target: one cell; the 4-thread cell is neither side
+    assert per_claim["cells"].to_list() == ["rw/c=1 on ext4 against rw/c=64 on ext4"]
+
+
+def _ladder(workloads: dict[str, object]) -> Study:
+    """Seed 004's design: scale 15 (about 230 MB) fits a 512 MiB limit, scale 60 (about 900 MB) does not."""
+    cfg = {
+        "study": "t",
+        "seeds": ["004"],
+        "targets": {"ext4": {"fs": "ext4"}, "btrfs": {"fs": "btrfs"}},
+        "postgres": {"settings": {"shared_buffers": "32MB"}},
+        "ladder": {"scales": [15, 60], "memory_limit_mb": 512},
+        "workloads": workloads,
+        "run": {"duration_s": 30, "repeats": 5},
+    }
+    return Study.from_dict(validate(cfg, "t.yaml"))
+
+
+def test_a_ladders_cells_are_per_rung_and_placed_in_their_memory_regime() -> None:
+    """The plan counted a workload's runs over both rungs as one cell (10 runs per target), while the verdicts
+    compare each rung's 5 on its own: it promised effects twice as small as the runs can resolve."""
+    study = _ladder({"rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [8]}})
+    cells = design.cells(study)
+    assert cells.select("cell", "runs_per_target", "regime").rows() == [
+        ("rw/c=8/d1", 5, "fits_ram"),
+        ("rw/c=8/d2", 5, "exceeds_ram"),
+    ]
+    per_claim = {r["claim"]: r for r in design.claims(study, cells).iter_rows(named=True)}
+    # a claim about the regime beyond memory rests on the rung beyond memory only, at the level of one cell
+    assert per_claim["s004-btrfs-overtakes-ext4-beyond-ram"]["cells"] == "rw/c=8/d2"
+    assert per_claim["s004-btrfs-overtakes-ext4-beyond-ram"]["smallest_ratio"] == design.smallest_ratio(
+        5, 5, design.DEFAULT_SIGMA, 0.05
+    )
+    assert per_claim["s004-ext4-faster-small-scale"]["cells"] == "rw/c=8/d1"
+    # the gain from one regime to the other is one cell of the two rungs: a ratio of ratios, sqrt(2) the noise
+    gains = per_claim["s004-btrfs-gains-beyond-ram"]
+    assert gains["cells"] == "rw/c=8/d1 against rw/c=8/d2"
+    assert gains["smallest_ratio"] == design.smallest_ratio(5, 5, design.DEFAULT_SIGMA * 2**0.5, 0.05)
+
+
+def test_an_interaction_over_a_setting_pairs_the_workloads_that_differ_in_it() -> None:
+    study = _ladder({
+        "rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [8]},
+        "nofsync": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [8], "rungs": [2],
+                    "postgres_settings": {"fsync": "off"}},
+    })  # fmt: skip
+    per_claim = {r["claim"]: r for r in design.claims(study, design.cells(study)).iter_rows(named=True)}
+    assert per_claim["s004-fsync-off-removes-crossover"]["cells"] == "rw/c=8/d2 against nofsync/c=8/d2"
+    # the runs with fsync off are context to the claims that do not name fsync (the seed's runs had it on)
+    assert per_claim["s004-btrfs-overtakes-ext4-beyond-ram"]["cells"] == "rw/c=8/d2"
+
+
+def test_without_a_memory_limit_the_plan_leaves_the_regime_to_the_runs() -> None:
+    study = _study({"repeats": 4})
+    assert design.cells(study)["regime"].to_list() == [None, None]
+    assert design.regime_at(study, "rw", None) is None
+
+
+def test_a_claim_whose_cells_split_alpha_needs_the_runs_for_its_own_level() -> None:
+    """Two primary cells are judged at 97.5 % each: 4+4 runs give a 95 % interval but never a 97.5 % one, so a
+    plan of 4 runs per cell could never decide such a claim. Refused, saying how many runs its level needs."""
+    cfg = {
+        "study": "t",
+        "seeds": ["002"],
+        "targets": {"ext4": {"fs": "ext4"}, "xfs": {"fs": "xfs"}},
+        "workloads": {"rw": {"tool": "sysbench", "test": "oltp_read_write", "clients": [1, 64], "repeats": 4}},
+    }
+    study = Study.from_dict(validate(cfg, "t.yaml"))
+    per_claim = design.claims(study, design.cells(study))
+    two = per_claim.filter(design.pl.col("k") == 2)
+    assert two.height, "seed 002 has claims over both thread counts"
+    bad = design.undecidable(study)
+    assert any("over its 2 primary cells, Bonferroni" in b and "needs 5 runs per side" in b for b in bad)
+    cfg["workloads"]["rw"]["repeats"] = 5  # type: ignore[index]
+    assert design.undecidable(Study.from_dict(validate(cfg, "t.yaml"))) == []
+
+
+def test_a_claim_of_no_difference_says_whether_the_runs_can_show_it_inside_its_band() -> None:
+    """The one-client finding says the ratio stays the same (within ±10 % here): a plan whose interval is wider
+    than that band cannot show it, whatever the runs give, and says so before they run."""
+    study = _ladder({"rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1, 8]}})
+    line = next(ln for ln in design.report(study).splitlines() if "s004-one-client-no-crossover" in ln)
+    assert "rw/c=1/d1 against rw/c=1/d2" in line and "band B/A 0.90-1.10 - CANNOT show it" in line
+    many = _ladder({"rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1, 8], "repeats": 60}})
+    line = next(ln for ln in design.report(many).splitlines() if "s004-one-client-no-crossover" in ln)
+    assert "- can show it" in line

@@ -17,6 +17,7 @@ from conftest import needs_root
 
 from pgfslab.analysis.verdicts import claims, evaluate, facts, regime
 from pgfslab.config import device_profiles
+from pgfslab.config.model import TargetSpec
 from pgfslab.config.study import Study, load_study, resolve
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups
@@ -313,7 +314,7 @@ def test_the_paper_says_which_device_is_emulated_and_what_it_leaves_out():
 def test_the_setup_table_states_the_disk_model_from_the_records():
     from pgfslab.paper import testbed
 
-    model = device_profiles.model({"device_profile": "hdd"}, 4 * 2**30).describe()
+    model = device_profiles.model(TargetSpec.from_dict({"fs": "ext4", "device_profile": "hdd"}), 4 * 2**30).describe()
     label = testbed.disk_label(model)
     for said in ("emulated disk `constellation-7200`", "7200 rpm", "0.5/8.0/17.35 ms read", "0.7/8.4/17.82 write",
                  "0.2 ms overhead", "142-75 MB/s", "no write cache", "random 8 kB read 12.3"):  # fmt: skip

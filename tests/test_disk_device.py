@@ -14,6 +14,7 @@ import pytest
 from conftest import needs_root
 
 from pgfslab.config import disk_model
+from pgfslab.config.model import TargetSpec
 from pgfslab.errors import LabError
 from pgfslab.host import disk_daemon, loop_devices
 from pgfslab.run import disk_validation
@@ -109,9 +110,9 @@ def test_a_daemon_left_by_a_killed_lab_is_stopped_by_the_next_one(tmp_path):
 # --- a target on the emulated disk, through the lab's own mount and release -------------------------------
 
 
-def _target_spec(fs: str = "ext4") -> dict:
-    return {"fs": fs, "size_gb": 0.25, "mkfs_options": [], "mount_options": [], "direct_io": True,
-            "device_profile": "hdd"}  # fmt: skip
+def _target_spec(fs: str = "ext4") -> TargetSpec:
+    return TargetSpec.from_dict({"fs": fs, "size_gb": 0.25, "mkfs_options": [], "mount_options": [],
+                                 "direct_io": True, "device_profile": "hdd"})  # fmt: skip
 
 
 @needs_root
@@ -120,7 +121,9 @@ def test_a_target_on_the_disk_is_mounted_recorded_and_released(tmp_path, fs):
     """The target's loop device is attached (direct I/O) to the daemon's file, the mount records the model
     and the daemon, a synced write reaches the disk's counters; after the block nothing is left: no loop
     device, no mount, no daemon."""
-    from pgfslab.host import target_create, target_mount, target_release
+    from pgfslab.host.targets import create as target_create
+    from pgfslab.host.targets import mount as target_mount
+    from pgfslab.host.targets import release as target_release
 
     wd = tmp_path / "work" / "study1"
     wd.mkdir(parents=True)
@@ -150,7 +153,9 @@ def test_a_target_on_the_disk_is_mounted_recorded_and_released(tmp_path, fs):
 def test_a_daemon_dying_under_a_mounted_file_system_is_named_and_everything_released(tmp_path):
     """SIGKILL of the daemon while ext4 is mounted on its loop device: the file system's I/O fails, the lab
     names the dead daemon, and leaving the block unmounts, detaches and unmounts the dead FUSE mount."""
-    from pgfslab.host import target_create, target_mount, target_release
+    from pgfslab.host.targets import create as target_create
+    from pgfslab.host.targets import mount as target_mount
+    from pgfslab.host.targets import release as target_release
 
     wd = tmp_path / "work" / "study1"
     wd.mkdir(parents=True)

@@ -207,9 +207,9 @@ def test_run_that_times_out(lab: Lab) -> None:
     res = lab.run("run-one", "--config", cfg, "--run-id", run_id)
     assert res.returncode == 0, res.stderr
     rec = lab.record(run_id)
-    assert rec["status"] == "failed" and rec["pgbench"]["timed_out"] is True
+    assert rec["status"] == "failed" and rec["outcome"]["timed_out"] is True
     assert rec["error"] == "timed out after 2 s"
-    assert 1.5 < rec["pgbench"]["wall_s"] < 30
+    assert 1.5 < rec["outcome"]["wall_s"] < 30
     lab.clean()
 
 
@@ -217,13 +217,14 @@ def test_server_listens_on_a_unix_socket_only(lab: Lab, monkeypatch: pytest.Monk
     """listen_addresses = '', TCP to the port refused, socket directory 0700 and the server's user's,
     and root's pgbench still connects through it (trust authentication: no password anywhere)."""
     from pgfslab.config.study import load_study
-    from pgfslab.host import postgres, target_mount
+    from pgfslab.host import postgres
+    from pgfslab.host.targets import mount as target_mount
 
     monkeypatch.chdir(lab.work)
     study = load_study(lab.work / "study.yaml")
     wd = study.work_dir
     with (
-        target_mount.mounted(wd, "ext4", study.targets["ext4"].to_dict(), "postgres", study=STUDY) as mnt,
+        target_mount.mounted(wd, "ext4", study.targets["ext4"], "postgres", study=STUDY) as mnt,
         postgres.running(mnt.path / "pgdata", PORT, postgres.bindir(), "postgres") as cl,
     ):
         assert cl.query("SHOW listen_addresses") == [("",)]

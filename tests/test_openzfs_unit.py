@@ -1,4 +1,4 @@
-"""The OpenZFS branch of pgfslab.host.zfs, without OpenZFS: this machine has no zfs kernel module (nothing
+"""The OpenZFS branch of pgfslab.host.zfs.pools, without OpenZFS: this machine has no zfs kernel module (nothing
 under /lib/modules), so only zfs-fuse ever ran here (tests/test_zfs.py). What can be checked without the
 module is checked here with the `zfs`/`zpool` calls replaced: which implementation is chosen, what the
 lab parses from OpenZFS's output, and which commands it would run.
@@ -21,7 +21,10 @@ from typing import Any
 import pytest
 
 from pgfslab.errors import LabError
-from pgfslab.host import zfs, zfs_commands, zfs_daemon, zfs_properties
+from pgfslab.host.zfs import commands as zfs_commands
+from pgfslab.host.zfs import daemon as zfs_daemon
+from pgfslab.host.zfs import pools as zfs
+from pgfslab.host.zfs import properties as zfs_properties
 
 
 def _prop(name: str, editable: bool, inherit: bool, values: str) -> str:
@@ -69,7 +72,7 @@ def _done(cmd: list[str], rc: int = 0, out: str = "", err: str = "") -> subproce
 
 @pytest.fixture
 def openzfs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """pgfslab.host.zfs as on a machine with OpenZFS: the implementation is 'openzfs', `zfs get` prints
+    """pgfslab.host.zfs.pools as on a machine with OpenZFS: the implementation is 'openzfs', `zfs get` prints
     OpenZFS's property table; every zfs/zpool call is recorded (and answered by the test)."""
     calls: list[list[str]] = []
     monkeypatch.setattr(zfs_commands, "implementation", lambda: "openzfs")

@@ -9,7 +9,9 @@ import pytest
 from conftest import needs_root
 
 from pgfslab.errors import LabError
-from pgfslab.host import mounts, safety, target_paths, target_release
+from pgfslab.host import mounts, safety
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.targets import release as target_release
 
 
 @pytest.fixture

@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 from conftest import needs_root
 
+from pgfslab.config.model import TargetSpec
 from pgfslab.errors import LabError
-from pgfslab.host import btrfs, snapshots, target_create, target_mount, target_release
+from pgfslab.host import btrfs, snapshots
+from pgfslab.host.targets import create as target_create
+from pgfslab.host.targets import mount as target_mount
+from pgfslab.host.targets import release as target_release
 
-SPEC = {"fs": "btrfs", "size_gb": 0.5, "mkfs_options": [], "mount_options": [], "direct_io": True}
+SPEC_KEYS = {"fs": "btrfs", "size_gb": 0.5, "mkfs_options": [], "mount_options": [], "direct_io": True}
+SPEC = TargetSpec.from_dict(SPEC_KEYS)
 
 
 def test_schedule_arithmetic():
@@ -129,7 +134,7 @@ def test_stale_snapshots_are_removed_first(btrfs_target, tmp_path):
 def test_not_supported_is_clear(tmp_path):
     wd = tmp_path / "work" / "s"
     wd.mkdir(parents=True)
-    ext4 = {**SPEC, "fs": "ext4"}
+    ext4 = TargetSpec.from_dict({**SPEC_KEYS, "fs": "ext4"})
     try:
         target_create.create(wd, "e", ext4)
         target_create.create(wd, "b", SPEC)  # btrfs, but no data subvolume

@@ -17,7 +17,8 @@ import pytest
 from conftest import machine_can_run_studies
 
 from pgfslab.config.study import Study, validate
-from pgfslab.host import postgres, target_mount
+from pgfslab.host import postgres
+from pgfslab.host.targets import mount as target_mount
 from pgfslab.run import start_state
 from pgfslab.run.prepare import prepare_target
 
@@ -63,7 +64,7 @@ def test_prepared_target_is_vacuumed_checkpointed_and_quiet(prepared: tuple[Stud
     assert settled["checkpoint"]["lsn"].count("/") == 1
     tv = study.target_view("d")
     with (
-        target_mount.mounted(tv.workdir, "d", tv.spec.to_dict(), "postgres", study=STUDY) as mnt,
+        target_mount.mounted(tv.workdir, "d", tv.spec, "postgres", study=STUDY) as mnt,
         postgres.running(mnt.path / "pgdata", PORT, postgres.bindir(), "postgres") as cl,
     ):
         # the ANALYZE ran: every pgbench table has planner statistics and a vacuum on record
@@ -77,7 +78,7 @@ def test_prepared_target_is_vacuumed_checkpointed_and_quiet(prepared: tuple[Stud
 def test_cold_and_warm_starts_are_reached_and_verified(prepared: tuple[Study, Path]) -> None:
     study, _ = prepared
     tv = study.target_view("d")
-    with target_mount.mounted(tv.workdir, "d", tv.spec.to_dict(), "postgres", study=STUDY) as mnt:
+    with target_mount.mounted(tv.workdir, "d", tv.spec, "postgres", study=STUDY) as mnt:
         with postgres.running(mnt.path / "pgdata", PORT, postgres.bindir(), "postgres") as cl:
             cold = start_state.reach(cl, "cold", "kept")
             before = cl.query("SELECT checkpoint_lsn::text FROM pg_control_checkpoint()")[0][0]

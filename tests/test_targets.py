@@ -12,16 +12,21 @@ import pytest
 from conftest import needs_root
 
 from pgfslab.config import targets as target_spec
+from pgfslab.config.model import TargetSpec
 from pgfslab.errors import LabError
-from pgfslab.host import blockdev, btrfs, mounts, safety, target_create, target_mount, target_paths, target_release
+from pgfslab.host import blockdev, btrfs, mounts, safety
+from pgfslab.host.targets import create as target_create
+from pgfslab.host.targets import mount as target_mount
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.targets import release as target_release
 
 OWNER = "nobody"
 
 
-def spec(fs: str, **kw) -> dict:
+def spec(fs: str, **kw) -> TargetSpec:
     base = {"fs": fs, "size_gb": 0.5, "mkfs_options": [], "mount_options": [], "direct_io": True}
     base.update(kw)
-    return base
+    return TargetSpec.from_dict(base)
 
 
 def _losetup_j(image: Path) -> str:

@@ -332,6 +332,32 @@ def test_the_forest_draws_the_aa_band_and_leaves_cells_outside_the_regime_hollow
     assert (data["c=4 judged"]["judged"], data["c=4 unsteady"]["judged"]) == (True, False)
 
 
+def test_one_wide_interval_does_not_stretch_the_forests_axis() -> None:
+    """One interval reaching 100 ran the axis to 100 and squeezed every other cell into its left corner: the axis
+    covers the marks and the intervals near them, and cuts (clamps) one that runs far beyond."""
+    row = dict.fromkeys(evaluate.RESULT_SCHEMA)
+    row |= {"claim": "s000-ext4-xfs-close", "seed": "000", "a": "ext4", "b": "xfs", "compared": "xfs / ext4"}
+    row |= {"role": "primary", "n_a": 4, "n_b": 4, "coverage": 0.95, "verdict": R.UNRESOLVED}
+    rows = [
+        row | {"cell": "near", "estimate": 0.9, "lo": 0.7, "hi": 1.2},
+        row | {"cell": "wide", "estimate": 1.4, "lo": 0.95, "hi": 100.0},
+    ]
+    spec = table.forest(pl.DataFrame(rows, schema=evaluate.RESULT_SCHEMA), list(claims.claims())).to_dict()
+    scales = [
+        enc["scale"] for lay in spec["layer"] for enc in lay.get("encoding", {}).values()
+        if isinstance(enc, dict) and "scale" in enc and enc.get("type") == "quantitative"
+    ]  # fmt: skip
+    assert scales and all(sc == scales[0] for sc in scales), "every layer on the same axis"
+    lo, hi = scales[0]["domain"]
+    assert scales[0]["clamp"] is True and scales[0]["type"] == "log"
+    assert lo < 0.7 and 1.4 < hi < 10  # the marks and the near interval shown; the 100 cut at the edge
+    # no interval beyond the reach: the axis ends at the intervals' own ends (with a margin)
+    rows[1] = rows[1] | {"hi": 1.6}
+    spec = table.forest(pl.DataFrame(rows, schema=evaluate.RESULT_SCHEMA), list(claims.claims())).to_dict()
+    dots = next(lay for lay in spec["layer"] if "fill" in lay.get("encoding", {}))
+    assert dots["encoding"]["x"]["scale"]["domain"][1] < 1.6 * 1.2
+
+
 def test_the_charts_legends_list_only_the_verdicts_drawn() -> None:
     """A legend of all sixteen categories was wider than the chart and shrank the figure on the page."""
     row = dict.fromkeys(evaluate.RESULT_SCHEMA)

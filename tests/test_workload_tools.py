@@ -1,10 +1,11 @@
 """The workload tools' registry (pgfslab.workload_tools) against what the pipeline asks of each tool: the config
-schema names exactly the registered tools and their keys, each tool has its runner, and run.json a place for its
-outcome."""
+schema names exactly the registered tools and their keys, each tool has its runner and a life cycle a run can
+call."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 
 import polars as pl
@@ -12,7 +13,6 @@ import pytest
 import yaml
 
 from pgfslab.config.checks import COMMON_KEYS
-from pgfslab.records.run_record import RunRecord, ToolOutcome
 from pgfslab.workload_tools import PG_TOOLS, RATIO_TOOLS, TOOLS, tool
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,13 +51,19 @@ def test_every_tool_key_is_a_workload_property_and_every_property_has_an_owner()
 
 
 @pytest.mark.parametrize("name", sorted(TOOLS))
-def test_every_tool_has_its_runner_and_a_place_for_its_outcome(name: str) -> None:
+def test_every_tool_has_its_runner_and_a_headline(name: str) -> None:
     runner = importlib.import_module(f"pgfslab.runners.{name}")
     assert runner.__doc__, f"pgfslab.runners.{name} says what it runs"
-    rec = RunRecord(run_id="r", tool=name)
-    rec.set_outcome(name, ToolOutcome(returncode=0))
-    assert rec.outcome() == ToolOutcome(returncode=0)
     assert TOOLS[name].headline
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_every_tool_names_a_life_cycle_a_run_can_call(name: str) -> None:
+    from pgfslab.run import execute
+
+    cycle = execute.life_cycle(name)
+    assert callable(cycle)
+    assert list(inspect.signature(cycle).parameters) == ["view", "rdir", "mnt", "record", "ph"], TOOLS[name].life_cycle
 
 
 def test_the_derived_sets_and_an_unknown_tool() -> None:

@@ -16,9 +16,12 @@ import pytest
 from conftest import machine_can_run_studies, needs_root
 
 from pgfslab.config import study as cfgmod
+from pgfslab.config.model import TargetSpec
 from pgfslab.config.targets import fs_label, spec_problems, zfs_property_problems
 from pgfslab.errors import LabError
-from pgfslab.host import zfs, zfs_commands, zfs_daemon
+from pgfslab.host.zfs import commands as zfs_commands
+from pgfslab.host.zfs import daemon as zfs_daemon
+from pgfslab.host.zfs import pools as zfs
 
 
 def base(**targets) -> dict:
@@ -73,9 +76,18 @@ def test_what_zfs_fuse_cannot_do_is_named(props, words):
 
 
 def test_zfs_spec_refusals():
-    assert any("not mount or mkfs options" in p for p in spec_problems({"fs": "zfs", "mount_options": ["noatime"]}))
-    assert any("not supported yet" in p for p in spec_problems({"fs": "zfs", "device": "/dev/sdz", "format": True}))
-    assert any("for fs: zfs, not ext4" in p for p in spec_problems({"fs": "ext4", "zfs": {"atime": "off"}}))
+    assert any(
+        "not mount or mkfs options" in p
+        for p in spec_problems(TargetSpec.from_dict({"fs": "zfs", "mount_options": ["noatime"]}))
+    )
+    assert any(
+        "not supported yet" in p
+        for p in spec_problems(TargetSpec.from_dict({"fs": "zfs", "device": "/dev/sdz", "format": True}))
+    )
+    assert any(
+        "for fs: zfs, not ext4" in p
+        for p in spec_problems(TargetSpec.from_dict({"fs": "ext4", "zfs": {"atime": "off"}}))
+    )
 
 
 def test_fs_label_names_the_implementation():
@@ -117,7 +129,7 @@ def test_wal_target_in_fingerprint_and_inputs():
 
 def test_durability_power_cut_on_zfs_says_why_not():
     from pgfslab.host import powercut
-    from pgfslab.host.mounted_target import Mounted
+    from pgfslab.host.targets.mounted import Mounted
 
     m = Mounted("z", "zfs", Path("/x"), Path("/x"), False, device="/dev/loop7", kind="image", implementation="zfs-fuse")
     ok, why = powercut.power_cut_possible(m)
@@ -271,7 +283,8 @@ def test_injected_failures_release_pool_loop_and_daemon(study, monkeypatch):
 def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loops):
     """An unmarked pool, whether named like the lab's or not, is refused by export, destroy, and by the
     preparation of a target whose pool name it has."""
-    from pgfslab.host import target_create, zfs
+    from pgfslab.host.targets import create as target_create
+    from pgfslab.host.zfs import pools as zfs
 
     cfg, work = study
     wd = cfgmod.Study.from_dict(cfg).work_dir
@@ -290,7 +303,7 @@ def test_pools_the_lab_did_not_create_are_never_destroyed_or_exported(study, loo
                     zfs.destroy_pool(name)
                 if name.startswith("pgfslab-"):
                     with pytest.raises(LabError, match="refusing to destroy"):
-                        target_create.create(wd, "zfs", cfg["targets"]["zfs"], study="zfstest")
+                        target_create.create(wd, "zfs", TargetSpec.from_dict(cfg["targets"]["zfs"]), study="zfstest")
                     assert not zfs.is_lab_pool(name)
                     assert [m for m in zfs.lab_pools() if m == name] == []
                 assert name in zfs.imported_pools()  # still there, untouched

@@ -1,6 +1,7 @@
-"""What a study's plan can decide, before anything runs: per workload cell, the runs each target gets and the
-smallest ratio B/A the verdicts' interval resolves with 80 % power at the run-to-run noise of this host; per
-claim of the study's seeds, its cells in the plan beside the seed's own size and what the runs cost.
+"""What a study's plan can decide, before anything runs: per workload cell (a client count at a ladder rung), the
+runs each target gets and the smallest ratio B/A the verdicts' interval resolves with 80 % power at the
+run-to-run noise of this host; per claim of the study's seeds, its cells in the plan beside the seed's own size
+and what the runs cost.
 
 The noise is the run-to-run standard deviation of log throughput, per cell: measured from the study's last
 database where it has one (the median over targets), else `DEFAULT_SIGMA`, stated. The smallest resolvable
@@ -8,8 +9,10 @@ ratio is exp(shift × sigma), shift the standard deviations the exact two-sided 
 interval) finds with 80 % power at n_a + n_b runs (`stats.power.detectable_shift_sd`), at alpha split over
 the claim's primary cells (Bonferroni, as the verdicts do). Where A has an A/A twin, B must clear A and the
 twin, each at that level: about the same runs, so the same number, read twice. Which of a claim's cells are
-its primary ones depends on what the runs measure (the memory regime, a precondition): the plan takes the
-cells of its workload kind and clients, and says so. A cell the study marks as context (`workloads.<name>.context`)
+its primary ones depends on what the runs measure: the plan takes the cells of its workload kind and clients,
+in the memory regime the claim names where it can place the data set (its tool's estimate of the data set's size
+against the memory limit; the runs' own measures decide the preconditions), and pairs them as the verdicts do
+(an interaction across regimes or settings is one cell of two rows). A cell the study marks as context (`workloads.<name>.context`)
 is never a claim's primary cell, here as in the verdicts.
 
 A study whose seeds' claims would rest on a primary cell that cannot give an interval at all (fewer runs per
@@ -20,6 +23,7 @@ cell gets more runs, or is kept as context with the reason in the config.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from pgfslab.analysis.stats.power import detectable_shift_sd
-from pgfslab.analysis.verdicts.claims import Claim, for_seeds
+from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim, for_seeds
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
 from pgfslab.workload_tools import TOOLS
@@ -70,10 +74,40 @@ def smallest_ratio(n_a: int, n_b: int, sigma: float, alpha: float) -> float:
     return math.exp(shift * sigma) if math.isfinite(shift) else math.inf
 
 
+def _pg_bytes(value: object) -> float | None:
+    """A PostgreSQL memory setting in bytes: a bare number counts 8 kB pages, kB/MB/GB/TB are powers of 1024."""
+    units = {"": 8192, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT][bB])?\s*", str(value))
+    return None if m is None else int(m.group(1)) * units[(m.group(2) or "").lower()]
+
+
+def regime_at(study: Study, workload: str, rung: int | None) -> str | None:
+    """Where the workload's data set sits at a rung, from its tool's own estimate of the data set's size (the
+    runner's `dataset_bytes`) against shared_buffers and the memory limit: the regime the verdicts read from the
+    runs (`facts.regime`), placed before anything runs. None when the tool gives no estimate or no memory limit
+    is set (the host's memory is known only where the runs run)."""
+    from pgfslab.analysis.verdicts.facts import regime
+    from pgfslab.runners import runner
+
+    estimate = getattr(runner(study.workloads[workload].tool), "dataset_bytes", None)
+    limit = (study.ladder.memory_limit_mb if study.ladder else None) or study.resources.memory_limit_mb
+    if estimate is None or limit is None:
+        return None
+    size = estimate(study.dataset_for(study.targets_for(workload)[0], rung))
+    settings = {**study.postgres.settings, **(study.workloads[workload].postgres_settings or {})}
+    return regime(size, _pg_bytes(settings.get("shared_buffers", "128MB")), limit * 2**20)
+
+
+def runs_needed(alpha: float) -> int:
+    """The fewest runs per side (as many on each) whose exact rank interval exists at `alpha`."""
+    return next(n for n in range(2, 100) if math.isfinite(smallest_ratio(n, n, DEFAULT_SIGMA, alpha)))
+
+
 def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per workload cell (pgbench and sysbench, whose comparisons are ratios of runs): its kind, the runs per
-    target (the plan's, optional precision rounds included), the noise used and where it came from, the
-    smallest resolvable B/A at alpha 0.05, and the cell's cost in minutes."""
+    """Per workload cell (a tool whose comparisons are ratios of runs; each client count at each ladder rung, as
+    the verdicts compare them): its kind, the runs per target (the plan's, optional precision rounds included),
+    the data set's regime where the plan can place it, the noise used and where it came from, the smallest
+    resolvable B/A at alpha 0.05, and the cell's cost in minutes."""
     known = {
         (r["workload"], r["clients"]): r["sigma"]
         for r in (sigma if sigma is not None else pl.DataFrame()).iter_rows(named=True)
@@ -83,25 +117,29 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
         if not TOOLS[wl.tool].compared_over_runs:
             continue
         duration = int(wl.duration_s or study.run.duration_s)
-        for clients in wl.clients:
-            n = study.repeats_for(name, clients) * len(study.rungs_for(name))
-            s = known.get((name, clients))
-            targets = study.targets_for(name)
-            rows.append(
-                {
-                    "workload": name,
-                    "kind": _kind(study, name),
-                    "clients": clients,
-                    "targets": len(targets),
-                    "runs_per_target": n,
-                    "duration_s": duration,
-                    "sigma": float(s) if s is not None and np.isfinite(s) else DEFAULT_SIGMA,
-                    "sigma_from": "the study's last runs" if s is not None and np.isfinite(s) else "default",
-                    "minutes": n * len(targets) * (duration + RUN_OVERHEAD_S) / 60,
-                    "context": wl.context_why(clients),
-                }
-            )
-    out = pl.DataFrame(rows)
+        targets = study.targets_for(name)
+        for rung in study.rungs_for(name):
+            for clients in wl.clients:
+                n = study.repeats_for(name, clients)
+                s = known.get((name, clients))
+                rows.append(
+                    {
+                        "workload": name,
+                        "kind": _kind(study, name),
+                        "clients": clients,
+                        "rung": rung,
+                        "regime": regime_at(study, name, rung),
+                        "cell": f"{name}/c={clients}" + (f"/d{rung}" if rung is not None else ""),
+                        "targets": len(targets),
+                        "runs_per_target": n,
+                        "duration_s": duration,
+                        "sigma": float(s) if s is not None and np.isfinite(s) else DEFAULT_SIGMA,
+                        "sigma_from": "the study's last runs" if s is not None and np.isfinite(s) else "default",
+                        "minutes": n * len(targets) * (duration + RUN_OVERHEAD_S) / 60,
+                        "context": wl.context_why(clients),
+                    }
+                )
+    out = pl.DataFrame(rows, schema_overrides={"rung": pl.Int64, "regime": pl.Utf8, "context": pl.Utf8})
     if out.is_empty():
         return out
     return out.with_columns(
@@ -132,45 +170,157 @@ def _matches(claim: Claim, study: Study, workload: str, clients: int) -> bool:
     return not sides or clients in sides  # a claim whose sides are client counts (1 against 64) uses only those
 
 
-def _primary(claim: Claim, study: Study, workload: str, clients: int) -> bool:
+def _primary(claim: Claim, study: Study, row: dict[str, Any]) -> bool:
+    """Is the cell one of the claim's primary ones, as far as the plan can tell: its kind and clients, and its
+    regime where the claim names one and the plan can place the cell's data set (else the runs decide)."""
+    from pgfslab.analysis.verdicts.facts import PG_DEFAULTS, PG_KEYS
+    from pgfslab.analysis.verdicts.labels import _normal
+
     p = claim.primary
-    if "kind" in p and _kind(study, workload) != p["kind"]:
+    if "kind" in p and _kind(study, row["workload"]) != p["kind"]:
         return False
-    if "clients" in p and p["clients"] != "max" and clients != int(p["clients"]):
+    if "clients" in p and p["clients"] != "max" and row["clients"] != int(p["clients"]):
         return False
+    if "regime" in p and row["regime"] not in (None, p["regime"]):
+        return False
+    # the seed's settings, where the study sets them for the workload (a target's own are checked by the runs),
+    # and none the claim does not name off its default (fsync=off runs are context to an fsync-on claim)
+    named = {*claim.a, *claim.b, *p, *([claim.interaction["key"]] if claim.interaction else [])}
+    for key in PG_KEYS:
+        have = _setting(study, row["workload"], key, default=False)
+        if have is None:
+            continue
+        if key in p and have != str(_normal(key, p[key])):
+            return False
+        if key not in named and have != PG_DEFAULTS.get(key):
+            return False
     return True
 
 
+def _setting(study: Study, workload: str, key: str, *, default: bool = True) -> str | None:
+    """A PostgreSQL setting of a workload's runs as the study sets it, as the verdicts compare it (with `default`,
+    the server's default when the study does not set it)."""
+    from pgfslab.analysis.verdicts.facts import PG_DEFAULTS
+    from pgfslab.analysis.verdicts.labels import _normal
+
+    settings = {**study.postgres.settings, **(study.workloads[workload].postgres_settings or {})}
+    value = settings.get(key, PG_DEFAULTS.get(key) if default else None)
+    return None if value is None else str(_normal(key, value))
+
+
+def _level(study: Study, row: dict[str, Any], key: str) -> str | None:
+    if key in ("regime", "clients"):
+        return None if row[key] is None else str(row[key])
+    return _setting(study, row["workload"], key)
+
+
+def _runs(cell: dict[str, Any]) -> str:
+    return str(cell["n_a"]) if cell["n_a"] == cell["n_b"] else f"{cell['n_a']} and {cell['n_b']}"
+
+
+def _is_side(study: Study, target: str, side: dict[str, Any]) -> bool:
+    """Does the target's spec fit what a claim's side says of its file system and compression?"""
+    from pgfslab.analysis.verdicts.facts import spec_compression
+
+    spec = study.targets[target]
+    return ("fs" not in side or spec.fs == side["fs"]) and (
+        "compression" not in side or spec_compression(spec.to_dict()) == str(side["compression"])
+    )
+
+
+def _paired(claim: Claim, study: Study, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A claim's cells as the verdicts form them from the plan's rows. An interaction (the ratio B/A at one level
+    of a key against another: a memory regime, a setting) is one cell per pair of rows at the two levels, of the
+    same kind and clients (and rung, for a setting); its ratio of ratios has twice the variance of one B/A, so it
+    needs sqrt(2) times the shift. A claim whose sides differ in settings or client counts compares the rows that
+    run side A's values with those that run side B's. Any other claim: each row is a cell. A claim whose sides are
+    the same target (settings, client counts) is judged on each target apart; one across targets counts one pair
+    of targets per cell (a study with several targets per side has more pairs: the plan's level is then a little
+    generous)."""
+    from pgfslab.analysis.verdicts.labels import _normal
+
+    inter = claim.interaction
+    keys = (*RUN_KEYS, "clients")
+    differ = [k for k in keys if k in claim.a and k in claim.b and claim.a[k] != claim.b[k]]
+    per_target = not any(claim.a.get(k) != claim.b.get(k) for k in TARGET_KEYS)
+    if per_target:  # a claim about settings or client counts on one target is judged on each target apart
+        rows = [
+            {**r, "target": t, "cell": f"{r['cell']} on {t}"}
+            for r in rows for t in study.targets_for(r["workload"]) if _is_side(study, t, claim.a)
+        ]  # fmt: skip
+
+    def fits(row: dict[str, Any], want: dict[str, Any]) -> bool:
+        return all(_level(study, row, k) == v for k, v in want.items())
+
+    if inter:
+        key, lv0, lv1 = inter["key"], str(inter["from"]), str(inter["to"])
+        if key != "regime":
+            lv0, lv1 = str(_normal(key, lv0)), str(_normal(key, lv1))
+        want0, want1, inflate = {key: lv0}, {key: lv1}, math.sqrt(2)
+    elif differ:
+        want0 = {k: str(_normal(k, v)) for k, v in claim.a.items() if k in keys}
+        want1 = {k: str(_normal(k, v)) for k, v in claim.b.items() if k in keys}
+        key, inflate = differ[0], 1.0
+    else:
+        return [{**r, "n_a": r["runs_per_target"], "n_b": r["runs_per_target"], "inflate": 1.0} for r in rows]
+    # the rows a pair shares: all but what tells the sides apart (a regime is a rung's), and the target where each
+    # is judged apart
+    apart = {*want0, *want1} | ({"rung"} if key == "regime" else set())
+    same = [k for k in ("kind", "clients", "rung") if k not in apart] + (["target"] if per_target else [])
+    out = []
+    for r0 in (r for r in rows if fits(r, want0)):
+        for r1 in (r for r in rows if fits(r, want1) and all(r[k] == r0[k] for k in same)):
+            out.append({
+                "cell": f"{r0['cell']} against {r1['cell']}",
+                "n_a": r0["runs_per_target"],
+                "n_b": r1["runs_per_target"],
+                "runs_per_target": min(r0["runs_per_target"], r1["runs_per_target"]),
+                "sigma": max(r0["sigma"], r1["sigma"]),
+                "inflate": inflate,
+            })  # fmt: skip
+    return out
+
+
 def claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:
-    """Per reproducible claim of the study's seeds compared over runs: its primary cells in the plan, the
-    smallest B/A they resolve at alpha split over them, and the seed's own size (B/A) beside it."""
+    """Per reproducible claim of the study's seeds compared over runs: its primary cells in the plan (paired as
+    the verdicts pair them), the smallest B/A they resolve at alpha split over them, and the seed's own size (B/A)
+    beside it."""
     rows: list[dict[str, Any]] = []
     for c in for_seeds(list(study.seeds or [])):
         if not c.reproducible_here or not c.match or c.quantity in ("saving", "compression_ratio", "footprint"):
             continue
-        mine = [
+        candidates = [
             r for r in cell_table.iter_rows(named=True)
-            if _matches(c, study, r["workload"], r["clients"]) and _primary(c, study, r["workload"], r["clients"])
-            and r["context"] is None
+            if _matches(c, study, r["workload"], r["clients"]) and _primary(c, study, r) and r["context"] is None
         ]  # fmt: skip
+        mine = _paired(c, study, candidates)
         if not mine:
             continue
         k = len(mine)
-        smallest = max(smallest_ratio(r["runs_per_target"], r["runs_per_target"], r["sigma"], 0.05 / k) for r in mine)
+
+        def resolves(r: dict[str, Any], alpha: float) -> float:
+            return smallest_ratio(r["n_a"], r["n_b"], r["sigma"] * r["inflate"], alpha)
+
+        smallest = max(resolves(r, 0.05 / k) for r in mine)
         seed = c.seed_range
         effect = None if seed is None else max(abs(math.log(v)) for v in seed if v > 0 and math.isfinite(v))
         rows.append(
             {
                 "claim": c.id,
-                "cells": ", ".join(f"{r['workload']}/c={r['clients']}" for r in mine),
+                "cells": ", ".join(r["cell"] for r in mine),
                 "smallest_ratio": smallest,
                 "seed_size": None if seed is None else (f"{seed[0]:.2f}" if seed[0] == seed[1] else f"{seed[0]:.2f}-{seed[1]:.2f}"),
                 "resolves_seed": None if effect is None else bool(effect >= math.log(smallest)),
-                # the primary cells whose runs give no interval even alone (at alpha 0.05)
+                # a claim of no difference: can the runs show B/A inside its band (the ratio that resolves must
+                # lie inside it)
+                "band": None if c.expect != "same" or c.band_range is None else list(c.band_range),
+                # the primary cells whose runs give no interval at the claim's level (alpha split over its cells)
                 "no_interval": ", ".join(
-                    f"{r['workload']}/c={r['clients']} ({r['runs_per_target']} runs per target)" for r in mine
-                    if not math.isfinite(r["smallest_ratio"])
+                    f"{r['cell']} ({_runs(r)} runs per target)" for r in mine
+                    if not math.isfinite(resolves(r, 0.05 / k))
                 ),
+                "k": k,
+                "runs_needed": runs_needed(0.05 / k),
             }
         )  # fmt: skip
     return pl.DataFrame(rows)
@@ -186,9 +336,14 @@ def undecidable(study: Study) -> list[str]:
     if per_claim.is_empty():
         return []
     return [
-        f"{r['claim']}: its primary cell {r['no_interval']} cannot give a 95 % interval (the exact rank test needs "
-        "4 runs per side): give it more `repeats`, or keep it as context (`workloads.<name>.context: {why: ..., "
-        "clients: [...]}`)"
+        f"{r['claim']}: its primary cell {r['no_interval']} cannot give "
+        + (
+            "a 95 % interval"
+            if r["k"] == 1
+            else f"an interval at the claim's level (95 % over its {r['k']} primary cells, Bonferroni)"
+        )
+        + f" (the exact rank test needs {r['runs_needed']} runs per side): give it more `repeats`, or keep it as "
+        "context (`workloads.<name>.context: {why: ..., clients: [...]}`)"
         for r in per_claim.iter_rows(named=True)
         if r["no_interval"]
     ]
@@ -210,16 +365,26 @@ def report(study: Study, db: str | Path | None = None) -> str:
     lines = ["# what the plan can resolve (80 % power, exact rank interval; noise: SD of log throughput per run)"]
     for r in table.iter_rows(named=True):
         lines.append(
-            f"#   {r['workload']}/c={r['clients']} ({r['kind']}): {r['runs_per_target']} runs x {r['targets']} "
+            f"#   {r['cell']} ({r['kind']}{', ' + r['regime'].replace('_', ' ') if r['regime'] else ''}): "
+            f"{r['runs_per_target']} runs x {r['targets']} "
             f"targets of {r['duration_s']} s, sigma {r['sigma']:.3f} ({r['sigma_from']}): smallest B/A "
             f"{r['smallest_ratio']:.3f} (or its inverse), {r['minutes']:.0f} min"
             + (f"; context, not a claim's primary cell: {r['context']}" if r["context"] else "")
         )
     per_claim = claims(study, table)
     if per_claim.height:
-        lines.append("# per claim (its primary cells by workload kind and clients; alpha split over them):")
+        lines.append(
+            "# per claim (its primary cells by workload kind, clients and, where the plan can place it, the data set's "
+            "regime; an interaction is one cell of two; alpha split over them):"
+        )
         for r in per_claim.iter_rows(named=True):
             seed = "no size from the seed" if r["seed_size"] is None else f"seed's size {r['seed_size']}"
+            if r["band"] is not None:
+                lo, hi = r["band"]
+                shows = r["smallest_ratio"] <= min(hi, 1 / lo)
+                seed = f"a claim of no difference, band B/A {lo:.2f}-{hi:.2f}" + (
+                    " - can show it" if shows else " - CANNOT show it (an interval this wide reaches past the band)"
+                )
             verdict = (
                 ""
                 if r["resolves_seed"] is None

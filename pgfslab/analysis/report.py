@@ -47,8 +47,8 @@ def markdown_table(
 ) -> str:
     """A pipe table; numeric columns right-aligned; optional pandoc `Table:` caption below it.
 
-    The separator's dashes are as long as each column's longest entry (3 to 40): pandoc sizes the
-    columns of a wide table in proportion to them, so long names get room instead of spilling over.
+    The separator's dashes are as long as each column's longest entry (3 to 40), for a reader of the Markdown;
+    the PDF ignores them (its template sizes every column from its entries: pgfslab.paper.pdf_export).
     `notes`: columns of sentences. An entry longer than NOTE_AT characters is set under the table as a numbered
     note (the same text once) and its cell says `note k`, so that no cell of a narrow column runs down the page."""
     digits = digits or {}

@@ -124,7 +124,8 @@ def cmd_release(args: argparse.Namespace) -> int:
     """Unmount and detach whatever the lab left of a study (after a hard kill)."""
     from pgfslab.config import host_folders
     from pgfslab.config.study import load_study
-    from pgfslab.host import target_release, zfs_daemon
+    from pgfslab.host.targets import release as target_release
+    from pgfslab.host.zfs import daemon as zfs_daemon
 
     study = load_study(args.config)
     hosts = [study.host]
@@ -157,7 +158,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _status(study: Study) -> int:
-    from pgfslab.host import disk_daemon, mounts, target_paths
+    from pgfslab.host import disk_daemon, mounts
+    from pgfslab.host.targets import paths as target_paths
 
     raw = study.raw_dir
     runs = study.runs

@@ -174,7 +174,7 @@ def _check_targets(study: StudyConfig, source: str) -> None:
     """Each target's spec, no device twice, and WAL targets that exist and do not chain."""
     devices: dict[str, str] = {}
     for name, spec in study.targets.items():
-        for problem in targets.spec_problems(spec.to_dict()):
+        for problem in targets.spec_problems(spec):
             raise LabError(f"{source}: targets.{name}: {problem}")
         if spec.device:
             if spec.device in devices:

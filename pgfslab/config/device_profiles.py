@@ -21,7 +21,8 @@ from dataclasses import asdict
 from typing import Any
 
 from pgfslab.config import disk_model
-from pgfslab.config.model import Blkio, Node
+from pgfslab.config.model import Blkio, Node, TargetSpec
+from pgfslab.errors import LabError
 
 HDD_THROTTLE_SOURCE = (
     "a 7,200 rpm disk: ~8.5 ms average seek + 4.2 ms half revolution per random I/O, 100-200 random IOPS "
@@ -82,10 +83,11 @@ def drive(name: str, overrides: Overrides = None) -> disk_model.Drive:
     return disk_model.drive_with(disk_model.PRESETS[DISKS[name]].drive, _plain(overrides))
 
 
-def model(spec: Mapping[str, Any], size: int) -> disk_model.Model:
+def model(spec: TargetSpec, size: int) -> disk_model.Model:
     """The disk model of a target spec (its `device_profile` an emulated disk) for an image of `size` bytes."""
-    name = spec["device_profile"]
-    return disk_model.model(DISKS[name], spec.get("device_model"), size)
+    if not is_disk(spec.device_profile):
+        raise LabError(f"device_profile {spec.device_profile!r} is not an emulated disk")
+    return disk_model.model(DISKS[str(spec.device_profile)], _plain(spec.device_model), size)
 
 
 def fingerprint(name: str, overrides: Overrides = None) -> dict[str, Any]:

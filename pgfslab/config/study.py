@@ -94,9 +94,9 @@ class TargetView:
         """data/raw/<study>[/<host>]/_setup/<target>/: the prepared target's record."""
         return raw_dir(self.study, self.host) / "_setup" / self.name
 
-    def specs(self) -> list[dict[str, Any]]:
-        """The target's spec and its WAL target's (as the host layer takes them)."""
-        return [self.spec.to_dict()] + ([self.wal.to_dict()] if self.wal else [])
+    def specs(self) -> list[TargetSpec]:
+        """The target's spec and its WAL target's."""
+        return [self.spec] + ([self.wal] if self.wal else [])
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What a target spec may say: its kind, the file systems the lab can format, which mount options fit which file
 system, and every problem a spec has beyond what the schema checks. Pure checks: nothing here touches the
-machine (pgfslab.host.target_create creates and pgfslab.host.target_mount mounts what a valid spec describes).
+machine (pgfslab.host.targets.create creates and pgfslab.host.targets.mount mounts what a valid spec describes).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ OPTION_FS: dict[str, set[str]] = {
 # ZFS dataset properties a target may set (`zfs: {recordsize: 8k, compression: gzip, ...}`), with the
 # values OpenZFS accepts where they are a short list (None: checked by zfs itself when the dataset is
 # made). What the zfs-fuse implementation (pool version 23) lacks is in ZFS_FUSE_LIMITS; the running
-# implementation's own property table is checked again before a pool is created (pgfslab.host.zfs).
+# implementation's own property table is checked again before a pool is created (pgfslab.host.zfs.pools).
 _ONOFF = {"on", "off"}
 ZFS_PROPERTIES: dict[str, set[str] | None] = {
     "recordsize": None,
@@ -165,22 +165,21 @@ def fs_label(fs: str, implementation: str | None = None) -> str:
     return fs
 
 
-def kind(spec: TargetSpec | dict[str, Any]) -> str:
+def kind(spec: TargetSpec) -> str:
     """image | device | tmpfs | existing | dir"""
-    fs, device = (spec.fs, spec.device) if isinstance(spec, TargetSpec) else (spec["fs"], spec.get("device"))
-    if fs in ("dir", "existing", "tmpfs"):
-        return fs
-    return "device" if device else "image"
+    if spec.fs in ("dir", "existing", "tmpfs"):
+        return spec.fs
+    return "device" if spec.device else "image"
 
 
-def spec_problems(spec: dict[str, Any]) -> list[str]:
+def spec_problems(spec: TargetSpec) -> list[str]:
     """What is wrong with a target spec beyond what the schema checks (empty if nothing)."""
-    fs, k = spec["fs"], kind(spec)
+    fs, k = spec.fs, kind(spec)
     out: list[str] = []
-    opts = list(spec.get("mount_options", []))
-    mkfs_opts = list(spec.get("mkfs_options", []))
+    opts = list(spec.mount_options)
+    mkfs_opts = list(spec.mkfs_options)
     if fs == "zfs":
-        if spec.get("device") is not None:
+        if spec.device is not None:
             out.append(
                 "a zfs target lives on the lab's own image (a pool on its loop device); a pool on a "
                 "device of yours is not supported yet"
@@ -189,25 +188,25 @@ def spec_problems(spec: dict[str, Any]) -> list[str]:
             out.append(
                 "a zfs target takes dataset properties under `zfs:` (e.g. recordsize: 8k), not mount or mkfs options"
             )
-        out += zfs_property_problems(spec.get("zfs") or {}, "openzfs")
-    elif spec.get("zfs"):
+        out += zfs_property_problems(spec.zfs or {}, "openzfs")
+    elif spec.zfs:
         out.append(f"`zfs:` properties are for fs: zfs, not {fs}")
-    if "path" in spec and k != "existing":
+    if spec.path is not None and k != "existing":
         out.append("`path` is only for `fs: existing` (a directory on a file system the host has mounted)")
     if k == "existing":
-        if not spec.get("path"):
+        if not spec.path:
             out.append("`fs: existing` needs `path`: an absolute directory on a mounted file system")
-        elif not str(spec["path"]).startswith("/"):
-            out.append(f"path {spec['path']!r} must be absolute")
-        if spec.get("device") or opts or mkfs_opts:
+        elif not spec.path.startswith("/"):
+            out.append(f"path {spec.path!r} must be absolute")
+        if spec.device or opts or mkfs_opts:
             out.append(
                 "`fs: existing` uses the file system as the host mounted it: no device, mount_options or mkfs_options"
             )
-    if spec.get("device") is not None and fs not in MKFS and fs != "zfs":
+    if spec.device is not None and fs not in MKFS and fs != "zfs":
         out.append(f"`device` needs fs to be one of {sorted(MKFS)}, not {fs}")
-    if k == "device" and spec.get("format") is not True:
-        out.append(f"device {spec['device']} would be erased and formatted: set `format: true` to allow it")
-    if "format" in spec and spec.get("device") is None:
+    if k == "device" and spec.format is not True:
+        out.append(f"device {spec.device} would be erased and formatted: set `format: true` to allow it")
+    if spec.format is not None and spec.device is None:
         out.append("`format` is only for a `device` target")
     if k in ("tmpfs", "dir", "existing") and mkfs_opts:
         out.append(f"mkfs_options make no sense for fs {fs}")
@@ -232,7 +231,7 @@ def spec_problems(spec: dict[str, Any]) -> list[str]:
     return out
 
 
-def check_spec(name: str, spec: dict[str, Any]) -> None:
+def check_spec(name: str, spec: TargetSpec) -> None:
     problems = spec_problems(spec)
     if problems:
         raise LabError(f"target {name}: " + "; ".join(problems))

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import safety, zfs_daemon
-from pgfslab.host.mounted_target import Mounted
+from pgfslab.host import safety
+from pgfslab.host.targets.mounted import Mounted
+from pgfslab.host.zfs import daemon as zfs_daemon
 
 # # A loop device's size can be changed while it is in use (LOOP_SET_STATUS64 with a new lo_sizelimit:
 # the kernel freezes the device's queue, lets the requests in flight complete, and resizes it). Shrunk

@@ -27,7 +27,8 @@ from types import TracebackType
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import btrfs, mounts, proc, zfs
+from pgfslab.host import btrfs, mounts, proc
+from pgfslab.host.zfs import pools as zfs
 
 CSV_NAME = "snapshots.csv"
 CSV_FIELDS = ["ts", "action", "name", "duration_ms"]
@@ -233,7 +234,7 @@ class Scheduler:
 
 class ZfsScheduler(Scheduler):
     """The same schedule with ZFS snapshots of `dataset` (<pool>/data): `zfs snapshot dataset@name` and
-    `zfs destroy dataset@name`, only on a pool the lab created (pgfslab.host.zfs refuses others)."""
+    `zfs destroy dataset@name`, only on a pool the lab created (pgfslab.host.zfs.pools refuses others)."""
 
     def __init__(self, dataset: str, mountpoint: Path, schedule: Schedule, log: Path, *, prefix: str = PREFIX):
         super().__init__(mountpoint, mountpoint / ".zfs" / "snapshot", schedule, log, prefix=prefix)

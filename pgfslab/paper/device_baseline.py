@@ -52,7 +52,7 @@ def emulated_text(study: Study, kinds: dict[str, str] | None = None) -> str | No
         parts = []
         for t, name in disks.items():
             spec = study.targets[t]
-            m = device_profiles.model(spec.to_dict(), int(spec.size_gb * 2**30))
+            m = device_profiles.model(spec, int(spec.size_gb * 2**30))
             d, der = m.drive, m.describe()["derived"]
             over = f"; overrides: {m.describe()['overrides']}" if m.describe()["overrides"] else ""
             parts.append(

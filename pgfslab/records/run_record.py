@@ -1,9 +1,10 @@
 """A run's record, run.json, as one typed model: `run` fills and writes it, `ingest` and the analysis read it.
 
-Version 2 is the first written through this model (every key the lab writes is a field here: a typo or a value
-of the wrong type fails at the run, not at the analysis). Version 1 (and records with no version: minimal
-run.json files of hand-made or external raw folders) had the same keys, less checked; `read` brings each up to
-the current version (`_from_v1`). A key the model does not know is kept out of the record and reported by
+Version 3 keeps how the workload's tool ended under one key, `outcome`, whatever the tool (version 2 kept it
+under the tool's name, one field per tool). Version 2 was the first written through this model (every key the
+lab writes is a field here: a typo or a value of the wrong type fails at the run, not at the analysis); version 1
+(and records with no version: minimal run.json files of hand-made or external raw folders) had the same keys,
+less checked. `read` brings each up to the current version, a reader per version (`_from_v1`, `_from_v2`). A key the model does not know is kept out of the record and reported by
 `read`, so the ingest can say so instead of dropping it silently.
 
 Parts that copy the study (target_spec, workload_spec, run, sampler, os, resources) keep the config's own
@@ -21,10 +22,11 @@ from pydantic import BaseModel, ConfigDict
 
 from pgfslab.errors import LabError
 from pgfslab.records.reading import Record, json_object, validated
-from pgfslab.workload_tools import TOOLS
 
-SCHEMA_VERSION = 2
-KNOWN_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+KNOWN_VERSIONS = (1, 2, 3)
+# where versions 1 and 2 kept the tool's outcome: under the tool's name, for the tools there were then
+V2_OUTCOME_KEYS = ("pgbench", "sysbench", "fsmicro", "durability")
 
 Json = dict[str, Any]  # a mapping kept as it was reported (see the module's docstring for which)
 Scalar = str | int | float | bool
@@ -79,7 +81,7 @@ class PgFacts(Part):
 
 
 class MountFacts(Part):
-    """A target as mounted for the run (pgfslab.host.mounted_target.Mounted.describe)."""
+    """A target as mounted for the run (pgfslab.host.targets.mounted.Mounted.describe)."""
 
     name: str | None = None
     fs: str | None = None
@@ -209,7 +211,7 @@ class Compsize(Part):
 
 
 class ZfsFootprint(Part):
-    """ZFS's own accounting of the target's dataset after the run (pgfslab.host.zfs.footprint)."""
+    """ZFS's own accounting of the target's dataset after the run (pgfslab.host.zfs.pools.footprint)."""
 
     dataset: str | None = None
     implementation: str | None = None
@@ -289,32 +291,17 @@ class RunRecord(Record):
     postgres_before: PgFacts | None = None
     postgres: PgFacts | None = None
     snapshots: Json | None = None
-    pgbench: ToolOutcome | None = None
-    sysbench: ToolOutcome | None = None
-    fsmicro: ToolOutcome | None = None
-    durability: ToolOutcome | None = None
+    outcome: ToolOutcome | None = None  # how the workload's tool (`tool`) ended
     # what it left on the target
     fs_used_bytes: int | None = None
     compsize: Compsize | None = None
     zfs_footprint: ZfsFootprint | None = None
-
-    def set_outcome(self, tool: str, outcome: ToolOutcome) -> None:
-        """How the workload's tool ended, under the tool's name (run.json's key for it)."""
-        if tool not in TOOL_KEYS:
-            raise LabError(f"run.json has no place for the outcome of tool {tool!r} (one of {', '.join(TOOL_KEYS)})")
-        setattr(self, tool, outcome)
-
-    def outcome(self) -> ToolOutcome | None:
-        return getattr(self, self.tool) if self.tool in TOOL_KEYS else None
 
     def require(self, *names: str, where: str = "run.json") -> None:
         """Refuse a record without the keys a stage cannot do without, naming them and the file."""
         missing = [n for n in names if getattr(self, n) is None]
         if missing:
             raise LabError(f"{where}: no {', '.join(missing)} (a run's record needs them)")
-
-
-TOOL_KEYS = tuple(TOOLS)  # a tool's outcome is kept under its name
 
 
 def _from_v1(data: Json) -> Json:
@@ -326,13 +313,30 @@ def _from_v1(data: Json) -> Json:
     return out
 
 
+def _from_v2(data: Json) -> Json:
+    """Version 2 -> 3: the tool's outcome, kept under the tool's name, moves to `outcome` (a key named after
+    another tool than the run's is left where it was, and so reported as not understood)."""
+    out = dict(data)
+    tool = out.get("tool")
+    if tool in V2_OUTCOME_KEYS and tool in out:
+        out["outcome"] = out.pop(tool)
+    out["schema_version"] = 3
+    return out
+
+
+UPGRADES = {1: _from_v1, 2: _from_v2}  # each version's reader, to the next one
+
+
 def parse(data: Json, where: str = "run.json") -> tuple[RunRecord, list[str]]:
     """A record from run.json's mapping, brought to the current version. Returns it and the keys it did not
     know (left out of the record). A value of the wrong type is refused, naming the file and the key."""
     version = data.get("schema_version", 1)
     if version not in KNOWN_VERSIONS:
         raise LabError(f"{where}: schema_version {version!r} is not one this lab reads ({KNOWN_VERSIONS})")
-    return validated(RunRecord, _from_v1(data) if version == 1 else data, where)
+    while version in UPGRADES:
+        data = UPGRADES[version](data)
+        version = data["schema_version"]
+    return validated(RunRecord, data, where)
 
 
 def read(path: Path) -> tuple[RunRecord, list[str]]:

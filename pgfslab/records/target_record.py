@@ -33,7 +33,7 @@ KNOWN_VERSIONS = (1, 2)
 
 
 class Created(Part):
-    """How the target's file system was made (pgfslab.host.target_create.create); a kind's own facts kept."""
+    """How the target's file system was made (pgfslab.host.targets.create.create); a kind's own facts kept."""
 
     fs: str | None = None
     fs_label: str | None = None

@@ -40,7 +40,7 @@ def fs_used_bytes(mnt: Any) -> int:
     """Bytes the target's file system uses: ZFS's own `used` of the data dataset for zfs (statvfs of a
     dataset shows only its share of the pool), statvfs otherwise."""
     if getattr(mnt, "zfs", None):
-        from pgfslab.host import zfs
+        from pgfslab.host.zfs import pools as zfs
 
         return int(zfs.footprint(mnt.zfs["dataset"])["used"])
     st = os.statvfs(mnt.mountpoint)

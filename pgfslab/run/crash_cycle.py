@@ -13,15 +13,21 @@ from typing import Any
 from pgfslab.config import device_profiles
 from pgfslab.config.study import RunView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, mounted_target, pg_install, postgres, powercut, target_remount, zfs_daemon
+from pgfslab.host import cgroups, pg_install, postgres, powercut
+from pgfslab.host.targets import mounted as mounted_target
+from pgfslab.host.targets import remount as target_remount
+from pgfslab.host.zfs import daemon as zfs_daemon
 from pgfslab.progress import Progress
 from pgfslab.records.run_record import CgroupRecord, MountFacts, PgFacts, RunRecord, ServerFacts
 from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
+from pgfslab.run.phases import Phases
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import durability, process
 
 
-def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord) -> process.Outcome:
+def durability_run(
+    view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases
+) -> process.Outcome:
     """One durability check (pgfslab/runners/durability.py): write, crash, restart, verify.
 
     Writes durability.json (the parser `durability` reads it). The run fails only when the cycle could
@@ -49,6 +55,7 @@ def durability_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, recor
     error = _cycle_error(rec)
     server.crash = "caused by the durability check itself (not a failure of the run)"
     say(view.label, rec["verdict"])
+    ph.lap("durability_cycle")
     return process.Outcome(
         record.commands[0] if record.commands else [], 0, round(time.monotonic() - t_start, 3), False, error
     )
@@ -167,7 +174,7 @@ def _restart_and_verify(
     pg, crash = view.postgres, rec["crash"]
     vmnt = mnt
     if crash == "power-loss":
-        vmnt = target_remount.remount(view.target.workdir, view.spec.target, view.target.spec.to_dict(), pg.user)
+        vmnt = target_remount.remount(view.target.workdir, view.spec.target, view.target.spec, pg.user)
         rec["remount"] = {"device": vmnt.device, "mount_s": vmnt.mount_s, "notes": vmnt.notes}
         record.mount_after_crash = MountFacts.model_validate(vmnt.describe())
         logs.add("durability/postgresql.after-crash.log", vmnt.path / "postgresql.log")

@@ -440,7 +440,9 @@ def baseline_target(study: Study, target: str) -> Path:
     device (the disk's model and its daemon's counters over the baseline recorded), or with fio and
     pg_test_fsync in a throttle profile's cgroup (what the cgroup was charged recorded); the record and the
     notes say the device is emulated."""
-    from pgfslab.host import cgroups, disk_daemon, postgres, target_mount, zfs_target
+    from pgfslab.host import cgroups, disk_daemon, postgres
+    from pgfslab.host.targets import mount as target_mount
+    from pgfslab.host.zfs import target as zfs_target
     from pgfslab.records.baseline_record import BaselineRecord, Measured
     from pgfslab.records.run_record import CgroupRecord, DiskRecord, GitFacts, HostFacts, MountFacts
     from pgfslab.run import provenance
@@ -448,7 +450,7 @@ def baseline_target(study: Study, target: str) -> Path:
 
     conf = settings(study.device_baseline) or dict(DEFAULTS)
     tv = study.target_view(target)
-    spec = tv.spec.to_dict()
+    spec = tv.spec
     out = tv.setup_dir / BASELINE_DIR
     if out.exists():
         shutil.rmtree(out)
@@ -456,7 +458,7 @@ def baseline_target(study: Study, target: str) -> Path:
     wd = tv.workdir
     bindir = postgres.bindir(study.postgres.bindir)
     label = f"device baseline {target}"
-    record = BaselineRecord(study=study.study, target=target, spec=spec, settings=conf, started_at=now())
+    record = BaselineRecord(study=study.study, target=target, spec=spec.to_dict(), settings=conf, started_at=now())
     profile = tv.spec.device_profile
     throttle = device_profiles.throttle(profile)
     if profile is not None:

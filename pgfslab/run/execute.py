@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib
 import os
 import shutil
 import time
@@ -16,10 +17,14 @@ from typing import Any, Protocol
 
 import psycopg
 
+from pgfslab import workload_tools
 from pgfslab.config import vm_settings
 from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
-from pgfslab.host import cpu_probe, disk_daemon, mounted_target, sysctl, target_mount, zfs_target
+from pgfslab.host import cpu_probe, disk_daemon, sysctl
+from pgfslab.host.targets import mount as target_mount
+from pgfslab.host.targets import mounted as mounted_target
+from pgfslab.host.zfs import target as zfs_target
 from pgfslab.records.run_record import (
     Compsize,
     DiskRecord,
@@ -32,11 +37,8 @@ from pgfslab.records.run_record import (
 )
 from pgfslab.run import record as run_record
 from pgfslab.run.common import disk_full_message, now, say, texts, wal_dir, wal_record, write_json
-from pgfslab.run.crash_cycle import durability_run
-from pgfslab.run.fs_run import fs_run
 from pgfslab.run.interrupt import release_after_interrupt
 from pgfslab.run.outcome import footprint, run_error
-from pgfslab.run.pg_run import pg_run
 from pgfslab.run.phases import Phases, process_age_s
 from pgfslab.runners import process
 
@@ -130,10 +132,7 @@ def measure(view: RunView, rdir: Path, record: RunRecord, ph: Phases, vm_held: l
         disk_daemon.require_alive(mnt.name)
         if mnt.disk:
             record.disk = disk_run_record(mnt, rdir, at_mount, record.disk)
-        record.set_outcome(
-            view.workload.tool,
-            ToolOutcome(returncode=outcome.returncode, wall_s=outcome.wall_s, timed_out=outcome.timed_out),
-        )
+        record.outcome = ToolOutcome(returncode=outcome.returncode, wall_s=outcome.wall_s, timed_out=outcome.timed_out)
         error = run_error(view, rdir, mnt, record, outcome)
         left = footprint(mnt)
         record.fs_used_bytes = left.fs_used_bytes
@@ -193,10 +192,10 @@ def set_up(
     stack.enter_context(zfs_target.zfs_service(tv.workdir, tv.specs()))
     ph.lap("zfs_start")
     stack.callback(ph.lap, "unmount")
-    mnt = stack.enter_context(target_mount.mounted(tv.workdir, tv.name, tv.spec.to_dict(), user, study=tv.study))
+    mnt = stack.enter_context(target_mount.mounted(tv.workdir, tv.name, tv.spec, user, study=tv.study))
     wal = tv.spec.wal_on
     wmnt = (
-        stack.enter_context(target_mount.mounted(tv.workdir, wal, tv.wal.to_dict(), user, study=tv.study))
+        stack.enter_context(target_mount.mounted(tv.workdir, wal, tv.wal, user, study=tv.study))
         if wal and tv.wal is not None
         else None
     )
@@ -218,15 +217,25 @@ def set_up(
     return mnt
 
 
+class LifeCycle(Protocol):
+    """What a run does on its mounted target with the workload's tool (a registered tool's `life_cycle`)."""
+
+    def __call__(
+        self, view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases
+    ) -> process.Outcome: ...
+
+
+def life_cycle(tool: str) -> LifeCycle:
+    """The life cycle the tool's registration names (`module:function`), imported when first asked for."""
+    module, _, name = workload_tools.tool(tool).life_cycle.partition(":")
+    found: LifeCycle = getattr(importlib.import_module(module), name)
+    return found
+
+
 def run_tool(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases) -> process.Outcome:
-    """The workload's tool on the mounted target: fsmicro, the durability check, or pgbench/sysbench."""
-    if view.workload.tool == "fsmicro":
-        return fs_run(view, rdir, mnt, record, ph)
-    if view.workload.tool == "durability":
-        outcome = durability_run(view, rdir, mnt, record)
-        ph.lap("durability_cycle")
-        return outcome
-    return pg_run(view, rdir, mnt, record, ph)
+    """The workload's tool on the mounted target, by the life cycle its registration names: a server's client
+    (pgbench, sysbench), or a cycle of the tool's own (fsmicro without a server, the durability check's crash)."""
+    return life_cycle(view.workload.tool)(view, rdir, mnt, record, ph)
 
 
 def _record_interruption(

@@ -9,7 +9,7 @@ from pgfslab.config import fsmicro_spec
 from pgfslab.config.checks import tool_params
 from pgfslab.config.model import RunSettings, Workload
 from pgfslab.config.study import RunView
-from pgfslab.host import mounted_target
+from pgfslab.host.targets import mounted as mounted_target
 from pgfslab.progress import Progress
 from pgfslab.records.run_record import RunRecord
 from pgfslab.run.phases import Phases

@@ -12,7 +12,9 @@ from typing import Any
 
 from pgfslab.config.study import TargetView
 from pgfslab.errors import LabError
-from pgfslab.host import cgroups, disk_daemon, sysctl, target_paths, target_release
+from pgfslab.host import cgroups, disk_daemon, sysctl
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.targets import release as target_release
 from pgfslab.run.common import say
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pgfslab.config.study import RunView
-from pgfslab.host import mounted_target, proc, zfs
+from pgfslab.host import proc
+from pgfslab.host.targets import mounted as mounted_target
+from pgfslab.host.zfs import pools as zfs
 from pgfslab.records.run_record import RunRecord
 from pgfslab.run.common import disk_full_message, fs_used_bytes, texts
 from pgfslab.runners import process

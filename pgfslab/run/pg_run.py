@@ -14,7 +14,8 @@ import psycopg
 from pgfslab.config import device_profiles
 from pgfslab.config.model import Snapshots
 from pgfslab.config.study import RunView
-from pgfslab.host import cgroups, disk_daemon, mounted_target, pg_install, postgres, snapshots
+from pgfslab.host import cgroups, disk_daemon, pg_install, postgres, snapshots
+from pgfslab.host.targets import mounted as mounted_target
 from pgfslab.records.run_record import CgroupRecord, DiskRecord, PgFacts, RunRecord, ServerFacts, StartState
 from pgfslab.run import start_state
 from pgfslab.run.common import copy_log_since, log_size, one_line, texts

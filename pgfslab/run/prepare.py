@@ -15,17 +15,12 @@ import psycopg
 from pgfslab.config.model import Dataset
 from pgfslab.config.study import PostgresSettings, Study, TargetView, database_for
 from pgfslab.errors import LabError
-from pgfslab.host import (
-    disk_daemon,
-    mounted_target,
-    pg_install,
-    postgres,
-    safety,
-    target_create,
-    target_mount,
-    zfs,
-    zfs_target,
-)
+from pgfslab.host import disk_daemon, pg_install, postgres, safety
+from pgfslab.host.targets import create as target_create
+from pgfslab.host.targets import mount as target_mount
+from pgfslab.host.targets import mounted as mounted_target
+from pgfslab.host.zfs import pools as zfs
+from pgfslab.host.zfs import target as zfs_target
 from pgfslab.records.run_record import (
     Dataset as DatasetFacts,
 )
@@ -97,16 +92,16 @@ def prepare_target(study: Study, target: str) -> Path:
             target_create.create(
                 wd,
                 target,
-                spec.to_dict(),
+                spec,
                 study=study.study,
                 data_subvolume=target in study.snapshot_targets() and spec.fs == "btrfs",
             )
         )
-        mnt = stack.enter_context(target_mount.mounted(wd, target, spec.to_dict(), user, study=study.study))
+        mnt = stack.enter_context(target_mount.mounted(wd, target, spec, user, study=study.study))
         record.mount = MountFacts.model_validate(mnt.describe())
         waldir = None
         if wal and tv.wal is not None and pg is not None:
-            wmnt = stack.enter_context(target_mount.mounted(wd, wal, tv.wal.to_dict(), user, study=study.study))
+            wmnt = stack.enter_context(target_mount.mounted(wd, wal, tv.wal, user, study=study.study))
             waldir = wal_dir(wmnt, target)
             if waldir.exists() or waldir.is_symlink():
                 safety.reset_dir(waldir, wd)

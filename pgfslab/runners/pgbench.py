@@ -44,6 +44,16 @@ def how(spec: Workload) -> list[str]:
     return [*out, log.get(spec.log, "")]
 
 
+# pgbench_accounts' 100,000 rows per scale unit with their primary key (the other tables are small): about
+# 15.6 MB at fillfactor 100 (PostgreSQL 15's own sizes of a freshly loaded data set)
+BYTES_PER_SCALE = 15.6e6
+
+
+def dataset_bytes(dataset: Dataset) -> float:
+    """About how large `pgbench -i` makes the data set (what the plan places against memory before it runs)."""
+    return dataset.scale * BYTES_PER_SCALE * 100 / (dataset.fillfactor or 100)
+
+
 def init_command(pgbench: Path | str, conn: list[str], dataset: Dataset, dbname: str = "postgres") -> list[str]:
     extra: list[str] = []
     if dataset.fillfactor:

@@ -39,6 +39,17 @@ def how(spec: Workload) -> list[str]:
     return [f"p{spec.percentile} per second" + (", histogram" if spec.histogram else "")]
 
 
+# a row of sbtest (two ints, c of 120 and pad of 60 characters, the tuple header) with its share of the primary key
+# and the k index: about 270 bytes at fillfactor 100
+BYTES_PER_ROW = 270
+
+
+def dataset_bytes(dataset: Dataset) -> float:
+    """About how large `sysbench prepare` makes the data set (what the plan places against memory before it runs)."""
+    fill = dataset.sysbench.fillfactor or dataset.fillfactor or 100
+    return dataset.sysbench.tables * dataset.sysbench.table_size * BYTES_PER_ROW * 100 / fill
+
+
 def binary() -> str:
     found = shutil.which("sysbench")
     if found is None:

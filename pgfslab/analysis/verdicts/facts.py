@@ -14,6 +14,7 @@ One row per successful run (from the run records in the study database: a few hu
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,13 @@ _COMPRESS = re.compile(r"^compress(?:-force)?(?:=([a-z0-9]+))?")
 
 
 def compression(rec: RunRecord) -> str:
-    """The target's compression: btrfs `compress[-force]=alg[:level]`, a zfs `compression` property,
+    """The run's target's compression (see `spec_compression`)."""
+    return spec_compression(rec.target_spec or {})  # the config's target spec, as the run copied it
+
+
+def spec_compression(spec: Mapping[str, Any]) -> str:
+    """A target spec's compression: btrfs `compress[-force]=alg[:level]`, a zfs `compression` property,
     else `none`."""
-    spec = rec.target_spec or {}  # the config's target spec, as the run copied it
     for opt in spec.get("mount_options") or []:
         m = _COMPRESS.match(opt)
         if m:

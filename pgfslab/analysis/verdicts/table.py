@@ -301,6 +301,24 @@ def _present(domain: list[str], colors: list[str], drawn: pl.Series) -> tuple[li
     return [d for d, _ in pairs], [c for _, c in pairs]
 
 
+AXIS_REACH = 3.0  # the forest's axis reaches this factor beyond its marks, never further
+
+
+def axis_domain(df: pl.DataFrame) -> tuple[float, float]:
+    """The forest's log axis: every estimate, seed tick, band and A/A interval drawn, and the intervals as far as
+    AXIS_REACH beyond those; an interval reaching further is cut at the edge (one wide interval would otherwise
+    squeeze every other cell into a corner of an axis running to 100)."""
+
+    def positive(cols: list[str]) -> list[float]:
+        values = [v for c in cols if c in df.columns for v in df[c].cast(pl.Float64).to_list()]
+        return [v for v in values if v is not None and math.isfinite(v) and v > 0]
+
+    core = [1.0, *positive(["estimate", "seed_tick", "seed_tick_hi", "band_lo", "band_hi", "aa_lo", "aa_hi"])]
+    ends = positive(["lo", "hi"])
+    lo, hi = min(core), max(core)
+    return max(min([lo, *ends]), lo / AXIS_REACH) / 1.1, min(max([hi, *ends]), hi * AXIS_REACH) * 1.1
+
+
 def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     """Each judged claim and cell: B/A (or the ratio of ratios) with its interval on a log axis, coloured by
     verdict; a grey rule at 1, black ticks at the seed's own size (its number, or the ends of its range), grey ticks at an equivalence band, a wide
@@ -335,28 +353,29 @@ def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
         (pl.col("verdict") != R.NOT_IN_REGIME).alias("judged"),
     )
     y = alt.Y("row:N", title=None, sort=None, axis=alt.Axis(labelLimit=600, labelExpr="split(datum.label, '\\n')"))
-    x = alt.X("estimate:Q", scale=alt.Scale(type="log"), title="B / A (log scale), with its interval")
+    xs = alt.Scale(type="log", domain=list(axis_domain(df)), clamp=True)
+    x = alt.X("estimate:Q", scale=xs, title="B / A (log scale), with its interval; an interval cut at the edge goes on")
     shown = _present(list(VERDICT_COLORS), list(VERDICT_COLORS.values()), df["verdict"])
     color = alt.Color("verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), title=None, legend=_legend())
     fill = alt.Fill("verdict:N", scale=alt.Scale(domain=shown[0], range=shown[1]), legend=None)
     base = alt.Chart(df)
-    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#bbb").encode(x="x:Q")
+    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#bbb").encode(x=alt.X("x:Q", scale=xs))
     # the seed's size: one tick at its number, or both ends of the range it gave (or its words of size reach)
-    seed = base.mark_tick(color="black", thickness=2, size=14).encode(y=y, x="seed_tick:Q") + base.mark_tick(
-        color="black", thickness=2, size=14
-    ).encode(y=y, x="seed_tick_hi:Q")
-    band = base.mark_tick(color="#888", thickness=1, size=14).encode(y=y, x="band_lo:Q") + base.mark_tick(
-        color="#888", thickness=1, size=14
-    ).encode(y=y, x="band_hi:Q")
+    seed = base.mark_tick(color="black", thickness=2, size=14).encode(
+        y=y, x=alt.X("seed_tick:Q", scale=xs)
+    ) + base.mark_tick(color="black", thickness=2, size=14).encode(y=y, x=alt.X("seed_tick_hi:Q", scale=xs))
+    band = base.mark_tick(color="#888", thickness=1, size=14).encode(
+        y=y, x=alt.X("band_lo:Q", scale=xs)
+    ) + base.mark_tick(color="#888", thickness=1, size=14).encode(y=y, x=alt.X("band_hi:Q", scale=xs))
     # the instrument's own noise under each cell, so an interval inside it reads as no finding at a glance
     noise = (
         base.transform_filter("isValid(datum.aa_lo) && isValid(datum.aa_hi)")
         .mark_rule(color="#dee2e6", strokeWidth=14)
-        .encode(y=y, x="aa_lo:Q", x2="aa_hi:Q")
+        .encode(y=y, x=alt.X("aa_lo:Q", scale=xs), x2="aa_hi:Q")
     )
     # a cell outside the seed's regime keeps its estimate for the reader, but must not look like a verdict
     faint = alt.condition("datum.judged", alt.value(1.0), alt.value(0.35))
-    bars = base.mark_rule(strokeWidth=4).encode(y=y, x=alt.X("lo:Q"), x2="hi:Q", color=color, opacity=faint)
+    bars = base.mark_rule(strokeWidth=4).encode(y=y, x=alt.X("lo:Q", scale=xs), x2="hi:Q", color=color, opacity=faint)
     tip = ["claim", "role", "a", "b", "cell", "estimate", "lo", "hi", "aa_lo", "aa_hi", "verdict_text"]
     dots = base.mark_point(size=110, strokeWidth=2).encode(
         y=y, x=x, color=color, fill=alt.condition("datum.judged", fill, alt.value("white")), tooltip=tip

@@ -12,26 +12,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config.model import TargetSpec
 from pgfslab.config.targets import fs_label, zfs_property_problems
 from pgfslab.errors import LabError
-from pgfslab.host import loop_devices, mounts, safety, target_paths, target_release, zfs, zfs_commands, zfs_daemon
-from pgfslab.host.mounted_target import Mounted
-from pgfslab.host.zfs_properties import property_table, validate_properties
+from pgfslab.host import loop_devices, mounts, safety
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.targets import release as target_release
+from pgfslab.host.targets.mounted import Mounted
+from pgfslab.host.zfs import commands as zfs_commands
+from pgfslab.host.zfs import daemon as zfs_daemon
+from pgfslab.host.zfs import pools as zfs
+from pgfslab.host.zfs.properties import property_table, validate_properties
 
 
-def zfs_service(workdir: Path, specs: list[dict[str, Any]]) -> contextlib.AbstractContextManager[Any]:
+def zfs_service(workdir: Path, specs: list[TargetSpec]) -> contextlib.AbstractContextManager[Any]:
     """ZFS usable for the block when any of `specs` is a zfs target (zfs-fuse: the lab's daemon started
     now and stopped on every exit path, or a running one reused); otherwise nothing."""
-    if not any(sp.get("fs") == "zfs" for sp in specs):
+    if not any(sp.fs == "zfs" for sp in specs):
         return contextlib.nullcontext()
     log, pid_file, _ = target_paths.zfs_files(workdir, "")
     return zfs_daemon.service(log, pid_file=pid_file)
 
 
-def zfs_properties(name: str, spec: dict[str, Any], implementation: str) -> dict[str, str]:
+def zfs_properties(name: str, spec: TargetSpec, implementation: str) -> dict[str, str]:
     """The target's `zfs:` dataset properties as zfs strings, checked for the implementation that runs
     (LabError naming targets.<name>.zfs.<key> for what it cannot do)."""
-    props = spec.get("zfs") or {}
+    props = dict(spec.zfs or {})
     problems = zfs_property_problems(props, implementation)
     if problems:
         raise LabError(
@@ -40,7 +46,7 @@ def zfs_properties(name: str, spec: dict[str, Any], implementation: str) -> dict
     return validate_properties(props)
 
 
-def create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> dict[str, Any]:
+def create_zfs(workdir: Path, name: str, spec: TargetSpec, study: str) -> dict[str, Any]:
     """A sparse image on a loop device, a pool pgfslab-<study>-<target> on it (marked as the lab's), the
     dataset <pool>/data with the configured properties; exported again, the loop device detached."""
     pool = zfs.pool_name(study, name)
@@ -53,10 +59,10 @@ def create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> di
             zfs.destroy_pool(pool)
         image.parent.mkdir(parents=True, exist_ok=True)
         image.unlink(missing_ok=True)
-        size = int(spec["size_gb"] * 1024**3)
+        size = int(spec.size_gb * 1024**3)
         with open(image, "wb") as fh:
             fh.truncate(size)
-        dev = loop_devices.attach(image, spec.get("direct_io", True))
+        dev = loop_devices.attach(image, spec.direct_io)
         try:
             t0 = time.monotonic()
             made = zfs.create_pool(pool, dev, mnt, props, dataset=target_paths.ZFS_DATASET)
@@ -85,7 +91,7 @@ def create_zfs(workdir: Path, name: str, spec: dict[str, Any], study: str) -> di
 
 
 @contextlib.contextmanager
-def zfs_mounted(workdir: Path, name: str, spec: dict[str, Any], pw: Any) -> Iterator[Mounted]:
+def zfs_mounted(workdir: Path, name: str, spec: TargetSpec, pw: Any) -> Iterator[Mounted]:
     """Attach the image, `zpool import -d` the target's pool (its datasets mount), and on every exit path
     export it and detach the loop device (and stop the zfs-fuse daemon if this block started it)."""
     image = target_paths.image_path(workdir, name)
@@ -97,7 +103,7 @@ def zfs_mounted(workdir: Path, name: str, spec: dict[str, Any], pw: Any) -> Iter
     with zfs_service(workdir, [spec]) as svc:
         target_release.release(workdir, name)  # a killed earlier run may have left our pool imported or our loop behind
         try:
-            dev = loop_devices.attach(image, spec.get("direct_io", True))
+            dev = loop_devices.attach(image, spec.direct_io)
             devdir = zfs.device_dir([dev], target_paths.zfs_files(workdir, name)[2])
             t0 = time.monotonic()
             zfs.import_pool(pool, devdir)
@@ -105,9 +111,7 @@ def zfs_mounted(workdir: Path, name: str, spec: dict[str, Any], pw: Any) -> Iter
             ds = f"{pool}/{target_paths.ZFS_DATASET}"
             path = Path(zfs.get_properties(ds, ["mountpoint"])["mountpoint"])
             os.chown(path, pw.pw_uid, pw.pw_gid)
-            props = sorted(
-                set(spec.get("zfs") or {}) | {"recordsize", "compression", "atime", "logbias", "primarycache"}
-            )
+            props = sorted(set(spec.zfs or {}) | {"recordsize", "compression", "atime", "logbias", "primarycache"})
             effective = zfs.get_properties(ds, [p for p in props if p in property_table()])
             notes = list(svc.notes)
             if svc.implementation == "zfs-fuse":

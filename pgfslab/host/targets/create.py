@@ -25,20 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config.model import TargetSpec
 from pgfslab.config.targets import MKFS, check_spec, kind
 from pgfslab.errors import LabError
-from pgfslab.host import (
-    blockdev,
-    btrfs,
-    loop_devices,
-    mounts,
-    proc,
-    safety,
-    target_mount,
-    target_paths,
-    target_release,
-    zfs_target,
-)
+from pgfslab.host import blockdev, btrfs, loop_devices, mounts, proc, safety
+from pgfslab.host.targets import mount as target_mount
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.targets import release as target_release
+from pgfslab.host.zfs import target as zfs_target
 
 PSEUDO_FS = {
     "proc",
@@ -73,12 +67,12 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _mkfs_command(name: str, spec: dict[str, Any], dev: str) -> list[str]:
-    return [*MKFS[spec["fs"]], "-L", blockdev.lab_label(name, spec["fs"]), *spec.get("mkfs_options", []), dev]
+def _mkfs_command(name: str, spec: TargetSpec, dev: str) -> list[str]:
+    return [*MKFS[spec.fs], "-L", blockdev.lab_label(name, spec.fs), *spec.mkfs_options, dev]
 
 
 def create(
-    workdir: Path, name: str, spec: dict[str, Any], *, study: str | None = None, data_subvolume: bool = False
+    workdir: Path, name: str, spec: TargetSpec, *, study: str | None = None, data_subvolume: bool = False
 ) -> dict[str, Any]:
     """Create the target afresh (image: a sparse image, formatted; device: checked, then formatted;
     tmpfs: mounted; existing: the lab's subdirectory emptied). Returns what was done (for provenance).
@@ -88,10 +82,9 @@ def create(
     (default: the work directory's name, which is the study's)."""
     check_spec(name, spec)
     k = kind(spec)
-    if data_subvolume and (spec["fs"] != "btrfs" or k not in ("image", "device")):
+    if data_subvolume and (spec.fs != "btrfs" or k not in ("image", "device")):
         raise LabError(
-            f"target {name}: a data subvolume (for snapshots) needs a btrfs image or device target, "
-            f"not {spec['fs']} ({k})"
+            f"target {name}: a data subvolume (for snapshots) needs a btrfs image or device target, not {spec.fs} ({k})"
         )
     if k == "dir":
         path = workdir / "dirs" / name
@@ -108,13 +101,13 @@ def create(
     ok, why = loop_devices.mounting_allowed()
     if not ok:
         if k == "device":
-            raise LabError(f"target {name}: cannot format and mount device {spec['device']}: {why}")
+            raise LabError(f"target {name}: cannot format and mount device {spec.device}: {why}")
         path = workdir / "dirs" / name
         safety.reset_dir(path, workdir)
         _warn(f"target {name}: cannot mount ({why}); FALLING BACK to a plain directory {path}")
-        return {"fs": spec["fs"], "kind": k, "fallback": True, "path": str(path), "reason": why}
+        return {"fs": spec.fs, "kind": k, "fallback": True, "path": str(path), "reason": why}
     target_release.release(workdir, name)
-    if spec["fs"] == "zfs":
+    if spec.fs == "zfs":
         return zfs_target.create_zfs(workdir, name, spec, study or workdir.name)
     if k == "tmpfs":
         return _create_tmpfs(workdir, name, spec)
@@ -129,31 +122,31 @@ def create(
     return record
 
 
-def _create_image(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _create_image(workdir: Path, name: str, spec: TargetSpec) -> dict[str, Any]:
     image = target_paths.image_path(workdir, name)
     image.parent.mkdir(parents=True, exist_ok=True)
     image.unlink(missing_ok=True)
-    size = int(spec["size_gb"] * 1024**3)
+    size = int(spec.size_gb * 1024**3)
     with open(image, "wb") as fh:
         fh.truncate(size)
     mkfs = _mkfs_command(name, spec, str(image))
     t0 = time.monotonic()
     proc.run(mkfs, timeout=300)
     return {
-        "fs": spec["fs"],
+        "fs": spec.fs,
         "kind": "image",
         "fallback": False,
         "image": str(image),
         "image_bytes": size,
-        "label": blockdev.lab_label(name, spec["fs"]),
+        "label": blockdev.lab_label(name, spec.fs),
         "mkfs_command": mkfs,
         "mkfs_s": round(time.monotonic() - t0, 3),
-        "mkfs_version": proc.first_line([MKFS[spec["fs"]][0], "-V"]),
+        "mkfs_version": proc.first_line([MKFS[spec.fs][0], "-V"]),
     }
 
 
-def _create_device(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    dev, fs = spec["device"], spec["fs"]
+def _create_device(workdir: Path, name: str, spec: TargetSpec) -> dict[str, Any]:
+    dev, fs = str(spec.device), spec.fs
     before = blockdev.check_device(dev, target=name, fs=fs, purpose="format")
     mkfs = _mkfs_command(name, spec, dev)
     t0 = time.monotonic()
@@ -176,12 +169,12 @@ def _create_device(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, 
     }
 
 
-def _create_tmpfs(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _create_tmpfs(workdir: Path, name: str, spec: TargetSpec) -> dict[str, Any]:
     mnt = target_paths.mountpoint(workdir, name)
     safety.require_unmountable(mnt, workdir)
     mnt.mkdir(parents=True, exist_ok=True)
-    size = int(spec["size_gb"] * 1024**3)
-    opts = ",".join([f"size={size}", "mode=0755", *spec.get("mount_options", [])])
+    size = int(spec.size_gb * 1024**3)
+    opts = ",".join([f"size={size}", "mode=0755", *spec.mount_options])
     cmd = ["mount", "-t", "tmpfs", "-o", opts, target_paths.tmpfs_source(name), str(mnt)]
     t0 = time.monotonic()
     proc.run(cmd)
@@ -198,8 +191,8 @@ def _create_tmpfs(workdir: Path, name: str, spec: dict[str, Any]) -> dict[str, A
     }
 
 
-def _create_existing(workdir: Path, name: str, spec: dict[str, Any], study: str) -> dict[str, Any]:
-    base = Path(spec["path"])
+def _create_existing(workdir: Path, name: str, spec: TargetSpec, study: str) -> dict[str, Any]:
+    base = Path(str(spec.path))
     if not base.is_dir():
         raise LabError(f"target {name}: path {base} is not an existing directory")
     host = mounts.containing(base)

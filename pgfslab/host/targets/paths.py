@@ -5,9 +5,10 @@ directory, the lab's subdirectory on an existing file system, the names of its t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pgfslab.host import safety, zfs
+from pgfslab.config.model import TargetSpec
+from pgfslab.host import safety
+from pgfslab.host.zfs import pools as zfs
 
 DATA_SUBVOLUME = "data"  # btrfs targets with snapshots keep PGDATA's parent in this subvolume
 ZFS_DATASET = "data"  # zfs targets keep PGDATA's parent in the dataset <pool>/data, mounted at <mnt>/data
@@ -21,9 +22,9 @@ def mountpoint(workdir: Path, name: str) -> Path:
     return workdir / "mnt" / name
 
 
-def existing_dir(spec: dict[str, Any], study: str, name: str) -> Path:
+def existing_dir(spec: TargetSpec, study: str, name: str) -> Path:
     """The lab's own subdirectory on a user-named existing file system."""
-    return Path(spec["path"]) / f"{safety.LAB_DIR_PREFIX}{study}-{name}"
+    return Path(str(spec.path)) / f"{safety.LAB_DIR_PREFIX}{study}-{name}"
 
 
 def tmpfs_source(name: str) -> str:

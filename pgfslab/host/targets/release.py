@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 
 from pgfslab.errors import LabError
-from pgfslab.host import disk_daemon, loop_devices, mounts, proc, safety, target_paths, zfs, zfs_daemon
+from pgfslab.host import disk_daemon, loop_devices, mounts, proc, safety
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.zfs import daemon as zfs_daemon
+from pgfslab.host.zfs import pools as zfs
 
 
 def release(workdir: Path, name: str) -> list[str]:

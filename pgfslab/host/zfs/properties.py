@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import zfs_commands
+from pgfslab.host.zfs import commands as zfs_commands
 
 # the lab marks every pool it creates (set locally, so not inherited) and when; a target may not set these
 OWNER_PROPERTY = "pgfslab:created-by"

@@ -6,31 +6,24 @@ import os
 import pwd
 import time
 from pathlib import Path
-from typing import Any
 
+from pgfslab.config.model import TargetSpec
 from pgfslab.config.targets import kind
 from pgfslab.errors import LabError
-from pgfslab.host import (
-    btrfs,
-    disk_daemon,
-    loop_devices,
-    mounts,
-    proc,
-    safety,
-    target_paths,
-    target_release,
-    zfs_target,
-)
-from pgfslab.host.mounted_target import Mounted
+from pgfslab.host import btrfs, disk_daemon, loop_devices, mounts, proc, safety
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.targets import release as target_release
+from pgfslab.host.targets.mounted import Mounted
+from pgfslab.host.zfs import target as zfs_target
 
 
-def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mounted:
+def remount(workdir: Path, name: str, spec: TargetSpec, owner: str) -> Mounted:
     """Unmount and detach an image target (after cut_power), then attach and mount it again: the file
     system replays its journal from what the image holds. The caller's mounted() block still owns the
     release: its exit unmounts and detaches this new mount too."""
     if kind(spec) != "image":
         raise LabError(f"target {name}: only an image target can be remounted after a power cut")
-    if spec["fs"] == "zfs":
+    if spec.fs == "zfs":
         return zfs_target.zfs_remount(workdir, name, owner)
     mnt = target_paths.mountpoint(workdir, name)
     safety.require_unmountable(mnt, workdir)
@@ -47,23 +40,21 @@ def remount(workdir: Path, name: str, spec: dict[str, Any], owner: str) -> Mount
             f"{'still mounted' if mounts.is_mounted(mnt) else 'its loop device ' + ', '.join(still) + ' is still busy'}"
             f" ({'; '.join(notes) or 'nothing released'}); a process may be stuck in the kernel"
         )
-    dev = loop_devices.attach(
-        disk.file if disk is not None else target_paths.image_path(workdir, name), spec.get("direct_io", True)
-    )
-    opts = ",".join(spec.get("mount_options", []))
+    dev = loop_devices.attach(disk.file if disk is not None else target_paths.image_path(workdir, name), spec.direct_io)
+    opts = ",".join(spec.mount_options)
     t0 = time.monotonic()
-    proc.run(["mount", "-t", spec["fs"]] + (["-o", opts] if opts else []) + [dev, str(mnt)])
+    proc.run(["mount", "-t", spec.fs] + (["-o", opts] if opts else []) + [dev, str(mnt)])
     mount_s = time.monotonic() - t0
     pw = pwd.getpwnam(owner)
     os.chown(mnt, pw.pw_uid, pw.pw_gid)
     path = (
         mnt / target_paths.DATA_SUBVOLUME
-        if spec["fs"] == "btrfs" and btrfs.is_subvolume(mnt / target_paths.DATA_SUBVOLUME)
+        if spec.fs == "btrfs" and btrfs.is_subvolume(mnt / target_paths.DATA_SUBVOLUME)
         else mnt
     )
     return Mounted(
         name,
-        spec["fs"],
+        spec.fs,
         path,
         mnt,
         False,

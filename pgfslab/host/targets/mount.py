@@ -12,24 +12,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from pgfslab.config import device_profiles
+from pgfslab.config.model import TargetSpec
 from pgfslab.config.targets import kind
 from pgfslab.errors import LabError
-from pgfslab.host import (
-    blockdev,
-    btrfs,
-    disk_daemon,
-    loop_devices,
-    mounts,
-    proc,
-    safety,
-    target_paths,
-    target_release,
-    zfs_target,
-)
-from pgfslab.host.mounted_target import Mounted
+from pgfslab.host import blockdev, btrfs, disk_daemon, loop_devices, mounts, proc, safety
+from pgfslab.host.targets import paths as target_paths
+from pgfslab.host.targets import release as target_release
+from pgfslab.host.targets.mounted import Mounted
+from pgfslab.host.zfs import target as zfs_target
 
 
 def _warn(msg: str) -> None:
@@ -43,7 +35,7 @@ def _unapplied(requested: list[str], effective: str | None) -> list[str]:
 
 
 @contextlib.contextmanager
-def attached_and_mounted(workdir: Path, name: str, spec: dict[str, Any]) -> Iterator[tuple[str, Path, float]]:
+def attached_and_mounted(workdir: Path, name: str, spec: TargetSpec) -> Iterator[tuple[str, Path, float]]:
     """Attach (image) or check (device), mount at the lab's mount point; always released after. An image
     target with an emulated disk (`device_profile: hdd`) has its image served by the disk's daemon for the
     block and the loop device attached to the served file (the daemon stopped after the loop is detached)."""
@@ -58,18 +50,18 @@ def attached_and_mounted(workdir: Path, name: str, spec: dict[str, Any]) -> Iter
         # run in reverse: unmount and detach, stop the disk's daemon, remove the empty mount point
         stack.callback(_remove_mountpoint, mnt)
         backing = image
-        if k == "image" and device_profiles.is_disk(spec.get("device_profile")):
+        if k == "image" and device_profiles.is_disk(spec.device_profile):
             model = device_profiles.model(spec, image.stat().st_size)
             backing = stack.enter_context(disk_daemon.served(workdir, name, image, model)).file
         stack.callback(target_release.release, workdir, name)
         if k == "device":
-            blockdev.check_device(spec["device"], target=name, fs=spec["fs"], purpose="mount")
-            dev = spec["device"]
+            dev = str(spec.device)
+            blockdev.check_device(dev, target=name, fs=spec.fs, purpose="mount")
         else:
-            dev = loop_devices.attach(backing, spec.get("direct_io", True))
+            dev = loop_devices.attach(backing, spec.direct_io)
         mnt.mkdir(parents=True, exist_ok=True)
-        opts = ",".join(spec.get("mount_options", []))
-        cmd = ["mount", "-t", spec["fs"]] + (["-o", opts] if opts else []) + [dev, str(mnt)]
+        opts = ",".join(spec.mount_options)
+        cmd = ["mount", "-t", spec.fs] + (["-o", opts] if opts else []) + [dev, str(mnt)]
         t0 = time.monotonic()
         proc.run(cmd)
         yield dev, mnt, time.monotonic() - t0
@@ -82,13 +74,11 @@ def _remove_mountpoint(mnt: Path) -> None:
 
 
 @contextlib.contextmanager
-def mounted(
-    workdir: Path, name: str, spec: dict[str, Any], owner: str, *, study: str | None = None
-) -> Iterator[Mounted]:
+def mounted(workdir: Path, name: str, spec: TargetSpec, owner: str, *, study: str | None = None) -> Iterator[Mounted]:
     """The created target, ready for a cluster, for the duration of the block. Image and device targets
     are mounted now and always released after; tmpfs and existing targets stay as they are."""
     pw = pwd.getpwnam(owner)
-    fs, k = spec["fs"], kind(spec)
+    fs, k = spec.fs, kind(spec)
     dirpath = workdir / "dirs" / name
     image = target_paths.image_path(workdir, name)
     if k == "dir" or (
@@ -167,7 +157,7 @@ def mounted(
         effective = mounts.options(mnt)
         notes = [
             f"mount option {o} requested but not listed by the kernel (a default it does not show?)"
-            for o in _unapplied(list(spec.get("mount_options", [])), effective)
+            for o in _unapplied(list(spec.mount_options), effective)
         ]
         for note in notes:
             _warn(f"target {name}: {note}")

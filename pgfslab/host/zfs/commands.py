@@ -1,5 +1,5 @@
 """The zfs and zpool commands (argument lists, never a shell), and which ZFS this machine has: OpenZFS in
-the kernel or zfs-fuse in user space (see pgfslab.host.zfs for what each implies)."""
+the kernel or zfs-fuse in user space (see pgfslab.host.zfs.pools for what each implies)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import mounts, zfs, zfs_commands
+from pgfslab.host import mounts
+from pgfslab.host.zfs import commands as zfs_commands
+from pgfslab.host.zfs import pools as zfs
 
 
 def running_daemons() -> list[int]:

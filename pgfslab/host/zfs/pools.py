@@ -52,7 +52,9 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import mounts, zfs_commands, zfs_properties
+from pgfslab.host import mounts
+from pgfslab.host.zfs import commands as zfs_commands
+from pgfslab.host.zfs import properties as zfs_properties
 
 # every pool the lab creates is named pgfslab-<study>-<target> and carries its marker property
 # (zfs_properties.OWNER_PROPERTY)
