@@ -391,7 +391,7 @@ def test_a_daemon_left_by_a_hard_killed_lab_process_is_stopped_not_reused(study)
     pid_file = wd / "zfs-fuse.pid"
     log = wd / "zfs-fuse.log"
     code = (
-        "import sys, time; from pathlib import Path; from pgfslab.host import zfs_daemon\n"
+        "import sys, time; from pathlib import Path; from pgfslab.host.zfs import daemon as zfs_daemon\n"
         "cm = zfs_daemon.service(Path(sys.argv[1]), pid_file=Path(sys.argv[2])); cm.__enter__()\n"
         "print('up', flush=True); time.sleep(600)\n"
     )
