@@ -28,7 +28,7 @@ from typing import Any
 from pgfslab import paths
 from pgfslab.config.disk_model import Model
 from pgfslab.errors import LabError
-from pgfslab.host import mounts, safety
+from pgfslab.host import mounts, proc, safety
 
 SOURCE = Path(__file__).with_name("native") / "pgfslab_disk.c"
 COMM = "pgfslab-disk"
@@ -118,15 +118,6 @@ class Files:
 def files(workdir: Path, name: str) -> Files:
     base = workdir / "disks"
     return Files(base / name, base / f"{name}.log", base / f"{name}.pid", base / f"{name}.series.csv")
-
-
-def _starttime(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat: with the PID it names one process for good."""
-    try:
-        st = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(st[st.rfind(")") + 2 :].split()[19])
 
 
 def _is_daemon(pid: int) -> bool:
@@ -223,7 +214,7 @@ class Disk:
             )
         self.pid = self._proc.pid
         self.started_at = time.time()
-        self.files.pid_file.write_text(json.dumps({"pid": self.pid, "starttime": _starttime(self.pid)}))
+        self.files.pid_file.write_text(json.dumps({"pid": self.pid, "starttime": proc.start_ticks(self.pid)}))
         assert self._proc.stdout is not None
         line = b""
         while time.monotonic() - t0 < timeout:
@@ -288,21 +279,21 @@ class Disk:
         Call after the loop device is detached: the daemon unmounts lazily, so a device still attached would
         only fail its I/O from then on."""
         notes: list[str] = []
-        proc = self._proc
-        if proc is not None:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+        child = self._proc
+        if child is not None:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
                 try:
-                    proc.wait(timeout)
+                    child.wait(timeout)
                 except subprocess.TimeoutExpired:
-                    notes.append(f"{COMM} (pid {proc.pid}) ignored SIGTERM for {timeout} s: SIGKILL")
-                    proc.kill()
-                    proc.wait(30)
-            elif proc.returncode != 0:
+                    notes.append(f"{COMM} (pid {child.pid}) ignored SIGTERM for {timeout} s: SIGKILL")
+                    child.kill()
+                    child.wait(30)
+            elif child.returncode != 0:
                 notes.append(self.death() or "")
-            self.exit_code = proc.returncode
-            if proc.stdout is not None:
-                proc.stdout.close()
+            self.exit_code = child.returncode
+            if child.stdout is not None:
+                child.stdout.close()
             self._proc = None
         notes += _unmount_fuse(self.files.mountpoint)
         self.files.pid_file.unlink(missing_ok=True)
@@ -333,12 +324,12 @@ def release_stale(workdir: Path, name: str, timeout: float = 20) -> list[str]:
             pid, start = int(rec["pid"]), rec["starttime"]
         except (ValueError, KeyError, TypeError):
             raise LabError(f"unreadable disk daemon record {f.pid_file}") from None
-        if _is_daemon(pid) and _starttime(pid) == start:
+        if _is_daemon(pid) and proc.start_ticks(pid) == start:
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
             while _is_daemon(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if _is_daemon(pid) and _starttime(pid) == start:
+            if _is_daemon(pid) and proc.start_ticks(pid) == start:
                 os.kill(pid, signal.SIGKILL)
                 notes.append(f"{COMM} pid {pid} ignored SIGTERM: SIGKILL")
                 while _is_daemon(pid):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 from pgfslab.errors import LabError
 
@@ -38,3 +39,13 @@ def first_line(cmd: Sequence[str]) -> str | None:
         return None
     out = (proc.stdout or proc.stderr).strip().splitlines()
     return out[0].strip() if out else None
+
+
+def start_ticks(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat, the process's start time in clock ticks: with the PID it names one process for
+    good (a PID reused by another process has another start time). None when there is no such process."""
+    try:
+        st = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(st[st.rfind(")") + 2 :].split()[19])

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.errors import LabError
-from pgfslab.host import mounts
+from pgfslab.host import mounts, proc
 from pgfslab.host.zfs import commands as zfs_commands
 from pgfslab.host.zfs import pools as zfs
 
@@ -92,7 +92,7 @@ class Service:
         self.start_s = round(time.monotonic() - t0, 3)
         if self.pid_file is not None:
             self.pid_file.parent.mkdir(parents=True, exist_ok=True)
-            self.pid_file.write_text(json.dumps({"pid": self._proc.pid, "starttime": _starttime(self._proc.pid)}))
+            self.pid_file.write_text(json.dumps({"pid": self._proc.pid, "starttime": proc.start_ticks(self._proc.pid)}))
 
     def stop(self, timeout: float = 30) -> list[str]:
         """Stop the daemon this Service started (never another one): export the lab's pools it serves,
@@ -174,15 +174,6 @@ class Service:
         self._start(self.log_path or Path("/tmp/pgfslab-zfs-fuse.log"), timeout)
 
 
-def _starttime(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat (start time in clock ticks): a PID plus this names one process for good."""
-    try:
-        st = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(st[st.rfind(")") + 2 :].split()[19])
-
-
 def release_stale(pid_file: str | Path, timeout: float = 30) -> list[str]:
     """After a hard kill of the lab: stop the zfs-fuse daemon recorded in `pid_file` by service(pid_file=...)
     if that very process (same PID and start time, comm zfs-fuse) still runs; export the lab's pools first
@@ -195,7 +186,7 @@ def release_stale(pid_file: str | Path, timeout: float = 30) -> list[str]:
         pid, start = int(rec["pid"]), rec["starttime"]
     except (ValueError, KeyError, TypeError):
         raise LabError(f"zfs: unreadable daemon record {path}") from None
-    if pid not in running_daemons() or _starttime(pid) != start:
+    if pid not in running_daemons() or proc.start_ticks(pid) != start:
         path.unlink()
         return [f"zfs-fuse pid {pid} from {path} is gone (or the PID is another process now): nothing to stop"]
     notes = []
@@ -209,7 +200,7 @@ def release_stale(pid_file: str | Path, timeout: float = 30) -> list[str]:
     deadline = time.monotonic() + timeout
     while pid in running_daemons() and time.monotonic() < deadline:
         time.sleep(0.1)
-    if pid in running_daemons() and _starttime(pid) == start:
+    if pid in running_daemons() and proc.start_ticks(pid) == start:
         os.kill(pid, signal.SIGKILL)
         notes.append(f"zfs-fuse pid {pid} ignored SIGTERM: SIGKILL")
         while pid in running_daemons():
