@@ -4,8 +4,9 @@ Version 3 keeps how the workload's tool ended under one key, `outcome`, whatever
 under the tool's name, one field per tool). Version 2 was the first written through this model (every key the
 lab writes is a field here: a typo or a value of the wrong type fails at the run, not at the analysis); version 1
 (and records with no version: minimal run.json files of hand-made or external raw folders) had the same keys,
-less checked. `read` brings each up to the current version, a reader per version (`_from_v1`, `_from_v2`). A key the model does not know is kept out of the record and reported by
-`read`, so the ingest can say so instead of dropping it silently.
+less checked. `read` brings each up to the current version, a reader per version (`_from_v1`, `_from_v2`). A key
+the model does not know is kept out of the record and reported by `read`, so the ingest can say so instead of
+dropping it silently.
 
 Parts that copy the study (target_spec, workload_spec, run, sampler, os, resources) keep the config's own
 mapping: their schema is workflow/schemas/config.schema.yaml. Parts that are facts a tool or the kernel
