@@ -12,8 +12,8 @@ twin, each at that level: about the same runs, so the same number, read twice. W
 its primary ones depends on what the runs measure: the plan takes the cells of its workload kind and clients,
 in the memory regime the claim names where it can place the data set (its tool's estimate of the data set's size
 against the memory limit; the runs' own measures decide the preconditions), and pairs them as the verdicts do
-(an interaction across regimes or settings is one cell of two rows). A cell the study marks as context (`workloads.<name>.context`)
-is never a claim's primary cell, here as in the verdicts.
+(an interaction across regimes or settings is one cell of two rows). A cell the study marks as context
+(`workloads.<name>.context`) is never a claim's primary cell, here as in the verdicts.
 
 A study whose seeds' claims would rest on a primary cell that cannot give an interval at all (fewer runs per
 target than the exact rank test needs at 95 %) is refused before anything runs (`refuse_undecidable`): such a
@@ -94,8 +94,12 @@ def regime_at(study: Study, workload: str, rung: int | None) -> str | None:
     if estimate is None or limit is None:
         return None
     size = estimate(study.dataset_for(study.targets_for(workload)[0], rung))
-    settings = {**study.postgres.settings, **(study.workloads[workload].postgres_settings or {})}
-    return regime(size, _pg_bytes(settings.get("shared_buffers", "128MB")), limit * 2**20)
+    return regime(size, _pg_bytes(_settings(study, workload).get("shared_buffers", "128MB")), limit * 2**20)
+
+
+def _settings(study: Study, workload: str) -> dict[str, Any]:
+    """The PostgreSQL settings the study gives a workload's runs (a target's own are the runs' to record)."""
+    return {**study.postgres.settings, **(study.workloads[workload].postgres_settings or {})}
 
 
 def runs_needed(alpha: float) -> int:
@@ -203,8 +207,7 @@ def _setting(study: Study, workload: str, key: str, *, default: bool = True) -> 
     from pgfslab.analysis.verdicts.facts import PG_DEFAULTS
     from pgfslab.analysis.verdicts.labels import _normal
 
-    settings = {**study.postgres.settings, **(study.workloads[workload].postgres_settings or {})}
-    value = settings.get(key, PG_DEFAULTS.get(key) if default else None)
+    value = _settings(study, workload).get(key, PG_DEFAULTS.get(key) if default else None)
     return None if value is None else str(_normal(key, value))
 
 

@@ -321,9 +321,10 @@ def axis_domain(df: pl.DataFrame) -> tuple[float, float]:
 
 def forest(results: pl.DataFrame, claims: list[Claim]) -> Any:
     """Each judged claim and cell: B/A (or the ratio of ratios) with its interval on a log axis, coloured by
-    verdict; a grey rule at 1, black ticks at the seed's own size (its number, or the ends of its range), grey ticks at an equivalence band, a wide
-    pale bar at the cell's A/A control (A's twin against A, its interval). A cell outside the seed's regime is drawn hollow and faint: its estimate is
-    shown, not judged."""
+    verdict; a grey rule at 1, black ticks at the seed's own size (its number, or the ends of its range), grey
+    ticks at an equivalence band, a wide pale bar at the cell's A/A control (A's twin against A, its interval). A
+    cell outside the seed's regime is drawn hollow and faint: its estimate is shown, not judged. The axis:
+    `axis_domain`."""
     import altair as alt
 
     def finite(v: float | None) -> float | None:
