@@ -183,7 +183,7 @@ def test_the_btrfs_hdd_study_puts_its_data_on_the_emulated_disk_and_not_its_wal(
         assert wal is not None and study.targets[wal].device_profile is None
     assert study.ladder is not None and study.resources.memory_limit_mb is not None
     assert study.baseline_enabled()
-    tpcb = [w for w in study.workloads.values() if w.builtin == "tpcb-like"]
+    tpcb = [w for w in study.workloads.values() if w.options.what() == "tpcb-like"]
     assert {c for w in tpcb for c in w.clients} >= {8}
     assert any((w.postgres_settings or {}).get("fsync") == "off" for w in tpcb)
     # the crossover's mechanism is checkpoint write-back competing with reads: every run spans two checkpoint_timeouts

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pgfslab.config import fsmicro_spec as fspec
 from pgfslab.errors import LabError
 from pgfslab.runners import fsmicro
+from pgfslab.tools import fsmicro_ops as fspec
 
 # tiny versions of every op (run for real on the host fs of the temp directory)
 TINY: dict[str, dict[str, Any]] = {

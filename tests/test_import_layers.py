@@ -1,9 +1,10 @@
 """Imports follow the data's flow: every import in pgfslab points down the layers or stays in its subpackage.
 
 Layers, bottom to top: the base layer (the package's top-level modules: paths, errors, YAML reading, host
-keys, progress lines; and `records/`, the typed records the stages exchange), then config -> host -> run,
-runners (one layer) -> ingest -> analysis -> paper -> cli (with `__main__`). Every import counts, at module level and inside functions, parsed with `ast` (nothing is
-imported). The check fails, naming file:line, on an import up the layers, on a cycle between subpackages
+keys, progress lines; `records/`, the typed records the stages exchange; `tools/`, the workload tools'
+registration and options), then config -> host -> run, runners (one layer) -> ingest -> analysis -> paper ->
+cli (with `__main__`). Every import counts, at module level and inside functions, parsed with `ast` (nothing
+is imported). The check fails, naming file:line, on an import up the layers, on a cycle between subpackages
 and on a cycle between modules.
 
 Run as a script (`python tests/test_import_layers.py`) it prints every problem and the counts.
@@ -23,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent / "pgfslab"
 # not in a circle). "base" is the package's top-level modules (and a `base/` subpackage, should one come).
 LAYERS: dict[str, int] = {
     "base": 0,
-    "records": 0,  # the typed records the stages exchange (run.json)
+    "records": 0,  # the typed records the stages exchange (run.json, the config's frozen objects)
+    "tools": 0,  # the workload tools' registration and options: what every stage asks of a tool
     "config": 1,
     "host": 2,
     "run": 3,

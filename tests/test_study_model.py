@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import typing
+from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import yaml
 from pgfslab.config import checks, model
 from pgfslab.config.study import Study, load_study, validate
 from pgfslab.errors import LabError
+from pgfslab.records import config_node
+from pgfslab.tools import TOOLS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,36 +37,50 @@ def _resolve(schema: dict[str, Any], sub: dict[str, Any]) -> dict[str, Any]:
 def _nested(hint: Any) -> tuple[str, type | None]:
     """How a field holds config objects: ('node', X), ('map', X) for dict[str, X], ('list', X) for
     tuple[X, ...], or ('value', None)."""
-    node = model._node_type(hint)
+    node = config_node.node_type(hint)
     if node is not None:
         return "node", node
-    hint = model._optional(hint)
+    hint = config_node.without_none(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is dict and args and model._node_type(args[1]) is not None:
-        return "map", model._node_type(args[1])
-    if origin is tuple and args and model._node_type(args[0]) is not None:
-        return "list", model._node_type(args[0])
+    if origin is dict and args and config_node.node_type(args[1]) is not None:
+        return "map", config_node.node_type(args[1])
+    if origin is tuple and args and config_node.node_type(args[0]) is not None:
+        return "list", config_node.node_type(args[0])
     return "value", None
+
+
+def _fields_and_hints(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The config fields of a class and their types; a workload's are its own and every tool's options' (the
+    config gives them flat, the schema has them as one object)."""
+    classes = [cls, *(t.options for t in TOOLS.values())] if cls is model.Workload else [cls]
+    fields: dict[str, Any] = {}
+    hints: dict[str, Any] = {}
+    for c in classes:
+        types = typing.get_type_hints(c)
+        for f in config_node.config_fields(c):
+            fields[f.name], hints[f.name] = f, types[f.name]
+    return fields, hints
 
 
 def mismatches(schema: dict[str, Any], sub: dict[str, Any], cls: type, where: str) -> list[str]:
     """Where a dataclass and the schema object it mirrors differ (empty: they agree)."""
     sub = _resolve(schema, sub)
     props: dict[str, Any] = sub.get("properties", {})
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in model.config_fields(cls)}
+    fields, hints = _fields_and_hints(cls)
     out = [f"{where}.{k}: in the schema, no field of {cls.__name__}" for k in sorted(set(props) - set(fields))]
     out += [f"{where}.{k}: a field of {cls.__name__}, not in the schema" for k in sorted(set(fields) - set(props))]
     for name in sorted(set(props) & set(fields)):
         prop, f = _resolve(schema, props[name]), fields[name]
         at = f"{where}.{name}"
         how, inner = _nested(hints[name])
-        default = model._default(f)
-        if "default" in prop and model._plain(default) != prop["default"]:
-            out.append(f"{at}: default {model._plain(default)!r} in {cls.__name__}, {prop['default']!r} in the schema")
-        if "default" not in prop and default is model.MISSING and name not in sub.get("required", []):
+        default = config_node.field_default(f)
+        if "default" in prop and config_node.plain(default) != prop["default"]:
+            out.append(
+                f"{at}: default {config_node.plain(default)!r} in {cls.__name__}, {prop['default']!r} in the schema"
+            )
+        if "default" not in prop and default is MISSING and name not in sub.get("required", []):
             out.append(f"{at}: optional in the schema, required by {cls.__name__}")
-        if "default" not in prop and default is not model.MISSING and default is not None:
+        if "default" not in prop and default is not MISSING and default is not None:
             out.append(f"{at}: no schema default, but {cls.__name__} has {default!r} (to_dict would invent it)")
         extra = prop.get("additionalProperties")
         if how == "node" and inner is not None:
@@ -89,7 +106,9 @@ def schema() -> dict[str, Any]:
 def test_the_dataclasses_mirror_the_schema_both_ways() -> None:
     assert mismatches(schema(), schema(), model.StudyConfig, "config") == []
     # the study adds derived views, no field of its own
-    assert [f.name for f in model.config_fields(Study)] == [f.name for f in model.config_fields(model.StudyConfig)]
+    assert [f.name for f in config_node.config_fields(Study)] == [
+        f.name for f in config_node.config_fields(model.StudyConfig)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -119,6 +138,15 @@ def test_a_schema_key_without_a_field_is_found(path: list[str], change: dict[str
     node.update(change)
     found = mismatches(edited, edited, model.StudyConfig, "config")
     assert any(words in m for m in found), found
+
+
+def test_a_tool_option_without_a_schema_key_is_found() -> None:
+    """A workload's keys are checked with its tools' options: one the schema lacks is named with its class."""
+    edited = schema()
+    del edited["properties"]["workloads"]["additionalProperties"]["properties"]["crash_after_s"]
+    assert mismatches(edited, edited, model.StudyConfig, "config") == [
+        "config.workloads.<name>.crash_after_s: a field of Workload, not in the schema"
+    ]
 
 
 def test_a_field_without_a_schema_key_is_found() -> None:

@@ -1,4 +1,4 @@
-"""The workload tools' registry (pgfslab.workload_tools) against what the pipeline asks of each tool: the config
+"""The workload tools' registry (pgfslab.tools) against what the pipeline asks of each tool: the config
 schema names exactly the registered tools and their keys, each tool has its runner and a life cycle a run can
 call."""
 
@@ -13,7 +13,12 @@ import pytest
 import yaml
 
 from pgfslab.config.checks import COMMON_KEYS
-from pgfslab.workload_tools import PG_TOOLS, RATIO_TOOLS, TOOLS, tool
+from pgfslab.config.model import Workload
+from pgfslab.errors import LabError
+from pgfslab.records.config_node import config_fields
+from pgfslab.tools import DRIVEN_KEYS, PG_TOOLS, RATIO_TOOLS, TOOLS, ToolOptions, tool
+from pgfslab.tools.pgbench import PgbenchOptions
+from pgfslab.tools.sysbench import SysbenchOptions
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
@@ -113,3 +118,85 @@ def test_every_tool_with_a_headline_number_reads_it_from_its_own_format() -> Non
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM empty_frame")
         cols = [d[0] for d in con.execute(f"SELECT * FROM ({sql}) LIMIT 0").description]
         assert cols == ["run_id", "value", "transactions", "failed", "elapsed_s"], name
+
+
+def _workload(**keys: object) -> Workload:
+    from pgfslab.config.study import Study, validate
+
+    cfg = {"study": "t", "targets": {"ext4": {"fs": "ext4"}}, "workloads": {"w": keys}}
+    return Study.from_dict(validate(cfg, "t.yaml")).workloads["w"]
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_every_tool_is_one_module_whose_options_are_its_keys(name: str) -> None:
+    """pgfslab.tools.<name> registers the tool; its options class holds exactly the tool's own keys (the
+    driven keys, prewarm, rungs and context, are the workload's own, for every tool with a ladder)."""
+    module = importlib.import_module(f"pgfslab.tools.{name}")
+    t = TOOLS[name]
+    assert module.TOOL is t and issubclass(t.options, ToolOptions) and module.__doc__
+    own = {f.name for f in config_fields(t.options)}
+    assert own and t.keys == own | (DRIVEN_KEYS if t.has_ladder else set())
+    assert not own & set(COMMON_KEYS), "a tool's option is not a key every workload has"
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_a_workload_keeps_its_tools_options_typed_and_gives_the_flat_mapping_back(name: str) -> None:
+    keys, *_ = SPECS[name]
+    wl = _workload(**keys)
+    assert type(wl.options) is TOOLS[name].options
+    for key, value in keys.items():
+        if key != "tool":
+            assert getattr(wl.options, key) == value, key
+    given = wl.to_dict()
+    assert list(given)[: len(keys)] == list(keys) and {k: given[k] for k in keys} == keys
+    # the schema's defaults of other tools' keys stay in the mapping (every fingerprint has them), outside the options
+    assert set(wl.other_tools_keys) <= {"per_statement", "log", "percentile", "histogram"}
+    assert all(k in given for k in wl.other_tools_keys)
+    assert type(Workload.from_dict(given).options) is TOOLS[name].options and Workload.from_dict(given) == wl
+
+
+def test_a_runner_asks_for_its_own_tools_options() -> None:
+    wl = _workload(tool="sysbench", test="oltp_read_only")
+    assert wl.options_as(SysbenchOptions).test == "oltp_read_only"
+    with pytest.raises(LabError, match="a sysbench workload has no PgbenchOptions"):
+        wl.options_as(PgbenchOptions)
+    with pytest.raises(LabError, match="PgbenchOptions are not the options of tool sysbench"):
+        Workload(tool="sysbench", options=PgbenchOptions(builtin="tpcb-like"))
+    with pytest.raises(LabError, match="tool 'hammerdb' is not one of pgbench"):
+        Workload(tool="hammerdb")
+    assert type(Workload(tool="fsmicro").options) is TOOLS["fsmicro"].options  # not given: its tool's defaults
+    with pytest.raises(LabError, match=r"workloads.w: unknown key\(s\) colour"):
+        Workload.from_dict({"tool": "pgbench", "builtin": "tpcb-like", "colour": "red"}, "workloads.w")
+
+
+@pytest.mark.parametrize(
+    ("keys", "what", "writes", "latency", "counted"),
+    [
+        ({"tool": "pgbench", "builtin": "select-only"}, "select-only", False, True, None),
+        ({"tool": "pgbench", "builtin": "tpcb-like", "log": "none", "transactions": 500}, "tpcb-like", True, False, 500),
+        ({"tool": "pgbench", "scripts": [{"file": "/x/seqscan.sql"}]}, "seqscan.sql", True, True, None),
+        ({"tool": "pgbench", "builtin": "select-only", "scripts": [{"file": "/x/w.sql"}]}, "select-only, w.sql", True, True, None),
+        ({"tool": "sysbench", "test": "oltp_read_only"}, "oltp_read_only", False, True, None),
+        ({"tool": "sysbench", "test": "oltp_write_only"}, "oltp_write_only", True, True, None),
+        ({"tool": "fsmicro", "op": "statfs"}, "statfs", False, False, None),
+        ({"tool": "durability", "crash": "kill"}, "kill crash", False, False, None),
+    ],
+)  # fmt: skip
+def test_what_each_tool_answers_of_its_options(
+    keys: dict[str, object], what: str, writes: bool, latency: bool, counted: int | None
+) -> None:
+    o = _workload(**keys).options
+    assert (o.what(), o.writes(), o.logs_latency(), o.transactions_per_client()) == (what, writes, latency, counted)
+
+
+@pytest.mark.parametrize(
+    ("keys", "words"),
+    [
+        ({"tool": "fsmicro", "op": "statfs", "clients": [1, 2]}, "fsmicro runs single-threaded: clients must be [1]"),
+        ({"tool": "fsmicro", "op": "statfs", "files": 10}, "statfs does not take files"),
+        ({"tool": "sysbench"}, "sysbench needs `test`"),
+    ],
+)
+def test_a_tools_own_checks_refuse_its_options(keys: dict[str, object], words: str) -> None:
+    with pytest.raises(LabError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        _workload(**keys)

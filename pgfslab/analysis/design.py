@@ -34,7 +34,7 @@ from pgfslab.analysis.stats.power import detectable_shift_sd
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim, for_seeds
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
-from pgfslab.workload_tools import TOOLS
+from pgfslab.tools import TOOLS
 
 # log-scale run-to-run SD of the headline cell on this 2-vCPU VM on a quiet day (docs/noise.md: CV 5-10 %)
 DEFAULT_SIGMA = 0.10
@@ -44,7 +44,7 @@ POWER = 0.8
 
 def _kind(study: Study, workload: str) -> str:
     wl = study.workloads[workload]
-    return str(wl.builtin or wl.test or wl.op or workload)
+    return wl.options.what() or workload
 
 
 def measured_sigma(db: str | Path, study: str) -> pl.DataFrame:

@@ -22,10 +22,9 @@ from pgfslab.analysis.charts import alt
 from pgfslab.config.model import StudyConfig
 from pgfslab.ingest.run_rows import impl_label
 from pgfslab.records.run_record import RunRecord
+from pgfslab.tools import TOOLS
 
 # workloads that commit writes (a select-only run has no fdatasync per transaction)
-READ_ONLY_BUILTINS = {"select-only"}
-READ_ONLY_TESTS = {"oltp_read_only", "oltp_point_select"}
 # copy-on-write file systems never tear a page: full_page_writes=off is safe there, and only there
 COW_FS = {"zfs", "btrfs"}
 
@@ -77,12 +76,8 @@ def device_table(db: str, study: str) -> pl.DataFrame:
 
 def writes(rec: RunRecord) -> bool:
     """Whether the run's workload writes (its config's builtin or sysbench test)."""
-    wl = rec.workload_spec or {}
-    if rec.tool == "pgbench":
-        return wl.get("builtin") not in READ_ONLY_BUILTINS or bool(wl.get("scripts"))
-    if rec.tool == "sysbench":
-        return wl.get("test") not in READ_ONLY_TESTS
-    return False
+    tool = TOOLS.get(rec.tool or "")
+    return tool is not None and tool.options_from(rec.workload_spec or {}).writes()
 
 
 def ceilings(db: str, study: str) -> pl.DataFrame:

@@ -31,7 +31,7 @@ from typing import Any
 
 from pgfslab import paths
 from pgfslab.config.study import Study
-from pgfslab.workload_tools import TOOLS
+from pgfslab.tools import TOOLS
 
 FIGURE_FORMATS = (".svg", ".png", ".pdf")
 PER_WORKLOAD = ("throughput_stability", "latency_percentiles", "sysbench_qps")
@@ -112,29 +112,20 @@ def series_workloads(study: Study) -> list[str]:
 
 def sysbench_workloads(study: Study) -> list[str]:
     """Workloads with sysbench's per-second queries by kind (read, write, other)."""
-    return _with_rungs(study, [w for w, wl in study.workloads.items() if wl.tool == "sysbench"])
+    return _with_rungs(study, [w for w, wl in study.workloads.items() if TOOLS[wl.tool].query_kinds])
 
 
 def latency_workloads(study: Study) -> list[str]:
     return _with_rungs(
         study,
-        [
-            w
-            for w, wl in study.workloads.items()
-            if (wl.tool == "pgbench" and wl.log != "none") or (wl.tool == "sysbench" and int(wl.percentile) > 0)
-        ],
+        [w for w, wl in study.workloads.items() if wl.options.logs_latency()],
     )
 
 
 def comparable(study: Study) -> bool:
     """Does the study measure something the published results (data/external/) also report?"""
-    for wl in study.workloads.values():
-        if wl.tool == "pgbench" and wl.builtin in ("tpcb-like", "select-only"):
-            return True  # seed 001
-        if wl.tool == "sysbench" and wl.test in ("oltp_read_write", "oltp_write_only"):
-            return True  # seed 002
-        if wl.tool == "fsmicro":
-            return True  # seed 003 ran the same operations
+    if any(wl.options.like_published() for wl in study.workloads.values()):
+        return True  # seeds 001 (pgbench), 002 (sysbench), 003 (fsmicro)
     return any(
         t.fs == "btrfs" and any(o.startswith("compress") for o in t.mount_options) for t in study.targets.values()
     )  # seeds 002, 004: compression

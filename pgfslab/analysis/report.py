@@ -311,9 +311,7 @@ def workload_label(name: str, spec: Workload | None) -> str:
     oltp_read_write)`, `create (fsmicro create_fsync)`."""
     if spec is None:
         return f"{name} (?)"
-    what = spec.builtin or spec.test or spec.op
-    if not what and spec.scripts:
-        what = ", ".join(Path(s.file).name for s in spec.scripts)
+    what = spec.options.what()
     return f"{name} ({spec.tool} {what})" if what else f"{name} ({spec.tool})"
 
 

@@ -13,10 +13,10 @@ from typing import Any
 import jsonschema
 
 from pgfslab import paths, yaml_text
-from pgfslab.config import device_profiles, disk_model, fsmicro_spec, pg_settings, targets, versions, vm_settings
+from pgfslab.config import device_profiles, disk_model, pg_settings, targets, versions, vm_settings
 from pgfslab.config.model import Dataset, StudyConfig, Workload
 from pgfslab.errors import LabError
-from pgfslab.workload_tools import TOOLS
+from pgfslab.tools import RATIO_TOOLS, TOOLS, data_sets
 
 SCHEMA_PATH = paths.SCHEMA
 
@@ -422,20 +422,21 @@ def _check_ladder(study: StudyConfig, source: str) -> None:
     if not lad:
         return
     used = study.tools()
+    fixed = sorted(t for t in used if TOOLS[t].loads and not TOOLS[t].has_ladder)
+    if fixed:  # it loads a data set once (the durability check): no database per rung
+        raise LabError(f"{source}: ladder: a {fixed[0]} check does not climb a ladder; give it a study of its own")
     scales, sizes = lad.scales, lad.table_sizes
     if not scales and not sizes:
         raise LabError(f"{source}: ladder: give `scales` (pgbench) or `table_sizes` (sysbench)")
-    if "pgbench" in used and not scales:
+    if "pgbench" in data_sets(used) and not scales:
         raise LabError(f"{source}: ladder: the study runs pgbench: give `scales`, one per rung")
-    if "sysbench" in used and not sizes:
+    if "sysbench" in data_sets(used) and not sizes:
         raise LabError(f"{source}: ladder: the study runs sysbench: give `table_sizes`, one per rung")
     if scales and sizes and len(scales) != len(sizes):
         raise LabError(f"{source}: ladder: scales ({len(scales)}) and table_sizes ({len(sizes)}) differ in length")
     for key, values in (("scales", scales), ("table_sizes", sizes)):
         if values and list(values) != sorted(values):
             raise LabError(f"{source}: ladder.{key}: rungs climb: {list(values)} is not ascending")
-    if "durability" in used:
-        raise LabError(f"{source}: ladder: a durability check does not climb a ladder; give it a study of its own")
 
 
 def _check_precision(study: StudyConfig, source: str) -> None:
@@ -446,13 +447,11 @@ def _check_precision(study: StudyConfig, source: str) -> None:
         raise LabError(
             f"{source}: precision: min_repeats ({prec.min_repeats}) is above max_repeats ({prec.max_repeats})"
         )
-    runnable = [
-        f"{n}/c={c}" for n, wl in study.workloads.items() if wl.tool in ("pgbench", "sysbench") for c in wl.clients
-    ]
+    runnable = [f"{n}/c={c}" for n, wl in study.workloads.items() if wl.tool in RATIO_TOOLS for c in wl.clients]
     for item in prec.cells or ():
         name, _, clients = item.partition("/c=")
         wl = study.workloads.get(name)
-        if wl is None or wl.tool not in ("pgbench", "sysbench") or (clients and int(clients) not in wl.clients):
+        if wl is None or wl.tool not in RATIO_TOOLS or (clients and int(clients) not in wl.clients):
             raise LabError(
                 f"{source}: precision.cells: {item!r} is not a pgbench or sysbench cell of this study "
                 f"(cells: {', '.join(runnable) or 'none'})"
@@ -475,12 +474,6 @@ TOOL_KEYS: dict[str, set[str]] = {name: set(t.keys) for name, t in TOOLS.items()
 _DEFAULTED = {"per_statement", "log", "percentile", "histogram"}
 
 
-def tool_params(wl: Workload) -> dict[str, Any]:
-    """The workload's keys of its own tool, as given (fsmicro's op spec)."""
-    given = wl.to_dict()
-    return {k: v for k, v in given.items() if k in TOOL_KEYS[wl.tool]}
-
-
 def _check_workload(name: str, wl: Workload, source: str) -> None:
     tool = wl.tool
     where = f"{source}: workloads.{name}"
@@ -488,22 +481,6 @@ def _check_workload(name: str, wl: Workload, source: str) -> None:
     if foreign:
         owners = {k: t for t, keys in TOOL_KEYS.items() for k in keys}
         raise LabError(f"{where}: {', '.join(f'{k!r} ({owners.get(k)})' for k in foreign)} not valid for tool {tool}")
-    if tool == "pgbench" and not (wl.builtin or wl.scripts):
-        raise LabError(f"{where}: pgbench needs `builtin` or `scripts`")
-    if tool == "pgbench" and wl.sampling_rate and wl.log != "transactions":
-        raise LabError(f"{where}: sampling_rate needs log: transactions")
-    if tool == "durability" and wl.transactions:
-        raise LabError(f"{where}: durability runs until its crash (crash_after_s), not a transaction count")
-    if tool == "sysbench" and not wl.test:
-        raise LabError(f"{where}: sysbench needs `test` (e.g. oltp_read_write)")
-    if tool == "fsmicro":
-        if not wl.op:
-            raise LabError(f"{where}: fsmicro needs `op` (e.g. create_fsync)")
-        if wl.clients != (1,):
-            raise LabError(f"{where}: fsmicro runs single-threaded: clients must be [1]")
-        spec = tool_params(wl)
-        spec.setdefault("duration_s", wl.duration_s or 1)
-        try:
-            fsmicro_spec.resolve(spec)
-        except ValueError as exc:
-            raise LabError(f"{where}: {exc}") from None
+    problems = wl.options.problems(wl.clients, wl.duration_s)
+    if problems:
+        raise LabError(f"{where}: {'; '.join(problems)}")

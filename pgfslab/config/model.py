@@ -5,141 +5,25 @@ schema, both ways).
 Built once from a validated mapping (`Study.from_dict`, after pgfslab.config.validate has filled the
 schema's defaults); `to_dict()` gives that mapping back, key for key and in its own order, so the frozen
 data/raw/<study>/study.yaml, run.json's copies of the spec and every fingerprint stay as they were.
-A property the config did not give is None (the schema allows no null, so None always means absent).
+A property the config did not give is None (the schema allows no null, so None always means absent). How an
+object is built and given back is pgfslab.records.config_node's; a workload's keys of its tool are that tool's
+options (pgfslab.tools).
 """
 
 from __future__ import annotations
 
-import functools
-import types
+import dataclasses
 import typing
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
 from pgfslab.errors import LabError
-from pgfslab.workload_tools import TOOLS
+from pgfslab.records.config_node import Node, build, config_fields, plain
+from pgfslab.tools import TOOLS, ToolOptions
 
 PgSettings = dict[str, str | int | float | bool]
 Bytes = int | str  # a byte count, or a text with a unit (32MB, 1GiB)
-
-
-@dataclass(frozen=True)
-class Node:
-    """What every config object shares: building from a mapping and giving it back."""
-
-    # the keys in the order the mapping gave them (not a config property: to_dict keeps the order)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
-
-    @classmethod
-    def from_dict(cls, data: typing.Mapping[str, Any], where: str = "") -> Self:
-        return _build(cls, data, where)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The mapping this object was built from (its keys, in their order); a field set since
-        (dataclasses.replace) follows them when it differs from its default."""
-        out = {k: _plain(getattr(self, k)) for k in self.keys if getattr(self, k) is not None}
-        for f in config_fields(type(self)):
-            value = getattr(self, f.name)
-            if f.name not in out and value is not None and value != _default(f):
-                out[f.name] = _plain(value)
-        return out
-
-
-def _default(f: Any) -> Any:
-    if f.default is not MISSING:
-        return f.default
-    return f.default_factory() if f.default_factory is not MISSING else MISSING
-
-
-def config_fields(cls: type) -> list[Any]:
-    """The fields of a config object that are properties of the schema."""
-    return [f for f in fields(cls) if f.name != "keys"]
-
-
-def _optional(hint: Any) -> Any:
-    """X for X | None (the hint itself otherwise)."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(inner) == 1:
-            return inner[0]
-    return hint
-
-
-def _node_type(hint: Any) -> type | None:
-    """The config-object class a field holds directly (X or X | None), else None."""
-    hint = _optional(hint)
-    return hint if isinstance(hint, type) and is_dataclass(hint) and issubclass(hint, Node) else None
-
-
-Convert = typing.Callable[[Any, str], Any]
-
-
-def _converter(hint: Any) -> Convert:
-    """How a field's value is built from the mapping's (decided once per field, from its type)."""
-    hint = _optional(hint)
-    node = _node_type(hint)
-    if node is not None:
-        return lambda value, where: _build(node, value, where)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    item = _node_type(args[-1]) if args else None
-    if origin is dict and item is not None:
-        return lambda value, where: {k: _build(item, v, f"{where}.{k}") for k, v in value.items()}
-    node_item = _node_type(args[0]) if origin is tuple else None
-    if node_item is not None:
-        return lambda value, where: tuple(_build(node_item, v, f"{where}.{i}") for i, v in enumerate(value))
-    if origin is tuple:
-        return lambda value, where: tuple(_copy(v) for v in value)
-    return lambda value, where: _copy(value)
-
-
-@functools.cache
-def _fields_of(cls: type) -> tuple[tuple[str, bool, Convert], ...]:
-    """(name, required, converter) of each config field of a class."""
-    hints = typing.get_type_hints(cls)
-    return tuple(
-        (f.name, f.default is MISSING and f.default_factory is MISSING, _converter(hints[f.name]))
-        for f in config_fields(cls)
-    )
-
-
-def _copy(value: Any) -> Any:
-    """A value as given (no int turned float: fingerprints compare the config's text), its containers copied."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_copy(v) for v in value]
-    return value
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Node):
-        return value.to_dict()
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-N = TypeVar("N", bound=Node)
-
-
-def _build(cls: type[N], data: typing.Mapping[str, Any], where: str) -> N:
-    if not isinstance(data, typing.Mapping):
-        raise LabError(f"{where or 'config'}: a mapping expected, got {type(data).__name__}")
-    known = _fields_of(typing.cast(type, cls))  # a class is hashable; mypy sees type[N] of a dataclass as not
-    kwargs: dict[str, Any] = {}
-    for name, required, convert in known:
-        value = data.get(name)
-        if value is not None:
-            kwargs[name] = convert(value, f"{where}.{name}" if where else name)
-        elif required:
-            raise LabError(f"{where or 'config'}: {name} missing (is the config validated?)")
-    if len(kwargs) < len(data):
-        unknown = sorted(set(data) - {name for name, *_ in known})
-        if unknown:
-            raise LabError(f"{where or 'config'}: unknown key(s) {', '.join(unknown)}")
-    return cls(**kwargs, keys=tuple(data))
+OptionsT = TypeVar("OptionsT", bound=ToolOptions)
 
 
 # --- the schema's objects, in its order; a field without a default is one the schema requires or fills
@@ -230,12 +114,6 @@ class WorkloadOs(Node):
 
 
 @dataclass(frozen=True)
-class Script(Node):
-    file: str
-    weight: int = 1
-
-
-@dataclass(frozen=True)
 class ContextCells(Node):
     """workloads.<name>.context: cells kept as context for the verdicts (they cannot decide), and why."""
 
@@ -245,7 +123,8 @@ class ContextCells(Node):
 
 @dataclass(frozen=True)
 class Workload(Node):
-    """workloads.<name>: one tool's cells (a cell per client count). Tool keys are None for other tools."""
+    """workloads.<name>: one tool's cells (a cell per client count). The config gives a workload's keys flat;
+    the keys of its tool are its `options`, typed by the tool (pgfslab.tools.<tool>)."""
 
     tool: str
     clients: tuple[int, ...] = (1,)
@@ -257,37 +136,49 @@ class Workload(Node):
     rungs: tuple[int, ...] | None = None  # the ladder's rungs it runs at (None: every rung)
     prewarm: bool | str | None = None  # over run.prewarm: True (shared_buffers), "read" (page cache), False
     context: ContextCells | None = None  # cells that are context for the verdicts, never a claim's primary one
-    # pgbench
-    builtin: str | None = None
-    scripts: tuple[Script, ...] | None = None
-    threads: int | None = None
-    transactions: int | None = None
-    rate_tps: float | None = None
-    latency_limit_ms: float | None = None
-    query_mode: str | None = None
-    per_statement: bool = False
-    log: str = "aggregate"
-    sampling_rate: float | None = None
-    # sysbench
-    test: str | None = None
-    rand_type: str | None = None
-    percentile: int = 95
-    histogram: bool = False
-    # fsmicro
-    op: str | None = None
-    count: int | None = None
-    size_bytes: int | None = None
-    files: int | None = None
-    bg_files: int | None = None
-    bg_size_bytes: int | None = None
-    max_file_bytes: int | None = None
-    fsync_dir: bool | None = None
-    unlink_open: bool | None = None
-    setup_sync: str | None = None
-    fill: str | None = None
-    # durability
-    crash_after_s: float | None = None
-    crash: str | None = None
+    options: ToolOptions = field(default_factory=ToolOptions, metadata={"key": False})
+    # keys of other tools the mapping gave: the schema fills its defaults (log, percentile, ...) into every
+    # workload whatever its tool, and they stay so the mapping reads back as it was; any other is refused by
+    # the checks (pgfslab.config.checks), which is why it is kept rather than refused here
+    other_tools_keys: dict[str, Any] = field(default_factory=dict, metadata={"key": False})
+
+    @classmethod
+    def from_dict(cls, data: typing.Mapping[str, Any], where: str = "") -> Self:
+        name = data.get("tool")
+        if name not in TOOLS:
+            raise LabError(f"{where or 'workload'}: tool {name!r} is not one of {', '.join(TOOLS)}")
+        tool = TOOLS[str(name)]
+        own = {f.name for f in config_fields(tool.options)}
+        common = {f.name for f in config_fields(cls)}
+        unknown = sorted(set(data) - common - {k for t in TOOLS.values() for k in t.keys})
+        if unknown:
+            raise LabError(f"{where or 'workload'}: unknown key(s) {', '.join(unknown)}")
+        wl = build(cls, {k: v for k, v in data.items() if k in common}, where)
+        return dataclasses.replace(
+            wl,
+            options=tool.options.from_dict({k: v for k, v in data.items() if k in own}, where),
+            other_tools_keys={k: v for k, v in data.items() if k not in own and k not in common},
+            keys=tuple(data),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat mapping it was built from: the common keys, its tool's and the others', in their order."""
+        given = {**plain(self.other_tools_keys), **self.options.to_dict(), **super().to_dict()}
+        return {k: given[k] for k in self.keys if k in given} | given
+
+    def __post_init__(self) -> None:
+        if self.tool not in TOOLS:
+            raise LabError(f"workload: tool {self.tool!r} is not one of {', '.join(TOOLS)}")
+        if type(self.options) is ToolOptions:  # not given: its tool's defaults
+            object.__setattr__(self, "options", TOOLS[self.tool].options())
+        elif not isinstance(self.options, TOOLS[self.tool].options):
+            raise LabError(f"workload: {type(self.options).__name__} are not the options of tool {self.tool}")
+
+    def options_as(self, kind: type[OptionsT]) -> OptionsT:
+        """Its options as its tool's class (the runner of that tool asks; another tool's workload is an error)."""
+        if not isinstance(self.options, kind):
+            raise LabError(f"a {self.tool} workload has no {kind.__name__}")
+        return self.options
 
     def context_why(self, clients: int) -> str | None:
         """Why the cell at `clients` is context for the verdicts (None: it may be a claim's primary cell)."""

@@ -38,7 +38,7 @@ from pgfslab.config.model import (
 )
 from pgfslab.config.order import round_order
 from pgfslab.errors import LabError
-from pgfslab.workload_tools import TOOLS
+from pgfslab.tools import TOOLS
 
 REPO = paths.LAB
 STAT_HZ = SamplerSettings.stat_hz  # the /proc/stat sampler's default rate (run_fingerprint)

@@ -14,7 +14,7 @@ from pgfslab.analysis.stats.aa import aa_ratios
 from pgfslab.paper.build import write_meta
 from pgfslab.paper.context import Context, names, workload_what
 from pgfslab.paper.durability import durability_abstract, durability_frame
-from pgfslab.workload_tools import PG_TOOLS
+from pgfslab.tools import PG_TOOLS
 
 
 def abstract_text(ctx: Context) -> str:
@@ -145,8 +145,9 @@ def _noise_floor(cell: pl.DataFrame, twins: dict[str, str], alpha: float) -> str
 def _run_lengths(ctx: Context) -> str:
     """`20 s`, `10–60 s`, or with transaction-limited pgbench workloads `30 s or 1,500–5,000 transactions per client`."""
     wls = ctx.cfg.workloads
-    timed = [w for w, spec in wls.items() if not spec.transactions]
-    counted = sorted({int(spec.transactions) for spec in wls.values() if spec.transactions})
+    per_client = {w: spec.options.transactions_per_client() for w, spec in wls.items()}
+    timed = [w for w, n in per_client.items() if not n]
+    counted = sorted({n for n in per_client.values() if n})
     durations = sorted({int(d) for d in ctx.runs.filter(pl.col("workload").is_in(timed))["duration_s"].drop_nulls()})
     parts = []
     if durations:

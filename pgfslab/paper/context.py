@@ -27,7 +27,7 @@ from pgfslab.paths import in_lab
 from pgfslab.records.run_record import RunRecord
 from pgfslab.records.target_record import TargetRecord
 from pgfslab.runners import runner
-from pgfslab.workload_tools import PG_TOOLS
+from pgfslab.tools import PG_TOOLS
 
 # the notebook whose answers open the paper (what holds of each seed's findings), before the results
 ANSWERS = "seed_verdicts"

@@ -22,8 +22,9 @@ def _workload_rows(ctx: Context) -> pl.DataFrame:
         reps = runs.group_by("target", "clients").len()["len"]
         tool = spec.tool
         how = []
-        if spec.transactions:
-            how.append(f"{spec.transactions} transactions per client")
+        per_client = spec.options.transactions_per_client()
+        if per_client:
+            how.append(f"{per_client} transactions per client")
         else:
             how.append(f"{whole(runs['duration_s'].median())} s")
         how += runner(tool).how(spec)

@@ -15,7 +15,7 @@ from pgfslab.paper.device_baseline import device_setup
 from pgfslab.paper.hosts import setup_hosts
 from pgfslab.records.run_record import CgroupRecord, Dataset, HostFacts, MountFacts, RunRecord
 from pgfslab.records.target_record import Created
-from pgfslab.workload_tools import PG_TOOLS
+from pgfslab.tools import PG_TOOLS
 
 
 def _facts(ctx: Context) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pgfslab.analysis import cpu_time, report, stats
 from pgfslab.analysis.scalar import number, whole
 from pgfslab.paper.context import Context, names, show
 from pgfslab.paper.device_baseline import device_threats
-from pgfslab.workload_tools import PG_TOOLS
+from pgfslab.tools import PG_TOOLS
 
 
 def threats(ctx: Context) -> None:

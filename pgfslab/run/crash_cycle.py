@@ -23,6 +23,7 @@ from pgfslab.run.common import copy_log_since, log_size, now, say, write_json
 from pgfslab.run.phases import Phases
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import durability, process
+from pgfslab.tools.durability import DurabilityOptions
 
 
 def durability_run(
@@ -64,8 +65,8 @@ def durability_run(
 def _cycle_record(view: RunView, mnt: mounted_target.Mounted) -> dict[str, Any]:
     """durability.json as the cycle starts: what was asked, and the crash this target allows (a power loss
     needs a loop-mounted image; elsewhere every server process is killed, with a note)."""
-    spec, wl = view.spec, view.workload
-    requested = wl.crash or "power-loss"
+    spec, wl = view.spec, view.workload.options_as(DurabilityOptions)
+    requested = wl.crash_kind()
     rec: dict[str, Any] = {
         "format": durability.FORMAT,
         "run_id": spec.run_id,
@@ -73,7 +74,7 @@ def _cycle_record(view: RunView, mnt: mounted_target.Mounted) -> dict[str, Any]:
         "workload": spec.workload,
         "clients": spec.clients,
         "crash_requested": requested,
-        "crash_after_s": float(3 if wl.crash_after_s is None else wl.crash_after_s),
+        "crash_after_s": wl.crash_after(),
         "crashes": 0,
     }
     crash = requested

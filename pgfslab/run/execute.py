@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import psycopg
 
-from pgfslab import workload_tools
+from pgfslab import tools
 from pgfslab.config import vm_settings
 from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
@@ -227,7 +227,7 @@ class LifeCycle(Protocol):
 
 def life_cycle(tool: str) -> LifeCycle:
     """The life cycle the tool's registration names (`module:function`), imported when first asked for."""
-    module, _, name = workload_tools.tool(tool).life_cycle.partition(":")
+    module, _, name = tools.tool(tool).life_cycle.partition(":")
     found: LifeCycle = getattr(importlib.import_module(module), name)
     return found
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pgfslab.config import fsmicro_spec
-from pgfslab.config.checks import tool_params
 from pgfslab.config.model import RunSettings, Workload
 from pgfslab.config.study import RunView
 from pgfslab.host.targets import mounted as mounted_target
@@ -15,6 +13,7 @@ from pgfslab.records.run_record import RunRecord
 from pgfslab.run.phases import Phases
 from pgfslab.run.sampler import Samplers
 from pgfslab.runners import process
+from pgfslab.tools import fsmicro_ops
 
 
 def fs_op_spec(wl: Workload, run: RunSettings) -> tuple[dict[str, Any], float]:
@@ -22,7 +21,7 @@ def fs_op_spec(wl: Workload, run: RunSettings) -> tuple[dict[str, Any], float]:
     study's), except a `delete` of pre-created files without a duration or count of its own: it runs until
     every file is deleted, as seed 003's did (its clean-up would delete the rest anyway, untimed). The
     timeout: the duration x timeout_factor + 600 s for the set-up and clean-up, + 10 ms per file made."""
-    op = tool_params(wl)
+    op = wl.options.to_dict()
     duration = int(wl.duration_s or run.duration_s)
     until_done = op.get("op") == "delete" and wl.duration_s is None and "count" not in op
     if not until_done:
@@ -35,7 +34,7 @@ def fs_op_spec(wl: Workload, run: RunSettings) -> tuple[dict[str, Any], float]:
 def fs_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRecord, ph: Phases) -> process.Outcome:
     """One file-system micro-benchmark run in the target's file system (no PostgreSQL)."""
     op, timeout = fs_op_spec(view.workload, view.run)
-    cmd = fsmicro_spec.command(op, mnt.path, rdir.resolve())
+    cmd = fsmicro_ops.command(op, mnt.path, rdir.resolve())
     record.commands = [cmd]
     parse = process.regex_progress(r"(\d+) ops", lambda m: f"{m.group(0)}")
     with Samplers(rdir, view.sampler) as smp:

@@ -14,7 +14,7 @@ from pgfslab.host.zfs import pools as zfs
 from pgfslab.records.run_record import RunRecord
 from pgfslab.run.common import disk_full_message, fs_used_bytes, texts
 from pgfslab.runners import process
-from pgfslab.workload_tools import tool as registered_tool
+from pgfslab.tools import tool as registered_tool
 
 
 def run_error(

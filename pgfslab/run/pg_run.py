@@ -76,7 +76,7 @@ def pg_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRe
                 if disk_before is not None:  # the emulated disk's counters over the tool's run (its reads competing)
                     record.disk = DiskRecord(measured=disk_daemon.delta(disk_before, disk_daemon.counters(mnt.name)))
                 # pgbench's own start (connections, the vacuum of its tables) is tool_overhead
-                ph.lap_tool(None if view.workload.transactions else view.duration_s)
+                ph.lap_tool(None if view.workload.options.transactions_per_client() else view.duration_s)
             record.sampler = {**view.sampler.to_dict(), **smp.record()}
             if sched is not None:
                 record.snapshots = sched.summary()

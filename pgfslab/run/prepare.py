@@ -48,7 +48,7 @@ from pgfslab.run.common import (
     write_json,
 )
 from pgfslab.runners import pgbench, sysbench
-from pgfslab.workload_tools import PG_TOOLS
+from pgfslab.tools import PG_TOOLS, data_sets
 
 # a data set to load: its ladder rung (None without a ladder) and what it is
 ToLoad = tuple[int | None, Dataset]
@@ -215,7 +215,7 @@ def _load(
     sfx = "" if rung is None else f".d{rung}"
     old, cl.dbname = cl.dbname, db
     try:
-        if tools & {"pgbench", "durability"}:  # the durability check writes pgbench's TPC-B tables
+        if "pgbench" in data_sets(tools):  # pgbench's tables (the durability check writes them too)
             cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset, db)
             say(label, f"loading scale {dataset.scale} with pgbench -i")
             res = pgbench.execute(cmd, out, f"pgbench_init{sfx}.stdout", f"pgbench_init{sfx}.stderr", timeout_s=3600)
@@ -224,7 +224,7 @@ def _load(
                     f"target {target}: pgbench -i failed: {res.error} (see {out / f'pgbench_init{sfx}.stderr'})"
                 )
             record.load = Load(command=cmd, wall_s=res.wall_s, scale=dataset.scale)
-        if "sysbench" in tools:
+        if "sysbench" in data_sets(tools):
             cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset, dbname=db)
             sb = dataset.sysbench
             say(label, f"loading {sb.tables} sysbench tables of {sb.table_size} rows")

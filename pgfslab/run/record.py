@@ -25,7 +25,7 @@ from pgfslab.records.run_record import (
 )
 from pgfslab.run import provenance
 from pgfslab.run.common import now
-from pgfslab.workload_tools import PG_TOOLS
+from pgfslab.tools import PG_TOOLS
 
 
 def started(view: RunView) -> RunRecord:

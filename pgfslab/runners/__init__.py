@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from pgfslab.workload_tools import tool
+from pgfslab.tools import tool
 
 
 def runner(name: str) -> ModuleType:

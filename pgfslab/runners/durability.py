@@ -43,6 +43,7 @@ from typing import Any
 import psycopg
 
 from pgfslab.config.model import Workload
+from pgfslab.tools.durability import DurabilityOptions
 
 TABLE_SQL = """
 CREATE TABLE IF NOT EXISTS durability_log (
@@ -339,7 +340,8 @@ def verdict(rec: dict[str, Any]) -> str:
 
 def describe(spec: Workload) -> str:
     """The workload in a few words, as the paper names it (the schema's defaults: power-loss, after 3 s)."""
-    return f"durability {spec.crash or 'power-loss'} crash after {spec.crash_after_s or 3:g} s of TPC-B"
+    o = spec.options_as(DurabilityOptions)
+    return f"durability {o.crash_kind()} crash after {o.crash_after():g} s of TPC-B"
 
 
 def how(spec: Workload) -> list[str]:

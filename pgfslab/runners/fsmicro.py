@@ -50,7 +50,10 @@ from typing import Any
 
 import numpy as np
 
-from pgfslab.config.fsmicro_spec import (
+from pgfslab.config.model import Workload
+from pgfslab.progress import Progress
+from pgfslab.tools.fsmicro import FsmicroOptions
+from pgfslab.tools.fsmicro_ops import (
     CHUNK,
     CSV_NAME,
     HEADER,
@@ -64,8 +67,6 @@ from pgfslab.config.fsmicro_spec import (
     needs,
     resolve,
 )
-from pgfslab.config.model import Workload
-from pgfslab.progress import Progress
 
 # ---------------------------------------------------------------------------------------------------
 # operations and their parameters
@@ -481,12 +482,17 @@ def _describe() -> str:
 
 def describe(spec: Workload) -> str:
     """The workload in a few words, as the paper names it."""
-    return f"fsmicro {spec.op}"
+    return f"fsmicro {spec.options.what()}"
 
 
 def how(spec: Workload) -> list[str]:
     """What each run worked on, as the methodology's workload table says it."""
-    return [f"{k} {getattr(spec, k)}" for k in ("size_bytes", "bg_files", "count", "files") if getattr(spec, k)]
+    o = spec.options_as(FsmicroOptions)
+    return [
+        f"{k} {v}"
+        for k, v in (("size_bytes", o.size_bytes), ("bg_files", o.bg_files), ("count", o.count), ("files", o.files))
+        if v
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from pgfslab.errors import LabError
 from pgfslab.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
 from pgfslab.runners.process import execute as _execute
+from pgfslab.tools.pgbench import PgbenchOptions
 
 if TYPE_CHECKING:
     from pgfslab.config.study import RunView
@@ -32,16 +33,16 @@ PROGRESS = regex_progress(
 
 def describe(spec: Workload) -> str:
     """The workload in a few words, as the paper names it."""
-    what = spec.builtin or ", ".join(Path(s.file).name for s in spec.scripts or ()) or "custom"
-    return f"pgbench {what}"
+    return f"pgbench {spec.options.what() or 'custom'}"
 
 
 def how(spec: Workload) -> list[str]:
     """How the runs were driven beyond their length, as the methodology's workload table says it."""
-    out = [f"-M {spec.query_mode}"] if spec.query_mode else []
-    out += [f"--rate {spec.rate_tps}"] if spec.rate_tps else []
+    o = spec.options_as(PgbenchOptions)
+    out = [f"-M {o.query_mode}"] if o.query_mode else []
+    out += [f"--rate {o.rate_tps}"] if o.rate_tps else []
     log = {"aggregate": "aggregate log per second", "transactions": "per-transaction log", "none": "no log"}
-    return [*out, log.get(spec.log, "")]
+    return [*out, log.get(o.log, "")]
 
 
 # pgbench_accounts' 100,000 rows per scale unit with their primary key (the other tables are small): about
@@ -76,32 +77,33 @@ def run_command(
     """The pgbench command of one run of `duration_s` (unless the workload counts transactions). `scripts` are
     (path, weight) of custom scripts, already resolved; `dbname` is the database holding the run's data set
     (a ladder's rung has its own)."""
-    threads = min(workload.threads or min(clients, os.cpu_count() or 1), clients)
+    o = workload.options_as(PgbenchOptions)
+    threads = min(o.threads or min(clients, os.cpu_count() or 1), clients)
     cmd = [str(pgbench), *conn]
-    if workload.builtin:
-        cmd += ["-b", workload.builtin]
+    if o.builtin:
+        cmd += ["-b", o.builtin]
     for path, weight in scripts or []:
         cmd += ["-f", f"{path}@{weight}"]
     cmd += ["-c", str(clients), "-j", str(threads)]
-    if workload.transactions:
-        cmd += ["-t", str(workload.transactions)]
+    if o.transactions:
+        cmd += ["-t", str(o.transactions)]
     else:
         cmd += ["-T", str(duration_s)]
     cmd += ["-P", str(run.progress_interval_s)]
-    if workload.rate_tps:
-        cmd += [f"--rate={workload.rate_tps:g}"]
-    if workload.latency_limit_ms:
-        cmd += [f"--latency-limit={workload.latency_limit_ms:g}"]
-    if workload.query_mode:
-        cmd += ["-M", workload.query_mode]
-    if workload.per_statement:
+    if o.rate_tps:
+        cmd += [f"--rate={o.rate_tps:g}"]
+    if o.latency_limit_ms:
+        cmd += [f"--latency-limit={o.latency_limit_ms:g}"]
+    if o.query_mode:
+        cmd += ["-M", o.query_mode]
+    if o.per_statement:
         cmd += ["-r"]
-    if workload.log == "aggregate":
+    if o.log == "aggregate":
         cmd += ["--log", "--log-prefix=pgbench_log", f"--aggregate-interval={run.aggregate_interval_s}"]
-    elif workload.log == "transactions":
+    elif o.log == "transactions":
         cmd += ["--log", "--log-prefix=pgbench_tx"]
-        if workload.sampling_rate:
-            cmd += [f"--sampling-rate={workload.sampling_rate:g}"]
+        if o.sampling_rate:
+            cmd += [f"--sampling-rate={o.sampling_rate:g}"]
     return [*cmd, dbname]
 
 
@@ -144,7 +146,7 @@ def run_client(view: RunView, cmd: list[str], rdir: Path) -> Outcome:
 def copy_scripts(view: RunView, rdir: Path) -> list[tuple[Path, int]]:
     """Custom pgbench scripts, copied into the run folder (the raw data carries what was run)."""
     out = []
-    for item in view.workload.scripts or ():
+    for item in view.workload.options_as(PgbenchOptions).scripts or ():
         src = Path(item.file)  # made absolute, relative to the config file, by config.load
         if not src.exists():
             raise LabError(f"pgbench script {src} not found (workloads: scripts are relative to the config file)")

@@ -18,6 +18,7 @@ from pgfslab.errors import LabError
 from pgfslab.progress import Progress
 from pgfslab.runners.process import Outcome, regex_progress
 from pgfslab.runners.process import execute as _execute
+from pgfslab.tools.sysbench import SysbenchOptions
 
 if TYPE_CHECKING:
     from pgfslab.config.study import RunView
@@ -31,12 +32,13 @@ PROGRESS = regex_progress(
 
 def describe(spec: Workload) -> str:
     """The workload in a few words, as the paper names it."""
-    return f"sysbench {spec.test}"
+    return f"sysbench {spec.options.what()}"
 
 
 def how(spec: Workload) -> list[str]:
     """How the runs were driven beyond their length, as the methodology's workload table says it."""
-    return [f"p{spec.percentile} per second" + (", histogram" if spec.histogram else "")]
+    o = spec.options_as(SysbenchOptions)
+    return [f"p{o.percentile} per second" + (", histogram" if o.histogram else "")]
 
 
 # a row of sbtest (two ints, c of 120 and pad of 60 characters, the tuple header) with its share of the primary key
@@ -107,19 +109,20 @@ def run_command(
     dbname: str = "postgres",
 ) -> list[str]:
     """The sysbench command of one run of `duration_s` with `threads` client threads."""
+    o = workload.options_as(SysbenchOptions)
     cmd = [
         binary(),
-        str(workload.test),
+        str(o.test),
         *_conn(Path(sockdir), port, dbname),
         *_data(dataset),
         f"--threads={threads}",
         f"--time={duration_s}",
         f"--report-interval={run.progress_interval_s}",
-        f"--percentile={workload.percentile}",
+        f"--percentile={o.percentile}",
     ]
-    if workload.rand_type:
-        cmd.append(f"--rand-type={workload.rand_type}")
-    if workload.histogram:
+    if o.rand_type:
+        cmd.append(f"--rand-type={o.rand_type}")
+    if o.histogram:
         cmd.append("--histogram=on")
     return [*cmd, "run"]
 

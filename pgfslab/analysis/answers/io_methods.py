@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -33,7 +32,7 @@ import polars as pl
 from pgfslab.analysis.charts import alt
 from pgfslab.analysis.verdicts.ratio import RatioCI, direction_words, ratio_ci
 from pgfslab.config.model import StudyConfig, Workload
-from pgfslab.workload_tools import TOOLS
+from pgfslab.tools import TOOLS
 
 SYNC = "sync"
 MIN_RUNS = 2  # a side, for any interval at all
@@ -61,8 +60,7 @@ def _value(v: Any) -> str:
 
 def _what(wl: Workload) -> str:
     """The family's workload in a few words: its scripts, builtin or test, and its prewarm."""
-    scripts = ", ".join(Path(s.file).name for s in wl.scripts or ())  # resolved paths: the file's name says it
-    out = scripts or wl.builtin or wl.test or wl.tool
+    out = wl.options.what() or wl.tool
     if wl.prewarm:
         out += f", prewarm {wl.prewarm if isinstance(wl.prewarm, str) else 'shared_buffers'}"
     return out
@@ -114,7 +112,7 @@ def families(cfg: StudyConfig) -> pl.DataFrame:
 def _cell(cfg: StudyConfig, workload: str, target: str, rung: int | None, clients: int) -> str:
     """`1 client, scale 24`: the client count and the data set a cell runs at."""
     ds = cfg.dataset_for(target, rung)
-    data = (f"{ds.sysbench.tables} x {ds.sysbench.table_size:,} rows" if cfg.workloads[workload].tool == "sysbench"
+    data = (f"{ds.sysbench.tables} x {ds.sysbench.table_size:,} rows" if TOOLS[cfg.workloads[workload].tool].loads == "sysbench"
             else f"scale {ds.scale}")  # fmt: skip
     return f"{clients} client{'s' if clients != 1 else ''}, {data}"
 

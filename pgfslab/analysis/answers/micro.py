@@ -25,7 +25,7 @@ _PRINTED = ("avg", "p50", "p95", "p99", "max")  # the runner's printed summary: 
 _STAT_ORDER = {"mean": -1, "p50": 0, "p95": 1, "p99": 2, "max": 3}
 
 
-# benchmarks whose loop does untimed work around the timed operation (pgfslab.config.fsmicro_spec.label)
+# benchmarks whose loop does untimed work around the timed operation (pgfslab.tools.fsmicro_ops.label)
 UNTIMED_WORK = re.compile(r"^(?:delete_small_dir|delete_large_dir|write_sync|statfs)_")
 
 

@@ -35,6 +35,7 @@ from pgfslab.analysis.charts import alt
 from pgfslab.analysis.scalar import number, whole
 from pgfslab.analysis.verdicts.ratio import direction_words, interaction_ci, ratio_ci
 from pgfslab.config.model import StudyConfig
+from pgfslab.tools import TOOLS
 
 MIN_RUNS = 2  # a side, for any interval at all
 MEASURES = ("reads_per_s", "cpu_busy", "cpu_iowait")
@@ -207,7 +208,7 @@ def cell_label(
     wl = cfg.workloads[workload]
     target = next(iter(cfg.targets))
     data = ""
-    if wl.tool == "pgbench":
+    if TOOLS[wl.tool].loads == "pgbench":
         data = f", scale {cfg.dataset_for(target, rung or None).scale}"
     if dataset_bytes is not None and math.isfinite(dataset_bytes):
         limit = cfg.ladder.memory_limit_mb if cfg.ladder is not None else None
@@ -215,7 +216,7 @@ def cell_label(
         if limit:
             where = f", {'within' if dataset_bytes <= limit * 2**20 else 'beyond'} the {limit} MiB limit"
         data += f" ({dataset_bytes / 1e6:.0f} MB{where})"
-    return f"{workload} ({wl.builtin or wl.tool}), {clients} client{'s' if clients != 1 else ''}{data}"
+    return f"{workload} ({wl.options.what() or wl.tool}), {clients} client{'s' if clients != 1 else ''}{data}"
 
 
 def tables(comp: pl.DataFrame, cfg: StudyConfig) -> list[tuple[str, pl.DataFrame]]:

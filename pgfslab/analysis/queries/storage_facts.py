@@ -10,6 +10,7 @@ import polars as pl
 
 from pgfslab.analysis.queries.study_runs import run_records, runs
 from pgfslab.records.run_record import Compsize, Dataset, PgFacts, RunRecord, ZfsFootprint
+from pgfslab.tools import TOOLS
 
 _UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "16MB": 16 * 1024**2, "GB": 1024**3}
 
@@ -23,10 +24,16 @@ def setting_bytes(settings: dict[str, Any], name: str) -> float | None:
     return float(int(value) * _UNIT_BYTES[unit])
 
 
+def _loads(rec: RunRecord) -> str | None:
+    """The data set the run's tool runs on (pgfslab.tools: pgbench's tables, sysbench's; None: none)."""
+    tool = TOOLS.get(rec.tool or "")
+    return tool.loads if tool is not None else None
+
+
 def fillfactor(rec: RunRecord) -> int | None:
     ds = rec.dataset or Dataset()
     sb = ds.sysbench or {}  # the config's sysbench data set
-    if rec.tool == "sysbench" or (sb and "fillfactor" in sb and ds.fillfactor is None):
+    if _loads(rec) == "sysbench" or (sb and "fillfactor" in sb and ds.fillfactor is None):
         return sb.get("fillfactor") or 100
     return ds.fillfactor or 100
 
@@ -34,11 +41,11 @@ def fillfactor(rec: RunRecord) -> int | None:
 def dataset_label(rec: RunRecord) -> str:
     """The data set a run used: `pgbench scale 20` or `sysbench 4 x 250,000 rows`."""
     ds = rec.dataset or Dataset()
-    if rec.tool == "sysbench":
+    if _loads(rec) == "sysbench":
         sb = ds.sysbench or {}
         return f"sysbench {sb.get('tables', '?')} x {sb.get('table_size', 0):,} rows"
-    if rec.tool == "fsmicro":
-        return "files (fsmicro)"
+    if rec.tool in TOOLS and _loads(rec) is None:
+        return f"files ({rec.tool})"
     return f"pgbench scale {ds.scale if ds.scale is not None else '?'}"
 
 

@@ -18,7 +18,7 @@ from pgfslab.analysis.queries.connection import (
     workload_condition,
 )
 from pgfslab.ingest.parsers import HEADLINES
-from pgfslab.workload_tools import TOOLS
+from pgfslab.tools import TOOLS
 
 
 def progress(db: str | Path, study: str, workload: str | None = None) -> pl.DataFrame:
@@ -85,7 +85,7 @@ class Metric:
     higher_is_better: bool = True
 
 
-# each tool's headline as figures and tables name it (the registry's, pgfslab.workload_tools)
+# each tool's headline as figures and tables name it (the registry's, pgfslab.tools)
 METRICS = {name: Metric(t.metric, unit) for name, t in TOOLS.items() if (unit := t.unit) is not None}
 
 

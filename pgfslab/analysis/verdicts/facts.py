@@ -23,9 +23,9 @@ import polars as pl
 from pgfslab.analysis import queries
 from pgfslab.analysis.answers import micro
 from pgfslab.analysis.verdicts import regime as measured
-from pgfslab.config import fsmicro_spec
 from pgfslab.config.vm_settings import parse_bytes
 from pgfslab.records.run_record import PgFacts, RunRecord
+from pgfslab.tools import fsmicro_ops
 
 # settings a claim may name, read from the run's effective PostgreSQL settings
 PG_KEYS = ("synchronous_commit", "fsync", "full_page_writes", "wal_init_zero", "wal_recycle", "commit_delay")
@@ -99,10 +99,10 @@ def recordsize(rec: RunRecord) -> str | None:
 def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
     """An fsmicro workload's kind (its op; the two directory deletes are one kind) and FS_KEYS, with the
     runner's defaults filled in (all None when the spec does not resolve)."""
-    given = {k: v for k, v in spec.items() if k in fsmicro_spec.PARAMS or k == "op"}
+    given = {k: v for k, v in spec.items() if k in fsmicro_ops.PARAMS or k == "op"}
     given.setdefault("duration_s", 1)
     try:
-        p = fsmicro_spec.resolve(given)
+        p = fsmicro_ops.resolve(given)
     except ValueError:
         return {"kind": spec.get("op"), "file_bytes": None, **dict.fromkeys(FS_KEYS)}
     op = p["op"]
