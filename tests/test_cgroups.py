@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import machine_is_quiet, needs_root
 
+from pgfslab.config.model import Blkio, Resources
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups
 
@@ -43,13 +44,13 @@ def cgroup_of(pid: int, controller: str) -> str:
 
 def test_limits_from_config():
     lim = cgroups.limits_from_config(
-        {"memory_limit_mb": 64, "blkio": {"read_bps": "5MB", "write_iops": 100}}, "/dev/loop7"
+        Resources(memory_limit_mb=64, blkio=Blkio(read_bps="5MB", write_iops=100)), "/dev/loop7"
     )
     assert lim == cgroups.Limits(64 * MiB, "/dev/loop7", 5_000_000, None, None, 100)
     assert lim.controllers() == ["memory", "io"]
     with pytest.raises(LabError, match="needs a block device"):
-        cgroups.limits_from_config({"blkio": {"read_bps": "5MB"}}, None)
-    assert cgroups.limits_from_config({}, None).controllers() == []
+        cgroups.limits_from_config(Resources(blkio=Blkio(read_bps="5MB")), None)
+    assert cgroups.limits_from_config(Resources(), None).controllers() == []
 
 
 def test_nothing_to_limit_creates_nothing():

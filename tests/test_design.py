@@ -191,3 +191,27 @@ def test_a_claim_of_no_difference_says_whether_the_runs_can_show_it_inside_its_b
     many = _ladder({"rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1, 8], "repeats": 60}})
     line = next(ln for ln in design.report(many).splitlines() if "s004-one-client-no-crossover" in ln)
     assert "- can show it" in line
+
+
+def test_a_claim_across_targets_counts_each_pair_of_targets_the_verdicts_form() -> None:
+    """btrfs against ext4 in a study with two ext4 targets and a btrfs with snapshots: the verdicts compare each
+    ext4 with the btrfs that agrees with it in what the claim does not name (no snapshots), never the A/A twin as
+    a side; each pair is a primary cell, so the claim's level is split over them."""
+    cfg = {
+        "study": "t",
+        "seeds": ["004"],
+        "targets": {
+            "ext4": {"fs": "ext4"},
+            "ext4-journal": {"fs": "ext4", "mount_options": ["data=journal"]},
+            "ext4-aa": {"fs": "ext4", "aa_twin_of": "ext4"},
+            "btrfs": {"fs": "btrfs"},
+            "btrfs-snap": {"fs": "btrfs"},
+        },
+        "snapshots": {"interval_s": 5, "keep_s": 15, "targets": ["btrfs-snap"]},
+        "workloads": {"rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [8], "repeats": 5}},
+    }
+    study = Study.from_dict(validate(cfg, "t.yaml"))
+    claim = next(c for c in design.for_seeds(["004"]) if c.id == "s004-btrfs-2x-ext4-magnetic")
+    assert design._target_pairs(study, claim, "rw") == [("ext4", "btrfs"), ("ext4-journal", "btrfs")]
+    row = design.claims(study, design.cells(study)).filter(design.pl.col("claim") == claim.id).row(0, named=True)
+    assert row["k"] == 2 and "(btrfs / ext4)" in row["cells"] and "(btrfs / ext4-journal)" in row["cells"]

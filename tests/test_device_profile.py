@@ -17,7 +17,7 @@ from conftest import needs_root
 
 from pgfslab.analysis.verdicts import claims, evaluate, facts, regime
 from pgfslab.config import device_profiles
-from pgfslab.config.model import TargetSpec
+from pgfslab.config.model import Resources, TargetSpec
 from pgfslab.config.study import Study, load_study, resolve
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups
@@ -65,7 +65,7 @@ def test_profile_becomes_the_targets_blkio_and_keeps_the_studys_memory_limit():
         }
     assert study.resources_for("ssd").blkio is None  # the WAL's target stays the real device
     view = study.run_view(next(r for r in study.runs if r.target == "ext4"))
-    lim = cgroups.limits_from_config(view.resources.to_dict(), "/dev/loop7", view.target.spec.device_profile)
+    lim = cgroups.limits_from_config(view.resources, "/dev/loop7", view.target.spec.device_profile)
     assert (lim.read_iops, lim.write_iops, lim.read_bps, lim.write_bps) == (150, 150, 100_000_000, 100_000_000)
     assert lim.profile == "hdd-throttle" and lim.memory_bytes == 512 * 2**20
 
@@ -78,7 +78,7 @@ def test_an_emulated_disk_is_no_cgroup_throttle():
     assert res.memory_limit_mb == 512 and res.blkio is None
     view = study.run_view(next(r for r in study.runs if r.target == "ext4"))
     assert device_profiles.throttle(view.target.spec.device_profile) is None
-    lim = cgroups.limits_from_config(view.resources.to_dict(), "/dev/loop7", None)
+    lim = cgroups.limits_from_config(view.resources, "/dev/loop7", None)
     assert not lim.io_limited
 
 
@@ -161,7 +161,7 @@ def test_what_a_profile_refuses(change, message):
 
 def test_a_profile_without_throttles_is_an_error():
     with pytest.raises(LabError, match="device profile hdd-throttle: no blkio throttles"):
-        cgroups.limits_from_config({"memory_limit_mb": 64}, "/dev/loop7", "hdd-throttle")
+        cgroups.limits_from_config(Resources(memory_limit_mb=64), "/dev/loop7", "hdd-throttle")
 
 
 def test_fsmicro_runs_on_an_emulated_disk():
@@ -216,7 +216,7 @@ def test_the_baseline_fio_is_held_to_the_profile(loops, tmp_path):
     jobs = ["randread_qd1", "randread_qd32"]
     kw = {"duration_s": 3, "size": "64M", "wal_size": "8M", "pg_test_fsync_secs": None, "jobs": jobs}
     free = device_baseline.run_baseline(mnt, tmp_path / "free", **kw)
-    limits = cgroups.limits_from_config({"blkio": device_profiles.blkio("hdd-throttle").to_dict()}, dev, "hdd-throttle")
+    limits = cgroups.limits_from_config(Resources(blkio=device_profiles.blkio("hdd-throttle")), dev, "hdd-throttle")
     with cgroups.limited(f"test-{os.getpid()}-hdd", limits) as cg:
         held = device_baseline.run_baseline(mnt, tmp_path / "held", wrap=cg.command, **kw)
         io = cg.usage()["io"]

@@ -168,3 +168,24 @@ def test_not_a_verdict_table(tmp_path: Path, page: Path) -> None:
 def test_the_lab_page_has_the_markers() -> None:
     text = seed_summary.PAGE.read_text()
     assert text.count(seed_summary.START) == 1 and text.count(seed_summary.END) == 1
+
+
+def test_seed_studies_without_a_verdict_table_are_named_not_kept(tmp_path: Path) -> None:
+    """A seed study of the lab's configs with no verdict table where the summary is written is named in one
+    sentence (its older rows are not carried over from the page); a config that names no seed is not a seed study."""
+    configs = tmp_path / "config"
+    configs.mkdir()
+    (configs / "default.yaml").write_text("study: default\nseeds: ['000']\n")
+    (configs / "compare.yaml").write_text("study: fs-compare\nseeds: ['000']\n")
+    (configs / "mine.yaml").write_text("study: mine\n")
+    make_study(
+        tmp_path,
+        "default",
+        [verdict("s000-a", 1.4, 1.2, 1.6, "holds")],
+        [(timedelta(0), timedelta(seconds=20), "ok", COMMIT)],
+    )
+    studies = [seed_summary.read_study(*found) for found in seed_summary.find_studies(tmp_path)]
+    assert seed_summary.seed_studies(configs) == ["fs-compare", "default"]
+    text = seed_summary.summary_markdown(studies, configs)
+    assert "so not in it: `fs-compare` (run each" in text
+    assert "`mine`" not in text and "`default` (" not in text

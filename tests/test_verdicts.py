@@ -14,6 +14,8 @@ from pgfslab.analysis.verdicts import claims, evaluate, facts, table
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.claims import Claim
 from pgfslab.analysis.verdicts.ratio import judge, ratio_ci
+from pgfslab.config import run_copies
+from pgfslab.config.model import Workload
 from pgfslab.records.run_record import RunRecord, parse
 
 
@@ -166,10 +168,15 @@ def test_a_cell_the_study_keeps_as_context_is_never_primary():
 
 
 def test_the_facts_read_a_context_cell_from_the_workload_the_run_copied():
-    wl = {"tool": "pgbench", "context": {"why": "shown only", "clients": [1]}}
-    assert facts._context_why(wl, 1) == "shown only" and facts._context_why(wl, 4) is None
-    assert facts._context_why({"context": {"why": "every cell"}}, 8) == "every cell"
-    assert facts._context_why({"tool": "pgbench"}, 1) is None
+    def copied(spec: dict[str, object]) -> Workload:
+        wl = run_copies.workload(RunRecord(run_id="ext4.w.c1.r1", workload_spec=spec))
+        assert wl is not None
+        return wl
+
+    wl = copied({"tool": "pgbench", "builtin": "tpcb-like", "context": {"why": "shown only", "clients": [1]}})
+    assert wl.context_why(1) == "shown only" and wl.context_why(4) is None
+    assert copied({"tool": "pgbench", "context": {"why": "every cell"}}).context_why(8) == "every cell"
+    assert copied({"tool": "pgbench"}).context_why(1) is None
 
 
 def test_untested_and_figure_only_claims_say_so():
@@ -236,9 +243,14 @@ def test_regime_of_a_data_set():
 
 
 def test_compression_of_a_target():
-    assert facts.compression(rec_of({"target_spec": {"mount_options": ["noatime", "compress=zstd:3"]}})) == "zstd"
-    assert facts.compression(rec_of({"target_spec": {"mount_options": ["compress-force=lzo"]}})) == "lzo"
-    assert facts.compression(rec_of({"target_spec": {"mount_options": []}})) == "none"
+    def btrfs(*options: str) -> dict[str, object]:
+        return {"target_spec": {"fs": "btrfs", "mount_options": list(options)}}
+
+    assert facts.compression(rec_of(btrfs("noatime", "compress=zstd:3"))) == "zstd"
+    assert facts.compression(rec_of(btrfs("compress-force=lzo"))) == "lzo"
+    assert facts.compression(rec_of(btrfs())) == "none"
+    zfs = {"target_spec": {"fs": "zfs", "zfs": {"compression": "gzip", "recordsize": "8K"}}}
+    assert (facts.compression(rec_of(zfs)), facts.recordsize(rec_of(zfs))) == ("gzip", "8k")
 
 
 def test_a_setting_a_run_left_at_its_default_is_that_default(tmp_path) -> None:
@@ -513,12 +525,17 @@ def test_footprints_are_one_measurement_per_load_without_an_interval():
 
 
 def test_fsmicro_facts_fill_the_runners_defaults():
-    assert facts.fsmicro_facts({"tool": "fsmicro", "op": "delete_large_dir", "size_bytes": 2_000_000}) == {
-        "kind": "delete_in_dir", "files": None, "directory_files": 100_000, "write_size": None, "file_bytes": 2_000_000,
+    def fsmicro(**keys: object) -> Workload:
+        return Workload.from_dict({"tool": "fsmicro", **keys})
+
+    assert facts.fsmicro_facts(fsmicro(op="delete_large_dir", size_bytes=2_000_000)) == {
+        "op": "delete_large_dir", "kind": "delete_in_dir", "files": None, "directory_files": 100_000,
+        "write_size": None, "file_bytes": 2_000_000,
     }  # fmt: skip
-    assert facts.fsmicro_facts({"op": "delete", "files": 100_000, "size_bytes": 4096, "repeats": 5})["files"] == 100_000
-    assert facts.fsmicro_facts({"op": "write_fsync", "size_bytes": 10**8})["write_size"] == 10**8
-    assert facts.fsmicro_facts({"op": "nonsense"})["kind"] == "nonsense"
+    assert facts.fsmicro_facts(fsmicro(op="delete", files=100_000, size_bytes=4096, repeats=5))["files"] == 100_000
+    assert facts.fsmicro_facts(fsmicro(op="write_fsync", size_bytes=10**8))["write_size"] == 10**8
+    assert facts.fsmicro_facts(fsmicro(op="nonsense"))["kind"] == "nonsense"
+    assert facts.fsmicro_facts(Workload.from_dict({"tool": "pgbench", "builtin": "tpcb-like"}))["op"] is None
 
 
 STUDIES = Path(__file__).parent / "data" / "studies"

@@ -221,14 +221,59 @@ def _runs(cell: dict[str, Any]) -> str:
     return str(cell["n_a"]) if cell["n_a"] == cell["n_b"] else f"{cell['n_a']} and {cell['n_b']}"
 
 
-def _is_side(study: Study, target: str, side: dict[str, Any]) -> bool:
-    """Does the target's spec fit what a claim's side says of its file system and compression?"""
+def _target_facts(study: Study, workload: str, target: str) -> dict[str, str | None]:
+    """What the verdicts' run facts will say of a target's runs of a workload, in the claims' target keys (and the
+    device profile, which the verdicts never compare across), as text."""
     from pgfslab.analysis.verdicts.facts import spec_compression
 
     spec = study.targets[target]
-    return ("fs" not in side or spec.fs == side["fs"]) and (
-        "compression" not in side or spec_compression(spec.to_dict()) == str(side["compression"])
-    )
+    ds = study.dataset_for(target)
+    sysbench = TOOLS[study.workloads[workload].tool].loads == "sysbench"
+    data_mode = next((o.split("=", 1)[1] for o in spec.mount_options if o.startswith("data=")), "ordered")
+    recordsize = (spec.zfs or {}).get("recordsize")
+    return {
+        "fs": spec.fs,
+        "compression": spec_compression(spec),
+        "fillfactor": str((ds.sysbench.fillfactor if sysbench else ds.fillfactor) or 100),
+        "snapshots": str(study.snapshots is not None and target in study.snapshots.targets).lower(),
+        "recordsize": str(recordsize).lower() if recordsize is not None else None,
+        "data_mode": data_mode if spec.fs == "ext4" else None,
+        "device_profile": spec.device_profile,
+    }
+
+
+def _is_side(study: Study, workload: str, target: str, side: dict[str, Any]) -> bool:
+    """Does the target fit what a claim's side says of a target (its file system, compression, fillfactor,
+    snapshots, recordsize, data mode)? An A/A twin is never a side (the verdicts use it as A's second reference)."""
+    from pgfslab.analysis.verdicts.labels import _normal
+
+    if study.targets[target].aa_twin_of is not None:
+        return False
+    facts = _target_facts(study, workload, target)
+
+    def fits(key: str, value: Any) -> bool:  # as the verdicts' side filter: a list is any of its values
+        if value is None:
+            return facts[key] is None
+        return facts[key] in {str(_normal(key, v)).lower() for v in (value if isinstance(value, list) else [value])}
+
+    return all(fits(k, side[k]) for k in TARGET_KEYS if k in side)
+
+
+def _target_pairs(study: Study, claim: Claim, workload: str) -> list[tuple[str, str]]:
+    """The pairs of targets (A, B) a claim across targets compares in a workload's cell, as the verdicts pair them:
+    each target fitting side A with each fitting side B that agrees with it in the target keys the claim does not
+    name (btrfs with snapshots is compared with a target with snapshots only)."""
+    named = {*claim.a, *claim.b}
+    apart = [k for k in ("compression", "fillfactor", "snapshots", "device_profile") if k not in named]
+    targets = study.targets_for(workload)
+    side_a = [t for t in targets if _is_side(study, workload, t, claim.a)]
+    side_b = [t for t in targets if _is_side(study, workload, t, claim.b)]
+    facts = {t: _target_facts(study, workload, t) for t in {*side_a, *side_b}}
+    return [
+        (ta, tb)
+        for ta in side_a for tb in side_b
+        if ta != tb and all(facts[ta][k] == facts[tb][k] for k in apart)
+    ]  # fmt: skip
 
 
 def _paired(claim: Claim, study: Study, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -237,9 +282,8 @@ def _paired(claim: Claim, study: Study, rows: list[dict[str, Any]]) -> list[dict
     same kind and clients (and rung, for a setting); its ratio of ratios has twice the variance of one B/A, so it
     needs sqrt(2) times the shift. A claim whose sides differ in settings or client counts compares the rows that
     run side A's values with those that run side B's. Any other claim: each row is a cell. A claim whose sides are
-    the same target (settings, client counts) is judged on each target apart; one across targets counts one pair
-    of targets per cell (a study with several targets per side has more pairs: the plan's level is then a little
-    generous)."""
+    the same target (settings, client counts) is judged on each target apart; one across targets on each pair of
+    targets the verdicts form (`_target_pairs`): each pair of a row is a cell."""
     from pgfslab.analysis.verdicts.labels import _normal
 
     inter = claim.interaction
@@ -249,7 +293,12 @@ def _paired(claim: Claim, study: Study, rows: list[dict[str, Any]]) -> list[dict
     if per_target:  # a claim about settings or client counts on one target is judged on each target apart
         rows = [
             {**r, "target": t, "cell": f"{r['cell']} on {t}"}
-            for r in rows for t in study.targets_for(r["workload"]) if _is_side(study, t, claim.a)
+            for r in rows for t in study.targets_for(r["workload"]) if _is_side(study, r["workload"], t, claim.a)
+        ]  # fmt: skip
+    else:  # a claim across targets: each pair of targets in a row is a cell (named when a row has several)
+        rows = [
+            {**r, "target": f"{tb} / {ta}", "pair": f" ({tb} / {ta})" if len(pairs) > 1 else ""}
+            for r in rows for pairs in [_target_pairs(study, claim, r["workload"])] for ta, tb in pairs
         ]  # fmt: skip
 
     def fits(row: dict[str, Any], want: dict[str, Any]) -> bool:
@@ -265,16 +314,20 @@ def _paired(claim: Claim, study: Study, rows: list[dict[str, Any]]) -> list[dict
         want1 = {k: str(_normal(k, v)) for k, v in claim.b.items() if k in keys}
         key, inflate = differ[0], 1.0
     else:
-        return [{**r, "n_a": r["runs_per_target"], "n_b": r["runs_per_target"], "inflate": 1.0} for r in rows]
+        return [
+            {**r, "cell": r["cell"] + r.get("pair", ""), "n_a": r["runs_per_target"], "n_b": r["runs_per_target"],
+             "inflate": 1.0}
+            for r in rows
+        ]  # fmt: skip
     # the rows a pair shares: all but what tells the sides apart (a regime is a rung's), and the target where each
     # is judged apart
     apart = {*want0, *want1} | ({"rung"} if key == "regime" else set())
-    same = [k for k in ("kind", "clients", "rung") if k not in apart] + (["target"] if per_target else [])
+    same = [k for k in ("kind", "clients", "rung") if k not in apart] + ["target"]
     out = []
     for r0 in (r for r in rows if fits(r, want0)):
         for r1 in (r for r in rows if fits(r, want1) and all(r[k] == r0[k] for k in same)):
             out.append({
-                "cell": f"{r0['cell']} against {r1['cell']}",
+                "cell": f"{r0['cell']} against {r1['cell']}{r0.get('pair', '')}",
                 "n_a": r0["runs_per_target"],
                 "n_b": r1["runs_per_target"],
                 "runs_per_target": min(r0["runs_per_target"], r1["runs_per_target"]),

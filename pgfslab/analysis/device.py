@@ -19,10 +19,10 @@ import polars as pl
 
 from pgfslab.analysis import queries
 from pgfslab.analysis.charts import alt
+from pgfslab.config import run_copies
 from pgfslab.config.model import StudyConfig
 from pgfslab.ingest.run_rows import impl_label
 from pgfslab.records.run_record import RunRecord
-from pgfslab.tools import TOOLS
 
 # workloads that commit writes (a select-only run has no fdatasync per transaction)
 # copy-on-write file systems never tear a page: full_page_writes=off is safe there, and only there
@@ -76,8 +76,8 @@ def device_table(db: str, study: str) -> pl.DataFrame:
 
 def writes(rec: RunRecord) -> bool:
     """Whether the run's workload writes (its config's builtin or sysbench test)."""
-    tool = TOOLS.get(rec.tool or "")
-    return tool is not None and tool.options_from(rec.workload_spec or {}).writes()
+    wl = run_copies.workload(rec)
+    return wl is not None and wl.options.writes()
 
 
 def ceilings(db: str, study: str) -> pl.DataFrame:

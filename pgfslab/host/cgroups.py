@@ -29,11 +29,12 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgfslab.config.model import Blkio, Resources
 from pgfslab.config.vm_settings import parse_bytes
 from pgfslab.errors import LabError
 from pgfslab.host import blockdev, mounts, proc
@@ -62,23 +63,23 @@ class Limits:
         return (["memory"] if self.memory_bytes is not None else []) + (["io"] if self.io_limited else [])
 
 
-def limits_from_config(resources: Mapping[str, Any], device: str | None, profile: str | None = None) -> Limits:
+def limits_from_config(resources: Resources, device: str | None, profile: str | None = None) -> Limits:
     """The `resources` config section (a target's, with its device profile's blkio: Study.resources_for) and
     the target's block device -> Limits. With `profile` the throttles are required: a run that cannot have
     them fails instead of measuring the real device under the profile's name."""
-    blkio = resources.get("blkio") or {}
-    mem = resources.get("memory_limit_mb")
+    blkio = resources.blkio or Blkio()
+    mem = resources.memory_limit_mb
 
-    def b(k: str) -> int | None:
-        return parse_bytes(blkio[k]) if blkio.get(k) is not None else None
+    def b(value: int | str | None) -> int | None:
+        return parse_bytes(value) if value is not None else None
 
     lim = Limits(
         memory_bytes=int(mem) * 2**20 if mem is not None else None,
         device=device,
-        read_bps=b("read_bps"),
-        write_bps=b("write_bps"),
-        read_iops=blkio.get("read_iops"),
-        write_iops=blkio.get("write_iops"),
+        read_bps=b(blkio.read_bps),
+        write_bps=b(blkio.write_bps),
+        read_iops=blkio.read_iops,
+        write_iops=blkio.write_iops,
         profile=profile,
     )
     if profile is not None and not lim.io_limited:

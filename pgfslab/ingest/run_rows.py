@@ -8,8 +8,16 @@ import datetime as dt
 import json
 from typing import Any
 
+from pgfslab.config import run_copies
 from pgfslab.records.run_record import HostFacts, MountFacts, PgFacts, PostgresBuild, RunRecord
 from pgfslab.records.target_record import TargetRecord
+from pgfslab.tools.pgbench import PgbenchOptions
+
+
+def _builtin(rec: RunRecord) -> str | None:
+    """A pgbench run's builtin script (None for custom scripts and the other tools)."""
+    wl = run_copies.workload(rec)
+    return wl.options.builtin if wl is not None and isinstance(wl.options, PgbenchOptions) else None
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
@@ -50,7 +58,7 @@ def run_row(rec: RunRecord, origin: str = "local") -> dict[str, Any]:
         "workload": rec.workload if rec.rung is None else f"{rec.workload}.d{rec.rung}",
         "base_workload": rec.workload,
         "tool": rec.tool,
-        "builtin": (rec.workload_spec or {}).get("builtin"),
+        "builtin": _builtin(rec),
         "clients": rec.clients,
         "threads": _threads(rec.commands or []),
         "repeat": rec.repeat,

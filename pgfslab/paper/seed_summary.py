@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pgfslab import paths
+from pgfslab import paths, yaml_text
 from pgfslab.analysis.report import markdown_table
 from pgfslab.analysis.verdicts.table import NOT_IN_STUDY, STATUS_ORDER
 from pgfslab.errors import LabError
@@ -21,6 +21,7 @@ from pgfslab.errors import LabError
 START = "<!-- seed-summary:start (written by `pgfslab seed-summary` from the studies' verdict tables; do not edit) -->"
 END = "<!-- seed-summary:end -->"
 PAGE = paths.LAB / "docs" / "seed-studies.md"
+CONFIGS = paths.LAB / "config"
 NOT_YET = (
     "Not yet generated: no study on this machine has a verdict table (`build/<study>/tables/seed_verdicts.parquet`). "
     "Run a seed study (`make run CONFIG=config/<name>.yaml`), then `pgfslab seed-summary`."
@@ -185,7 +186,17 @@ def study_rows(s: StudyVerdicts) -> pl.DataFrame:
     )
 
 
-def summary_markdown(studies: list[StudyVerdicts]) -> str:
+def seed_studies(config_dir: Path = CONFIGS) -> list[str]:
+    """The studies of the lab's configs that name a seed (`seeds:`), by their `study:` name."""
+    out = []
+    for path in sorted(config_dir.glob("*.yaml")):
+        cfg = yaml_text.safe_load(path.read_text()) or {}
+        if isinstance(cfg, dict) and cfg.get("seeds") and cfg.get("study"):
+            out.append(str(cfg["study"]))
+    return out
+
+
+def summary_markdown(studies: list[StudyVerdicts], config_dir: Path = CONFIGS) -> str:
     """The block between the page's markers."""
     if not studies:
         return NOT_YET
@@ -205,6 +216,13 @@ def summary_markdown(studies: list[StudyVerdicts]) -> str:
                 + ", ".join(f"`{c}`" for c in untested)
                 + "."
             )
+    absent = [name for name in seed_studies(config_dir) if name not in {s.study for s in studies}]
+    if absent:
+        parts.append(
+            "Seed studies of the lab's configs with no verdict table where this summary was written, so not in it: "
+            + ", ".join(f"`{name}`" for name in absent)
+            + " (run each, `make run CONFIG=config/<name>.yaml`, then `pgfslab seed-summary` again)."
+        )
     return "\n\n".join(parts)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis import queries, report
+from pgfslab.config import run_copies
 from pgfslab.paper.context import Context, lab_commit, show
 from pgfslab.paper.device_baseline import device_setup
 from pgfslab.paper.hosts import setup_hosts
@@ -191,14 +192,11 @@ def _os_table(ctx: Context) -> pl.DataFrame:
         vm: dict[str, Any] = dict(rec.vm or {})
         after = (rec.vm_applied or {}).get("after") or {}  # pgfslab.host.sysctl's record of what it set
         vm.update({k.removeprefix("vm."): v for k, v in after.items()})
-        res = rec.resources or {}  # the config's `resources`
+        limit_mb = run_copies.resources(rec).memory_limit_mb  # the study's `resources`, as the run copied them
         cg = rec.cgroup or CgroupRecord()
         limit = (
-            (
-                f"{res['memory_limit_mb']} MiB"
-                + ("" if cg.applied else " (requested, not applied: " + str(cg.reason or "?") + ")")
-            )
-            if res.get("memory_limit_mb")
+            (f"{limit_mb} MiB" + ("" if cg.applied else " (requested, not applied: " + str(cg.reason or "?") + ")"))
+            if limit_mb
             else "none"
         )
         rows.append(

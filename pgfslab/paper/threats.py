@@ -8,6 +8,7 @@ import polars as pl
 
 from pgfslab.analysis import cpu_time, report, stats
 from pgfslab.analysis.scalar import number, whole
+from pgfslab.config import run_copies
 from pgfslab.paper.context import Context, names, show
 from pgfslab.paper.device_baseline import device_threats
 from pgfslab.tools import PG_TOOLS
@@ -87,7 +88,7 @@ def threats(ctx: Context) -> None:
                 cpu_time.steal_and_throughput(cell.select("run_id", "target", "value"), per_run), label
             )
         items.append(f"**Neighbours.** {cpu_time.steal_sentence(per_run['cpu_steal'].to_list(), counted)}." + effect)
-    limit_req = [(r.resources or {}).get("memory_limit_mb") for r in ctx.records.values()]  # the config's
+    limit_req = [run_copies.resources(r).memory_limit_mb for r in ctx.records.values()]  # the study's, as copied
     applied = [bool(r.cgroup and r.cgroup.applied) for r in ctx.records.values()]
     if any(limit_req) and not all(applied):
         items.append(

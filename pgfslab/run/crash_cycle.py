@@ -42,7 +42,7 @@ def durability_run(
     record.postgres_settings = view.postgres.settings
     logs = _Logs(rdir)
     limits = cgroups.limits_from_config(
-        view.resources.to_dict(), mnt.device, device_profiles.throttle(view.target.spec.device_profile)
+        view.resources, mnt.device, device_profiles.throttle(view.target.spec.device_profile)
     )
     with cgroups.limited(cgroups.cgroup_name(view.target.study, view.spec.target), limits) as cg:
         try:

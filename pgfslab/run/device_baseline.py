@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from pgfslab.config import device_profiles
-from pgfslab.config.model import DeviceBaseline
+from pgfslab.config.model import DeviceBaseline, Resources
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
 
@@ -470,7 +470,7 @@ def baseline_target(study: Study, target: str) -> Path:
         cgroups.limited(
             cgroups.cgroup_name(study.study, target),  # the runs' own: they wait for the baseline
             # the device's throttles only: the memory limit is the runs' "RAM", not the device's
-            cgroups.limits_from_config({"blkio": device_profiles.blkio(throttle).to_dict()}, mnt.device, throttle)
+            cgroups.limits_from_config(Resources(blkio=device_profiles.blkio(throttle)), mnt.device, throttle)
             if throttle is not None
             else cgroups.Limits(),
         ) as cg,

@@ -34,6 +34,7 @@ from typing import Any
 
 from pgfslab import paths
 from pgfslab.config import device_profiles, disk_model
+from pgfslab.config.model import Resources
 from pgfslab.errors import LabError
 from pgfslab.host import cgroups, disk_daemon, loop_devices, safety
 
@@ -306,7 +307,7 @@ def _throttle_rows(image: Path, wd: Path, seconds: float) -> list[Row]:
         return []
     out = []
     with _loop(image, wd) as dev:
-        limits = cgroups.limits_from_config({"blkio": device_profiles.blkio(THROTTLE).to_dict()}, dev, THROTTLE)
+        limits = cgroups.limits_from_config(Resources(blkio=device_profiles.blkio(THROTTLE)), dev, THROTTLE)
         with cgroups.limited(f"disk-validation-{os.getpid()}", limits) as cg:
             (alone,) = _fio(dev, seconds, [RANDREAD], cg.command)
             half = (image.stat().st_size // 2) // (1 << 20) * (1 << 20)

@@ -32,7 +32,7 @@ def pg_run(view: RunView, rdir: Path, mnt: mounted_target.Mounted, record: RunRe
     pg = view.postgres
     bindir = pg_install.build_for(pg.version, pg.bindir).bindir
     limits = cgroups.limits_from_config(
-        view.resources.to_dict(), mnt.device, device_profiles.throttle(view.target.spec.device_profile)
+        view.resources, mnt.device, device_profiles.throttle(view.target.spec.device_profile)
     )
     server = ServerFacts()
     record.server = server  # filled as the run goes: an interrupted run's marker has what was known

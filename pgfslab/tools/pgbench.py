@@ -36,6 +36,9 @@ class PgbenchOptions(ToolOptions):
         names = [Path(s.file).name for s in self.scripts or ()]  # resolved paths: the file's name says it
         return ", ".join(([self.builtin] if self.builtin else []) + names) or None
 
+    def kind(self) -> str | None:
+        return self.builtin
+
     def transactions_per_client(self) -> int | None:
         return self.transactions
 

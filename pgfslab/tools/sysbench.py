@@ -20,6 +20,9 @@ class SysbenchOptions(ToolOptions):
     def what(self) -> str | None:
         return self.test
 
+    def kind(self) -> str | None:
+        return self.test
+
     def logs_latency(self) -> bool:
         return self.percentile > 0
 

@@ -17,6 +17,11 @@ class ToolOptions(Node):
         """What the workload runs, in a few words (a builtin script, a sysbench test, an operation)."""
         return None
 
+    def kind(self) -> str | None:
+        """What a seed claim's `kinds` match (pgbench's builtin script, sysbench's test); None: the analysis
+        names the run's kind itself (an fs operation's kind, else the workload's name)."""
+        return None
+
     def transactions_per_client(self) -> int | None:
         """The transactions each client runs (None: the run lasts its duration)."""
         return None

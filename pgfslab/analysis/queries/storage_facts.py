@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from pgfslab.analysis.queries.study_runs import run_records, runs
+from pgfslab.config import run_copies
 from pgfslab.records.run_record import Compsize, Dataset, PgFacts, RunRecord, ZfsFootprint
 from pgfslab.tools import TOOLS
 
@@ -135,7 +136,7 @@ def memory_facts(db: str | Path, study: str, targets: Sequence[str] | None = Non
     for r in info.iter_rows(named=True):
         rec = recs.get(r["run_id"]) or RunRecord()
         pg = rec.postgres or PgFacts()
-        limit_mb = (rec.resources or {}).get("memory_limit_mb")  # the config's `resources`
+        limit_mb = run_copies.resources(rec).memory_limit_mb  # the study's `resources`, as the run copied them
         applied = bool(rec.cgroup and rec.cgroup.applied)
         rows.append(
             {

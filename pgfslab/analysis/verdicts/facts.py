@@ -14,7 +14,6 @@ One row per successful run (from the run records in the study database: a few hu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,12 @@ import polars as pl
 from pgfslab.analysis import queries
 from pgfslab.analysis.answers import micro
 from pgfslab.analysis.verdicts import regime as measured
+from pgfslab.config import run_copies
+from pgfslab.config.model import TargetSpec, Workload
 from pgfslab.config.vm_settings import parse_bytes
 from pgfslab.records.run_record import PgFacts, RunRecord
 from pgfslab.tools import fsmicro_ops
+from pgfslab.tools.fsmicro import FsmicroOptions
 
 # settings a claim may name, read from the run's effective PostgreSQL settings
 PG_KEYS = ("synchronous_commit", "fsync", "full_page_writes", "wal_init_zero", "wal_recycle", "commit_delay")
@@ -50,19 +52,19 @@ _COMPRESS = re.compile(r"^compress(?:-force)?(?:=([a-z0-9]+))?")
 
 
 def compression(rec: RunRecord) -> str:
-    """The run's target's compression (see `spec_compression`)."""
-    return spec_compression(rec.target_spec or {})  # the config's target spec, as the run copied it
+    """The run's target's compression (see `spec_compression`), from the target spec as the run copied it."""
+    spec = run_copies.target_spec(rec)
+    return spec_compression(spec) if spec is not None else "none"
 
 
-def spec_compression(spec: Mapping[str, Any]) -> str:
+def spec_compression(spec: TargetSpec) -> str:
     """A target spec's compression: btrfs `compress[-force]=alg[:level]`, a zfs `compression` property,
     else `none`."""
-    for opt in spec.get("mount_options") or []:
+    for opt in spec.mount_options:
         m = _COMPRESS.match(opt)
         if m:
             return m.group(1) or "zlib"
-    zprops = spec.get("properties") or spec.get("zfs") or {}
-    value = str(zprops.get("compression", "off")) if isinstance(zprops, dict) else "off"
+    value = str((spec.zfs or {}).get("compression", "off"))
     return "none" if value in ("off", "none") else value
 
 
@@ -82,7 +84,8 @@ def ext4_data_mode(rec: RunRecord) -> str | None:
     """ext4's journalling mode (`data=` mount option; `ordered` when not given), None on other file systems."""
     if rec.fs != "ext4":
         return None
-    for opt in (rec.target_spec or {}).get("mount_options") or []:
+    spec = run_copies.target_spec(rec)
+    for opt in spec.mount_options if spec is not None else ():
         if str(opt).startswith("data="):
             return str(opt).split("=", 1)[1]
     return "ordered"
@@ -90,23 +93,23 @@ def ext4_data_mode(rec: RunRecord) -> str | None:
 
 def recordsize(rec: RunRecord) -> str | None:
     """A zfs target's recordsize property as configured (`8k`), None elsewhere."""
-    spec = rec.target_spec or {}
-    props = spec.get("zfs") or spec.get("properties") or {}
-    value = props.get("recordsize") if isinstance(props, dict) else None
+    spec = run_copies.target_spec(rec)
+    value = (spec.zfs or {}).get("recordsize") if spec is not None else None
     return str(value).lower() if value is not None else None
 
 
-def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
-    """An fsmicro workload's kind (its op; the two directory deletes are one kind) and FS_KEYS, with the
-    runner's defaults filled in (all None when the spec does not resolve)."""
-    given = {k: v for k, v in spec.items() if k in fsmicro_ops.PARAMS or k == "op"}
-    given.setdefault("duration_s", 1)
+def fsmicro_facts(wl: Workload | None) -> dict[str, Any]:
+    """An fsmicro workload's op, its kind (its op; the two directory deletes are one kind) and FS_KEYS, with the
+    runner's defaults filled in (all None when the spec does not resolve, or the workload is another tool's)."""
+    if wl is None or not isinstance(wl.options, FsmicroOptions):
+        return {"op": None, "kind": None, "file_bytes": None, **dict.fromkeys(FS_KEYS)}
     try:
-        p = fsmicro_ops.resolve(given)
+        p = fsmicro_ops.resolve({"duration_s": wl.duration_s or 1, **wl.options.to_dict()})
     except ValueError:
-        return {"kind": spec.get("op"), "file_bytes": None, **dict.fromkeys(FS_KEYS)}
+        return {"op": wl.options.op, "kind": wl.options.op, "file_bytes": None, **dict.fromkeys(FS_KEYS)}
     op = p["op"]
     return {
+        "op": op,
         "kind": _FS_KIND.get(op, op),
         "files": p.get("files") if op == "delete" else None,
         "directory_files": p.get("bg_files") or None,  # files already in the directory (none: not a key)
@@ -114,12 +117,6 @@ def fsmicro_facts(spec: dict[str, Any]) -> dict[str, Any]:
         # the size of each file an unlink removes (seed 003 deleted 2 MB files)
         "file_bytes": p.get("size_bytes") if op in ("delete", "delete_small_dir", "delete_large_dir") else None,
     }
-
-
-def _context_why(workload_spec: dict[str, Any], clients: int | None) -> str | None:
-    """Why the study keeps a run's cell as context (`workloads.<name>.context`, as the run copied it), or None."""
-    ctx = workload_spec.get("context") or {}
-    return ctx.get("why") if ctx and (not ctx.get("clients") or clients in ctx["clients"]) else None
 
 
 def _bytes(value: Any) -> int | None:
@@ -144,18 +141,18 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     rows = []
     for r in head.iter_rows(named=True):
         rec = recs.get(r["run_id"]) or RunRecord()
-        wl = rec.workload_spec or {}  # the config's parts, as the run copied them: workload, target, os, resources
-        spec, os_settings = rec.target_spec or {}, rec.os or {}
+        # the study's parts, as the run copied them: workload, target, os, resources
+        wl, spec = run_copies.workload(rec), run_copies.target_spec(rec)
         pg = rec.postgres or rec.postgres_before or PgFacts()
         settings = rec.postgres_settings or {}
         in_force = pg.settings
-        limit_mb = (rec.resources or {}).get("memory_limit_mb")
+        limit_mb = run_copies.resources(rec).memory_limit_mb
         applied = bool(rec.cgroup and rec.cgroup.applied)
         ram = float((rec.host.mem_total_kb if rec.host else None) or 0) * 1024 or None
         memory = float(limit_mb) * 2**20 if limit_mb and applied else ram
         size = (rec.target_setup.database_bytes_loaded if rec.target_setup else None) or pg.database_bytes
         tool = rec.tool
-        fsm = fsmicro_facts(wl) if tool == "fsmicro" else {"kind": None, "file_bytes": None, **dict.fromkeys(FS_KEYS)}
+        fsm = fsmicro_facts(wl)
         row = {
             "run_id": r["run_id"],
             "target": r["target"],
@@ -163,23 +160,23 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "fs": rec.fs,
             "compression": compression(rec),
             "tool": tool,
-            "kind": wl.get("builtin") or wl.get("test") or fsm["kind"] or r["workload"],
-            "op": wl.get("op"),
+            "kind": (wl.options.kind() if wl is not None else None) or fsm["kind"] or r["workload"],
+            "op": fsm["op"],
             "workload": r["workload"],
             "clients": r["clients"],
             # the study kept this cell as context (it cannot decide): never a claim's primary cell
-            "context_cell": _context_why(wl, r["clients"]),
+            "context_cell": wl.context_why(r["clients"]) if wl is not None else None,
             "rung": rec.rung,
             "regime": regime(size, queries.setting_bytes(in_force, "shared_buffers"), memory),
             "fillfactor": queries.fillfactor(rec),
             "recordsize": recordsize(rec),
             "data_mode": ext4_data_mode(rec),
             # the A/A control: a target with the baseline's exact spec, naming it (`aa_twin_of: ext4`)
-            "aa_twin_of": spec.get("aa_twin_of"),
+            "aa_twin_of": spec.aa_twin_of if spec is not None else None,
             "snapshots": bool(rec.snapshots),
             # a slow-device profile (docs/slow-device.md): throttled targets are compared with each other only
-            "device_profile": spec.get("device_profile"),
-            "dirty_background_bytes": _bytes(os_settings.get("vm_dirty_background_bytes")),
+            "device_profile": spec.device_profile if spec is not None else None,
+            "dirty_background_bytes": _bytes(run_copies.os_settings(rec).vm_dirty_background_bytes),
             **{k: fsm[k] for k in FS_KEYS},
             "file_bytes": fsm["file_bytes"],
             "value": r["value"],
