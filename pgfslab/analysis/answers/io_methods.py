@@ -112,8 +112,8 @@ def families(cfg: StudyConfig) -> pl.DataFrame:
 def _cell(cfg: StudyConfig, workload: str, target: str, rung: int | None, clients: int) -> str:
     """`1 client, scale 24`: the client count and the data set a cell runs at."""
     ds = cfg.dataset_for(target, rung)
-    data = (f"{ds.sysbench.tables} x {ds.sysbench.table_size:,} rows" if TOOLS[cfg.workloads[workload].tool].loads == "sysbench"
-            else f"scale {ds.scale}")  # fmt: skip
+    sysbench = TOOLS[cfg.workloads[workload].tool].loads == "sysbench"
+    data = f"{ds.sysbench.tables} x {ds.sysbench.table_size:,} rows" if sysbench else f"scale {ds.scale}"
     return f"{clients} client{'s' if clients != 1 else ''}, {data}"
 
 
