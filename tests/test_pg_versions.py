@@ -73,6 +73,16 @@ def test_wal_targets_and_snapshots_follow_their_copies():
         cfg(targets={"own": {"fs": "btrfs", "wal_on": "wal", "postgres_version": 18}, "wal": {"fs": "ext4"}})
 
 
+def test_an_aa_twin_follows_its_baselines_copy() -> None:
+    """The default study's twin (`ext4-aa: aa_twin_of: ext4`) crossed with two majors: each copy of the twin names
+    the baseline's copy of its own major (a study with a twin and `versions` was refused for naming `ext4`)."""
+    c = cfg(targets={"ext4": {"fs": "ext4"}, "ext4-aa": {"fs": "ext4", "aa_twin_of": "ext4"}})
+    assert c["targets"]["ext4-aa-pg15"]["aa_twin_of"] == "ext4-pg15"
+    assert c["targets"]["ext4-aa-pg18"]["aa_twin_of"] == "ext4-pg18"
+    with pytest.raises(LabError, match=r"targets\.own\.aa_twin_of: ext4 is crossed.*ext4-pg15, ext4-pg18"):
+        cfg(targets={"own": {"fs": "ext4", "aa_twin_of": "ext4", "postgres_version": 18}, "ext4": {"fs": "ext4"}})
+
+
 def test_refusals_name_the_key():
     with pytest.raises(LabError, match="not both"):
         cfg(postgres={"versions": [15], "version": 15})

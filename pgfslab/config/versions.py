@@ -78,14 +78,16 @@ def cross_targets(cfg: dict[str, Any], source: str) -> dict[str, str]:
             out[new] = {**copy.deepcopy(spec), "postgres_version": int(major)}
             copies[name].append(new)
     for name, spec in out.items():
-        wal = spec.get("wal_on")
-        if wal in copies:
+        for key in ("wal_on", "aa_twin_of"):  # a target another names: its copy of the same major
+            other = spec.get(key)
+            if other not in copies:
+                continue
             if name in own:
                 raise LabError(
-                    f"{source}: targets.{name}.wal_on: {wal} is crossed with postgres.versions (one copy per "
-                    f"major): name one of {', '.join(copies[wal])}"
+                    f"{source}: targets.{name}.{key}: {other} is crossed with postgres.versions (one copy per "
+                    f"major): name one of {', '.join(copies[other])}"
                 )
-            spec["wal_on"] = crossed_name(wal, int(spec["postgres_version"]))
+            spec[key] = crossed_name(other, int(spec["postgres_version"]))
     snaps = cfg.get("snapshots")
     if snaps and snaps.get("targets"):
         snaps["targets"] = [c for t in snaps["targets"] for c in copies.get(t, [t])]
