@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pgfslab.records.config_node import Node, config_fields
 
@@ -66,11 +65,6 @@ class WorkloadTool:
         """Its own keys of a workload in the config (workflow/schemas/config.schema.yaml)."""
         own = {f.name for f in config_fields(self.options)}
         return frozenset(own | (DRIVEN_KEYS if self.has_ladder else set()))
-
-    def options_from(self, workload: dict[str, Any]) -> ToolOptions:
-        """Its options from a workload's flat mapping (a config's, or run.json's copy of it)."""
-        own = {f.name for f in config_fields(self.options)}
-        return self.options.from_dict({k: v for k, v in workload.items() if k in own})
 
 
 # keys of every tool that drives a loaded database (common fields of the workload, not the tool's options)
