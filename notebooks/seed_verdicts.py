@@ -4,7 +4,8 @@
 # **Question.** This study reproduces one or more of the seed documents (`seeds` in its config). For each of
 # their findings, as the seed made it: the same comparison in this study's runs (B over A of the quantity the
 # seed reported: throughput, its σ², latency, I/O wait, bytes written; a ratio of ratios where the seed spoke
-# of a change), its distribution-free interval, and a verdict that says the **direction** (agrees, opposite,
+# of a change), its distribution-free interval (the runs compared as independent samples, or paired by
+# round where the config says so: `analysis.primary`), and a verdict that says the **direction** (agrees, opposite,
 # unresolved) and the **magnitude** apart: "holds: the seed's 1.45 is inside [1.20, 1.60]", "same direction,
 # smaller effect: 0.85 [0.80, 0.90] against the seed's 0.50", "opposite direction", "not resolved at ±X %".
 # A finding the seed gave only in words is tested for its direction; "the same" is tested for equivalence
@@ -37,7 +38,9 @@ crashes = facts.durability_runs(db, study)  # the durability check's crashes (a 
 runs = facts.run_facts(db, study, trim_s)
 if crashes.height == 0:
     queries.require(runs, "successful runs to set against the seeds' findings")
-results = evaluate.evaluate_all(runs, seed_claims, alpha, crashes)
+# the primary comparison the config stated before the runs (analysis.primary): runs, or paired by round
+primary = (cfg.get("analysis") or {}).get("primary", "runs")
+results = evaluate.evaluate_all(runs, seed_claims, alpha, crashes, primary)
 pub = report.Publication(
     "seed_verdicts",
     "Does the seed's finding hold here?",
@@ -91,16 +94,23 @@ if chart is not None:
 
 # %%
 tested = table.verdict_table(results, seed_claims)
+# a study without an A/A twin has no A/A column to show: its width goes to the others
+no_twin = tested["A/A twin/A"].eq("–").all()
 # one table per claim: all of a claim's cells in one table of nine columns would not fit the page
 for i, ((claim,), cells) in enumerate(tested.group_by("claim", maintain_order=True)):
     pub.table(
-        cells.drop("claim"),
+        cells.drop("claim", *(["A/A twin/A"] if no_twin else [])),
         caption=f"`{claim}`, per cell, as in the first of these tables."
         if i
         else f"`{claim}`, and each finding after it in a table of its own: per cell, the seed's own condition "
         "(primary) first, what was compared, this lab's estimate with its interval (the Hodges-Lehmann ratio with "
-        "the exact rank interval; where the study carries a twin of A, against A and the twin together, so that B "
-        "must differ from both; a claim's primary cells Bonferroni-adjusted), the A/A control (the twin against A), the runs per side, the verdict "
+        + (
+            "the exact signed-rank interval of the runs paired by round; "
+            if primary == "rounds"
+            else "the exact rank interval; "
+        )
+        + "where the study carries a twin of A, against A and the twin together, so that B "
+        "must differ from both; a claim's primary cells Bonferroni-adjusted), the A/A control (the twin against A, where the study has one), the runs per side, the verdict "
         "in a word or two, and its notes under the table (the verdict's sentence; a precondition checked with less "
         "than today's samplers, a side whose runs were not steady). What each claim expects is in the list of "
         "findings below. Context cells are shown, never pooled into the verdict. Footprints and compression ratios "

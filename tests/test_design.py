@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import polars as pl
+
 from pgfslab.analysis import design
 from pgfslab.config.study import Study, validate
 
@@ -215,3 +217,64 @@ def test_a_claim_across_targets_counts_each_pair_of_targets_the_verdicts_form() 
     assert design._target_pairs(study, claim, "rw") == [("ext4", "btrfs"), ("ext4-journal", "btrfs")]
     row = design.claims(study, design.cells(study)).filter(design.pl.col("claim") == claim.id).row(0, named=True)
     assert row["k"] == 2 and "(btrfs / ext4)" in row["cells"] and "(btrfs / ext4-journal)" in row["cells"]
+
+
+def _dirty_study(repeats: int, primary: str = "runs") -> Study:
+    """seed 000's dirty_background_bytes claims: two workloads on one ext4 target, 1 GB against 32 MB."""
+    cfg = {
+        "study": "t",
+        "seeds": ["000"],
+        "targets": {"ext4": {"fs": "ext4"}},
+        "workloads": {
+            name: {
+                "tool": "pgbench",
+                "builtin": "tpcb-like",
+                "clients": [4],
+                "repeats": repeats,
+                "os": {"vm_dirty_background_bytes": size},
+            }
+            for name, size in (("dirty-1gb", "1GB"), ("dirty-32mb", "32MB"))
+        },  # fmt: skip
+        "run": {"duration_s": 60},
+        "analysis": {"primary": primary},
+    }
+    return Study.from_dict(validate(cfg, "t.yaml"))
+
+
+def test_a_claim_about_an_os_setting_compares_the_workloads_that_set_it() -> None:
+    study = _dirty_study(5)
+    per_claim = {r["claim"]: r for r in design.claims(study, design.cells(study)).iter_rows(named=True)}
+    for claim in ("s000-dirty-bg-32mb-steadier", "s000-dirty-bg-32mb-same-mean"):
+        assert per_claim[claim]["cells"] == "dirty-1gb/c=4 on ext4 against dirty-32mb/c=4 on ext4"
+
+
+def test_a_steadiness_claim_is_sized_at_the_noise_of_its_own_quantity() -> None:
+    study = _dirty_study(5)
+    per_claim = {r["claim"]: r for r in design.claims(study, design.cells(study)).iter_rows(named=True)}
+    steadier, mean = per_claim["s000-dirty-bg-32mb-steadier"], per_claim["s000-dirty-bg-32mb-same-mean"]
+    assert steadier["noise"] == f"SD of log cv per run {design.SPREAD_SIGMA['cv_ratio']:.3f} (default)"
+    assert mean["noise"] is None  # throughput: the cell's own noise
+    assert steadier["smallest_ratio"] == design.smallest_ratio(5, 5, design.SPREAD_SIGMA["cv_ratio"], 0.05)
+    assert mean["smallest_ratio"] == design.smallest_ratio(5, 5, design.DEFAULT_SIGMA, 0.05)
+    # a CV ratio of 0.8 ("much" steadier) is beyond 5 runs a side at that noise; a measured, smaller one is used
+    assert steadier["resolves_seed"] is False
+    spread = pl.DataFrame(
+        {
+            "quantity": ["cv_ratio"] * 2,
+            "workload": ["dirty-1gb", "dirty-32mb"],
+            "clients": [4, 4],
+            "sigma": [0.05, 0.04],
+        }
+    )
+    again = design.claims(study, design.cells(study), spread)
+    measured = again.filter(pl.col("claim") == steadier["claim"]).row(0, named=True)
+    assert measured["noise"] == "SD of log cv per run 0.050 (the study's last runs)"
+    assert measured["smallest_ratio"] == design.smallest_ratio(5, 5, 0.05, 0.05)
+
+
+def test_a_study_paired_by_round_needs_six_rounds_for_a_claim_of_one_cell() -> None:
+    # one primary cell per claim (one target): 5 rounds give no 95 % signed-rank interval, where 5+5 runs unpaired do
+    assert not design.undecidable(_dirty_study(5))
+    bad = design.undecidable(_dirty_study(5, "rounds"))
+    assert bad and all("the signed-rank test over rounds needs 6 runs per side" in b for b in bad)
+    assert not design.undecidable(_dirty_study(6, "rounds"))

@@ -674,3 +674,20 @@ def test_the_tally_counts_each_finding_once() -> None:
         f"kind of machine; {len(c000) - 1 - gone} need runs this study does not make."
     )
     assert gone >= 2  # seed 000 has findings no machine of this kind can test (more than holds: listed first)
+
+
+def test_both_sides_too_short_for_the_steady_check_are_said_once() -> None:
+    from pgfslab.analysis.verdicts import regime
+
+    def side(n: int) -> pl.DataFrame:
+        return pl.DataFrame({"steady": [True] * 3, "steady_n": [n] * 3, "steady_phi": [0.1] * 3})
+
+    a, b = regime.steady_test("A", side(2)).message, regime.steady_test("B", side(1)).message
+    out = evaluate._too_short_together(["other", a, b])
+    assert out[0] == "other" and len(out) == 2
+    assert out[1].startswith(
+        "the steady state of neither side could be checked: 2 (A) and 1 (B) samples per run, too few"
+    )
+    same = evaluate._too_short_together([a, regime.steady_test("B", side(2)).message])
+    assert same == [a.replace("of side A could not be checked", "of neither side could be checked")]
+    assert evaluate._too_short_together([a]) == [a]  # one side: as it was

@@ -15,6 +15,16 @@ against the memory limit; the runs' own measures decide the preconditions), and 
 (an interaction across regimes or settings is one cell of two rows). A cell the study marks as context
 (`workloads.<name>.context`) is never a claim's primary cell, here as in the verdicts.
 
+A claim about steadiness (a ratio of the runs' CV or variance of per-second throughput) is sized at the noise of
+that quantity, several times throughput's: the SD of its logarithm per run, measured from the study's last
+database where it has the runs (`measured_spread`), else `SPREAD_SIGMA`, stated.
+
+A study that states `analysis.primary: rounds` compares runs paired by round (`verdicts.ratio.paired_ratio_ci`):
+the plan then uses the exact signed-rank test over the rounds (`stats.signed_rank.detectable_shift_sd`), the
+noise of a round's log-ratio sqrt(2) sigma, sigma measured as the SD of the per-round log-ratios over sqrt(2)
+where the study's last database has them (what the rounds share cancels there) and `DEFAULT_SIGMA` otherwise
+(nothing shared credited). A ratio of ratios is never paired.
+
 A study whose seeds' claims would rest on a primary cell that cannot give an interval at all (fewer runs per
 target than the exact rank test needs at 95 %) is refused before anything runs (`refuse_undecidable`): such a
 cell gets more runs, or is kept as context with the reason in the config.
@@ -30,6 +40,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pgfslab.analysis.stats import signed_rank
 from pgfslab.analysis.stats.power import detectable_shift_sd
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim, for_seeds
 from pgfslab.config.study import Study
@@ -38,6 +49,11 @@ from pgfslab.tools import TOOLS
 
 # log-scale run-to-run SD of the headline cell on this 2-vCPU VM on a quiet day (docs/noise.md: CV 5-10 %)
 DEFAULT_SIGMA = 0.10
+# the SD of the log of a run's CV (variance) of per-second throughput between runs of one cell on this VM: 0.12-0.22
+# (0.28-0.47) in the seed studies' runs on a quiet host (pgbench, 20-60 s runs; 2026-11-28), about twice for the
+# variance, whose log is twice the CV's
+SPREAD_SIGMA = {"cv_ratio": 0.20, "variance_ratio": 0.40}
+SPREAD_COLUMN = {"cv_ratio": "cv", "variance_ratio": "variance"}
 RUN_OVERHEAD_S = 7.0  # a run's set-up and teardown around its measured window (docs/benchmarks.md)
 POWER = 0.8
 
@@ -47,9 +63,11 @@ def _kind(study: Study, workload: str) -> str:
     return wl.options.what() or workload
 
 
-def measured_sigma(db: str | Path, study: str) -> pl.DataFrame:
+def measured_sigma(db: str | Path, study: str, rounds: bool = False) -> pl.DataFrame:
     """Per (workload, clients): the median over targets of the SD of log headline throughput (targets with
-    at least three runs); empty without a database."""
+    at least three runs); with `rounds`, the median over pairs of targets of the SD of their per-round
+    log-ratios over sqrt(2) (pairs with at least three rounds in common), the noise a paired comparison sees.
+    Empty without a database."""
     from pgfslab.analysis import queries
 
     if not Path(db).exists():
@@ -58,6 +76,8 @@ def measured_sigma(db: str | Path, study: str) -> pl.DataFrame:
         runs = queries.headline(db, study)
     except queries.MissingData:
         return pl.DataFrame()
+    if rounds:
+        return _paired_sigma(runs.filter(pl.col("value") > 0))
     return (
         runs.filter(pl.col("value") > 0)
         .group_by("workload", "clients", "target")
@@ -68,8 +88,57 @@ def measured_sigma(db: str | Path, study: str) -> pl.DataFrame:
     )
 
 
-def smallest_ratio(n_a: int, n_b: int, sigma: float, alpha: float) -> float:
-    """The smallest B/A above 1 the exact rank interval resolves with POWER (inf: no interval at all)."""
+def measured_spread(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
+    """Per (workload, clients) and steadiness quantity (`SPREAD_SIGMA`'s): the median over targets of the SD of
+    the log of the runs' CV (variance) of per-second throughput (targets with at least three runs); empty without
+    a database or per-second series."""
+    from pgfslab.analysis import queries
+    from pgfslab.analysis.verdicts.facts import run_facts
+
+    if not Path(db).exists():
+        return pl.DataFrame()
+    try:
+        f = run_facts(db, study, trim_s)
+    except queries.MissingData:
+        return pl.DataFrame()
+    if f.is_empty() or "cv" not in f.columns:
+        return pl.DataFrame()
+    parts = [
+        f.filter(pl.col(column) > 0)
+        .group_by("workload", "clients", "target")
+        .agg(pl.col(column).log().std().alias("sd"), pl.len().alias("n"))
+        .filter(pl.col("n") >= 3)
+        .group_by("workload", "clients")
+        .agg(pl.col("sd").median().alias("sigma"))
+        .with_columns(pl.lit(quantity).alias("quantity"))
+        for quantity, column in SPREAD_COLUMN.items()
+    ]
+    return pl.concat(parts)
+
+
+def _paired_sigma(runs: pl.DataFrame) -> pl.DataFrame:
+    """`measured_sigma` for a comparison paired by round (runs: workload, clients, rung, target, repeat, value)."""
+    keys = ["workload", "clients", *(["rung"] if "rung" in runs.columns else [])]
+    # a study without a ladder has no rung: null, which a join would never match
+    logs = runs.select(*keys, "target", "repeat", pl.col("value").log().alias("x"))
+    logs = logs.with_columns(pl.col(k).fill_null(-1) for k in keys if k != "workload")
+    both = logs.join(logs, on=[*keys, "repeat"], suffix="_b").filter(pl.col("target") < pl.col("target_b"))
+    return (
+        both.group_by("workload", "clients", "target", "target_b")
+        .agg((pl.col("x_b") - pl.col("x")).std().alias("sd"), pl.len().alias("n"))
+        .filter(pl.col("n") >= 3)
+        .group_by("workload", "clients")
+        .agg((pl.col("sd").median() / math.sqrt(2)).alias("sigma"))
+    )
+
+
+def smallest_ratio(n_a: int, n_b: int, sigma: float, alpha: float, rounds: bool = False) -> float:
+    """The smallest B/A above 1 the verdicts' interval resolves with POWER (inf: no interval at all): the exact
+    rank-sum one, or with `rounds` the signed-rank one over min(n_a, n_b) rounds, whose per-round log-ratio has
+    SD sqrt(2) sigma."""
+    if rounds:
+        shift = signed_rank.detectable_shift_sd(min(n_a, n_b), alpha, POWER)
+        return math.exp(shift * sigma * math.sqrt(2)) if math.isfinite(shift) else math.inf
     shift = detectable_shift_sd(n_a, n_b, alpha, POWER)
     return math.exp(shift * sigma) if math.isfinite(shift) else math.inf
 
@@ -102,8 +171,11 @@ def _settings(study: Study, workload: str) -> dict[str, Any]:
     return {**study.postgres.settings, **(study.workloads[workload].postgres_settings or {})}
 
 
-def runs_needed(alpha: float) -> int:
-    """The fewest runs per side (as many on each) whose exact rank interval exists at `alpha`."""
+def runs_needed(alpha: float, rounds: bool = False) -> int:
+    """The fewest runs per side (as many on each) whose exact rank interval exists at `alpha` (with `rounds`:
+    the fewest rounds whose signed-rank interval does)."""
+    if rounds:
+        return signed_rank.pairs_needed(alpha)
     return next(n for n in range(2, 100) if math.isfinite(smallest_ratio(n, n, DEFAULT_SIGMA, alpha)))
 
 
@@ -116,6 +188,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
         (r["workload"], r["clients"]): r["sigma"]
         for r in (sigma if sigma is not None else pl.DataFrame()).iter_rows(named=True)
     }
+    rounds = study.analysis.primary == "rounds"
     rows: list[dict[str, Any]] = []
     for name, wl in study.workloads.items():
         if not TOOLS[wl.tool].compared_over_runs:
@@ -149,7 +222,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
     return out.with_columns(
         pl.struct("runs_per_target", "sigma")
         .map_elements(
-            lambda r: smallest_ratio(r["runs_per_target"], r["runs_per_target"], r["sigma"], 0.05),
+            lambda r: smallest_ratio(r["runs_per_target"], r["runs_per_target"], r["sigma"], 0.05, rounds),
             return_dtype=pl.Float64,
         )  # fmt: skip
         .alias("smallest_ratio")
@@ -203,11 +276,14 @@ def _primary(claim: Claim, study: Study, row: dict[str, Any]) -> bool:
 
 def _setting(study: Study, workload: str, key: str, *, default: bool = True) -> str | None:
     """A PostgreSQL setting of a workload's runs as the study sets it, as the verdicts compare it (with `default`,
-    the server's default when the study does not set it)."""
+    the server's default when the study does not set it); `dirty_background_bytes` is the workload's OS setting."""
     from pgfslab.analysis.verdicts.facts import PG_DEFAULTS
     from pgfslab.analysis.verdicts.labels import _normal
 
-    value = _settings(study, workload).get(key, PG_DEFAULTS.get(key) if default else None)
+    if key == "dirty_background_bytes":  # an OS setting of the workload's runs (the verdicts read run.json's copy)
+        value = study.os_for(workload).vm_dirty_background_bytes
+    else:
+        value = _settings(study, workload).get(key, PG_DEFAULTS.get(key) if default else None)
     return None if value is None else str(_normal(key, value))
 
 
@@ -337,10 +413,17 @@ def _paired(claim: Claim, study: Study, rows: list[dict[str, Any]]) -> list[dict
     return out
 
 
-def claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:
+def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per reproducible claim of the study's seeds compared over runs: its primary cells in the plan (paired as
     the verdicts pair them), the smallest B/A they resolve at alpha split over them, and the seed's own size (B/A)
-    beside it."""
+    beside it. A steadiness claim's cells take the noise of its quantity (`spread`: `measured_spread`'s table,
+    else `SPREAD_SIGMA`), named in `noise`."""
+    rounds = study.analysis.primary == "rounds"
+    known = {
+        (r["quantity"], r["workload"], r["clients"]): r["sigma"]
+        for r in (spread if spread is not None else pl.DataFrame()).iter_rows(named=True)
+        if r["sigma"] is not None and math.isfinite(r["sigma"])
+    }
     rows: list[dict[str, Any]] = []
     for c in for_seeds(list(study.seeds or [])):
         if not c.reproducible_here or not c.match or c.quantity in ("saving", "compression_ratio", "footprint"):
@@ -349,15 +432,26 @@ def claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:
             r for r in cell_table.iter_rows(named=True)
             if _matches(c, study, r["workload"], r["clients"]) and _primary(c, study, r) and r["context"] is None
         ]  # fmt: skip
+        noise: str | None = None
+        if c.quantity in SPREAD_SIGMA:  # steadiness: the noise of the runs' CV or variance, not of their throughput
+            measured = [known.get((c.quantity, r["workload"], r["clients"])) for r in candidates]
+            used = [m if m is not None else SPREAD_SIGMA[c.quantity] for m in measured]
+            got = sum(m is not None for m in measured)
+            source = "the study's last runs" if got == len(measured) else "default" if not got else "runs and default"
+            noise = f"SD of log {SPREAD_COLUMN[c.quantity]} per run {max(used, default=math.nan):.3f} ({source})"
+            candidates = [{**r, "sigma": s} for r, s in zip(candidates, used)]
         mine = _paired(c, study, candidates)
         if not mine:
             continue
         k = len(mine)
 
         def resolves(r: dict[str, Any], alpha: float) -> float:
-            return smallest_ratio(r["n_a"], r["n_b"], r["sigma"] * r["inflate"], alpha)
+            # a ratio of ratios (inflate > 1) is never paired by round: the verdicts bootstrap its runs
+            paired = rounds and r["inflate"] == 1.0
+            return smallest_ratio(r["n_a"], r["n_b"], r["sigma"] * r["inflate"], alpha, paired)
 
         smallest = max(resolves(r, 0.05 / k) for r in mine)
+        paired = rounds and any(r["inflate"] == 1.0 for r in mine)
         seed = c.seed_range
         effect = None if seed is None else max(abs(math.log(v)) for v in seed if v > 0 and math.isfinite(v))
         rows.append(
@@ -376,7 +470,9 @@ def claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:
                     if not math.isfinite(resolves(r, 0.05 / k))
                 ),
                 "k": k,
-                "runs_needed": runs_needed(0.05 / k),
+                "noise": noise,
+                "runs_needed": runs_needed(0.05 / k, paired),
+                "test": "the signed-rank test over rounds" if paired else "the exact rank test",
             }
         )  # fmt: skip
     return pl.DataFrame(rows)
@@ -398,7 +494,7 @@ def undecidable(study: Study) -> list[str]:
             if r["k"] == 1
             else f"an interval at the claim's level (95 % over its {r['k']} primary cells, Bonferroni)"
         )
-        + f" (the exact rank test needs {r['runs_needed']} runs per side): give it more `repeats`, or keep it as "
+        + f" ({r['test']} needs {r['runs_needed']} runs per side): give it more `repeats`, or keep it as "
         "context (`workloads.<name>.context: {why: ..., clients: [...]}`)"
         for r in per_claim.iter_rows(named=True)
         if r["no_interval"]
@@ -414,11 +510,14 @@ def refuse_undecidable(study: Study, source: str) -> None:
 
 def report(study: Study, db: str | Path | None = None) -> str:
     """The plan's design in plain text: the cells table, then the claims table."""
-    sigma = measured_sigma(db, study.study) if db is not None else None
+    rounds = study.analysis.primary == "rounds"
+    sigma = measured_sigma(db, study.study, rounds) if db is not None else None
+    spread = measured_spread(db, study.study, study.analysis.trim_s) if db is not None else None
     table = cells(study, sigma)
     if table.is_empty():
         return "# no pgbench or sysbench cells: nothing compared as a ratio of runs"
-    lines = ["# what the plan can resolve (80 % power, exact rank interval; noise: SD of log throughput per run)"]
+    test = "runs paired by round, exact signed-rank interval" if rounds else "exact rank interval"
+    lines = [f"# what the plan can resolve (80 % power, {test}; noise: SD of log throughput per run)"]
     for r in table.iter_rows(named=True):
         lines.append(
             f"#   {r['cell']} ({r['kind']}{', ' + r['regime'].replace('_', ' ') if r['regime'] else ''}): "
@@ -427,7 +526,7 @@ def report(study: Study, db: str | Path | None = None) -> str:
             f"{r['smallest_ratio']:.3f} (or its inverse), {r['minutes']:.0f} min"
             + (f"; context, not a claim's primary cell: {r['context']}" if r["context"] else "")
         )
-    per_claim = claims(study, table)
+    per_claim = claims(study, table, spread)
     if per_claim.height:
         lines.append(
             "# per claim (its primary cells by workload kind, clients and, where the plan can place it, the data set's "
@@ -446,5 +545,6 @@ def report(study: Study, db: str | Path | None = None) -> str:
                 if r["resolves_seed"] is None
                 else (" - resolves it" if r["resolves_seed"] else " - CANNOT resolve it")
             )
-            lines.append(f"#   {r['claim']}: {r['cells']}: smallest B/A {r['smallest_ratio']:.3f}; {seed}{verdict}")  # fmt: skip
+            noise = f" (noise: {r['noise']})" if r["noise"] else ""
+            lines.append(f"#   {r['claim']}: {r['cells']}: smallest B/A {r['smallest_ratio']:.3f}{noise}; {seed}{verdict}")  # fmt: skip
     return "\n".join(lines)

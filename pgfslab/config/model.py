@@ -282,6 +282,7 @@ class AnalysisSettings(Node):
     moving_average_s: int = 15
     trim_s: float = 2
     alpha: float = 0.05
+    primary: str = "runs"  # the verdicts' comparison: runs (independent samples) or rounds (paired by round)
 
 
 @dataclass(frozen=True)

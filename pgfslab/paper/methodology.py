@@ -146,13 +146,24 @@ distribution-free confidence interval from order statistics (its
 exact coverage is reported; with few repeats the widest interval falls short of 95 %). Targets are compared
 benchstat-style: two-sided Mann-Whitney U test per cell (exact for small samples), p-values Holm-adjusted over all
 comparisons of a table (the family a reader scans), `~` when not significant at α = {a.alpha} or when the
-sample sizes cannot reach it at all. Within a run, a mean gets an interval from the effective sample size of its
+sample sizes cannot reach it at all. The seed verdicts' primary comparison, stated in the config before the
+runs (`analysis.primary`), is {_primary_words(a.primary)}. Within a run, a mean gets an interval from the effective sample size of its
 autocorrelated samples (Geyer's initial positive sequence), not the naive iid one. Variances are compared with the
 Brown-Forsythe test (robust to non-normal data) and variance ratios with F and circular block-bootstrap intervals
 (the block length from Politis-White, respecting autocorrelation). Goodput: a run's failed transactions or ignored
 errors per attempt, flagged above 1 %, so a run that is fast because it fails is not mistaken for a fast one.
 Latency percentiles are exact from per-transaction logs, bounded from pgbench's aggregate logs (only count, sum,
 min and max per second survive), and known to the bucket from sysbench's histogram; every table says which.""")
+
+
+def _primary_words(primary: str) -> str:
+    """The verdicts' primary comparison in words (`analysis.primary`)."""
+    if primary == "rounds":
+        return ("the runs paired by round: each run of one side with the other side's run in the same round, the "
+                "Hodges-Lehmann shift of the per-round log-ratios with its exact Wilcoxon signed-rank interval (what a "
+                "round shares cancels); the unpaired comparison is in each verdict's notes")  # fmt: skip
+    return ("the runs as independent samples: the Hodges-Lehmann ratio of the two sides with the exact interval "
+            "that inverts the Mann-Whitney test")  # fmt: skip
 
 
 def _order_sentence(ctx: Context) -> str:

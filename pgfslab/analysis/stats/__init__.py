@@ -9,7 +9,8 @@ of comparison: per-second samples within a run are autocorrelated and are not in
 * `cells`: cell summaries; `median_ci`: the median's order-statistic interval (benchstat's);
 * `utest`: the Mann-Whitney U test and its exact null distribution; `adjust`: p-value adjustment;
 * `summary`, `compare`: benchstat-style comparison (centers, U test, geomean); `benchstat_text`: its text;
-* `power`: the shift a U test could detect; `blocked`: tests stratified by block;
+* `power`: the shift a U test could detect; `signed_rank`: the paired (by round) test, its interval and power;
+* `blocked`: tests stratified by block;
 * `latency`: latency percentiles, exact or bounded (pgbench aggregates, sysbench histograms);
 * `series`: autocorrelation-aware CIs, warm-up trim and MSER-5 detection, checkpoint attribution;
 * `runs`: throughput stability (variance tables and tests), goodput;

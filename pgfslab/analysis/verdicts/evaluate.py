@@ -12,6 +12,13 @@ measured reason, never a verdict. Where the study carries an A/A twin of A (a ta
 `aa_twin_of` naming it), B is compared with A and with the twin, and the interval spans both
 (`ratio.both_references`): the twin is used once, as a second reference.
 
+The study's config states its primary comparison before the runs (`analysis.primary`): `runs` compares two sides'
+runs as independent samples (`ratio.ratio_ci`); `rounds` pairs each run of B with the run of A in the same round
+of the plan (`ratio.paired_ratio_ci`: what the round shares, the host's speed then and the drift of data sets that
+grow alike on every target, cancels), and the row's notes give the unpaired interval beside it. A cell whose
+sides cannot be paired (a round with two runs of one side) falls back to the unpaired comparison and says so;
+a ratio of ratios and a property of a load are never paired.
+
 Footprint, compression ratio and saving are properties of a load, not of a run: each load (target and rung)
 gives one measurement (the median of its runs' readings, which re-read the same load), compared with an
 interval only across independent loads, else reported once without an interval.
@@ -20,6 +27,7 @@ interval only across independent loads, else reported once without an interval.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -170,15 +178,35 @@ def _values(part: pl.DataFrame, target: str, column: str, per_load: bool) -> np.
     return rows[column].to_numpy()
 
 
-def _twin_values(facts: pl.DataFrame, group: dict[str, Any], target: str, column: str) -> np.ndarray | None:
-    """The values of `target`'s A/A twin in this cell (None when it has no twin that ran there)."""
+def _twin_rows(facts: pl.DataFrame, group: dict[str, Any], target: str, column: str) -> pl.DataFrame | None:
+    """The runs of `target`'s A/A twin in this cell with a value (None when it has no twin that ran there)."""
     if "aa_twin_of" not in facts.columns:
         return None
     names = facts.filter(pl.col("target_label") == target)["target"].unique().to_list()
     twins = facts.filter(pl.col("aa_twin_of").is_in(names))  # the twin names its baseline by target name
     same = pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items() if d in facts.columns])
-    values = twins.filter(same)[column].drop_nulls().to_numpy() if twins.height else np.array([])
-    return values if len(values) else None
+    rows = twins.filter(same).filter(pl.col(column).is_not_null()) if twins.height else twins
+    return rows if rows.height else None
+
+
+def _by_round(rows: pl.DataFrame, column: str) -> dict[int, float] | None:
+    """A side's values keyed by the round they ran in (`repeat`); None when a round holds two of its runs or a
+    run has no round (they cannot be paired)."""
+    if "repeat" not in rows.columns or rows["repeat"].null_count() or rows["repeat"].n_unique() < rows.height:
+        return None
+    return dict(zip(rows["repeat"].to_list(), rows[column].to_list()))
+
+
+def _paired(ra: pl.DataFrame, rb: pl.DataFrame, col_a: str, col_b: str, alpha: float) -> tuple[R.RatioCI | None, str]:
+    """B/A paired by round over the rounds both sides ran in, and what was left unpaired (None and the reason
+    when the sides cannot be paired)."""
+    a, b = _by_round(ra, col_a), _by_round(rb, col_b)
+    if a is None or b is None:
+        return None, "not paired by round (a round holds two runs of one side): the runs compared unpaired"
+    common = sorted(set(a) & set(b))
+    left = len(a) + len(b) - 2 * len(common)
+    ci = R.paired_ratio_ci([a[r] for r in common], [b[r] for r in common], alpha)
+    return ci, (f"{left} run(s) without a partner in their round left out" if left else "")
 
 
 def _judged(claim: Claim, ci: R.RatioCI, per_load_once: bool, alpha: float) -> R.Verdict:
@@ -188,8 +216,9 @@ def _judged(claim: Claim, ci: R.RatioCI, per_load_once: bool, alpha: float) -> R
     return R.judge(ci, expect, claim.seed_range, claim.band_range, 1 - alpha)  # type: ignore[arg-type]
 
 
-def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataFrame:
-    """One row per cell and pair of targets where both sides of the claim ran (empty: not tested here)."""
+def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05, primary: str = "runs") -> pl.DataFrame:
+    """One row per cell and pair of targets where both sides of the claim ran (empty: not tested here);
+    `primary` is the study's comparison (module docstring)."""
     f = scope(facts, claim)
     column = VALUE.get(claim.quantity)
     if column is None or f.is_empty() or column not in f.columns:
@@ -237,9 +266,9 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05) -> pl.DataF
     k = max(1, sum(c[5] for c in cells))
     steady = _steady_over_cells(claim, [pa for _, pa, *_ in cells])
     rows = [
-        _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha / k if primary else alpha, primary, k,
-             shared, differ, held)
-        for (group, pa, pb, ta, tb, primary, _), held in zip(cells, steady)
+        _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha / k if is_p else alpha, is_p, k,
+             shared, differ, held, by_round=primary == "rounds")
+        for (group, pa, pb, ta, tb, is_p, _), held in zip(cells, steady)
     ]  # fmt: skip
     for row, (*_, kept) in zip(rows, cells):
         if row is not None and kept is not None:
@@ -279,8 +308,38 @@ def _steady_over_cells(claim: Claim, sides: list[pl.DataFrame]) -> list[list[str
     return out
 
 
+_TOO_SHORT = re.compile(r"the steady state of side ([AB]) could not be checked: (\d+) samples per run, (too few .*)")
+
+
+def _too_short_together(notes: list[str]) -> list[str]:
+    """Both sides' runs too short for the steady-state check, said once ("2 and 1 samples per run") rather than
+    twice in the same words."""
+    found = [m for m in map(_TOO_SHORT.fullmatch, notes) if m]
+    if len(found) != 2:
+        return notes
+    (_, n_a, why), (_, n_b, _) = (m.groups() for m in found)
+    counts = n_a if n_a == n_b else f"{n_a} (A) and {n_b} (B)"
+    rest = [n for n in notes if not _TOO_SHORT.fullmatch(n)]
+    return [*rest, f"the steady state of neither side could be checked: {counts} samples per run, {why}"]
+
+
 def _row(
-    claim, group, pa, pb, ta, tb, column, f, with_twins, alpha, primary, k, shared, differ, steady=None
+    claim,
+    group,
+    pa,
+    pb,
+    ta,
+    tb,
+    column,
+    f,
+    with_twins,
+    alpha,
+    primary,
+    k,
+    shared,
+    differ,
+    steady=None,
+    by_round=False,
 ) -> dict[str, Any] | None:
     cell = _cell_label(group, shared)
     inter = claim.interaction
@@ -307,13 +366,29 @@ def _row(
         else:
             ci = R.ratio_ci(a, b, alpha)
         test = "one measurement per load" if per_load and min(len(a), len(b)) < 3 else TEST.get(claim.quantity, "")
-        twin = None if per_load or claim.quantity in PAIRED else _twin_values(with_twins, group, ta, column)
-        if twin is not None:
+        twin_rows = None if per_load or claim.quantity in PAIRED else _twin_rows(with_twins, group, ta, column)
+        rows_a, rows_b = pa.filter(pl.col("target_label") == ta), pb.filter(pl.col("target_label") == tb)
+        paired = by_round and not per_load and claim.quantity != "saving"
+        if paired:
+            # the study's primary comparison pairs the runs by round; the unpaired one is shown beside it
+            plain, (ci_r, why) = ci, _paired(rows_a, rows_b, col_a, col_b, alpha)
+            if ci_r is None:
+                notes.append(why)
+                paired = False
+            else:
+                ci = ci_r
+                notes.append(f"the runs unpaired: {R.interval_text(plain)}" + (f"; {why}" if why else ""))
+                test = test.replace("exact rank interval", "paired by round, exact signed-rank interval")
+        if twin_rows is not None:
             # A's A/A twin, used once: B must differ from A and from the twin (ratio.both_references)
-            to_twin = R.ratio_ci(twin, b, alpha)
+            twin = twin_rows[column].to_numpy()
+            to_twin, aa = R.ratio_ci(twin, b, alpha), R.ratio_ci(a, twin, alpha)
+            if paired:
+                to_twin_r, _ = _paired(twin_rows, rows_b, column, col_b, alpha)
+                aa_r, _ = _paired(rows_a, twin_rows, col_a, column, alpha)
+                to_twin, aa = to_twin_r or to_twin, aa_r or aa
             notes.append(f"B against A {R.interval_text(ci)} and against A's A/A twin {R.interval_text(to_twin)}; "
                          "the interval spans both")  # fmt: skip
-            aa = R.ratio_ci(a, twin, alpha)
             ci = R.both_references(ci, to_twin)
             test += "; against A and its A/A twin (intersection-union)"
     if primary and k > 1:
@@ -324,8 +399,8 @@ def _row(
         # B's steadiness is the response under test, never a precondition: a reader sees it beside the
         # verdict; A's is noted where the claim does not require it (seed 001's -t 1000 runs last seconds)
         sides = (("B", pb),) if "steady" in claim.preconditions else (("A", pa), ("B", pb))
-        unchecked += [m for label, side in sides for m in regime.steady_check(label, side)
-                      if m.startswith("not steady") or "too few for MSER-5" in m]  # fmt: skip
+        unchecked += _too_short_together([m for label, side in sides for m in regime.steady_check(label, side)
+                                          if m.startswith("not steady") or "too few for MSER-5" in m])  # fmt: skip
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":
@@ -411,10 +486,15 @@ def rank_test_floor(claim: Claim) -> pl.DataFrame:
 
 
 def evaluate_all(
-    facts: pl.DataFrame, claims: list[Claim], alpha: float = 0.05, durability_runs: pl.DataFrame | None = None
+    facts: pl.DataFrame,
+    claims: list[Claim],
+    alpha: float = 0.05,
+    durability_runs: pl.DataFrame | None = None,
+    primary: str = "runs",
 ) -> pl.DataFrame:
-    """Every reproducible claim's rows (see `evaluate`), and one row per claim with nothing to compare in
-    this study, saying why (not tested in this study; only a figure can speak to it, and which)."""
+    """Every reproducible claim's rows (see `evaluate`; `primary`: the study's `analysis.primary`), and one row per
+    claim with nothing to compare in this study, saying why (not tested in this study; only a figure can speak to
+    it, and which)."""
     out = []
     for c in claims:
         if not c.reproducible_here:
@@ -425,7 +505,7 @@ def evaluate_all(
         if c.quantity == "durability":
             rows = durability(c, durability_runs if durability_runs is not None else pl.DataFrame())
         elif c.match:
-            rows = evaluate(facts, c, alpha)
+            rows = evaluate(facts, c, alpha, primary)
         else:
             rows = pl.DataFrame(schema=RESULT_SCHEMA)
         if c.lab_own and not rows.is_empty():

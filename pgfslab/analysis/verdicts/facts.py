@@ -127,7 +127,7 @@ def _bytes(value: Any) -> int | None:
 
 def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     """One row per successful run: run_id, target, target_label, fs, compression, recordsize, data_mode,
-    aa_twin_of, kind (pgbench builtin, sysbench test, or the fsmicro workload's name), tool, op, clients,
+    aa_twin_of, kind (pgbench builtin, sysbench test, or the fsmicro workload's name), tool, op, clients, repeat,
     rung, regime, fillfactor, snapshots, device_profile, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
     headline), `within_run` (`cv`, `variance`, `latency_p95`), `saving` (btrfs compression's, where compsize
     measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
@@ -164,6 +164,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "op": fsm["op"],
             "workload": r["workload"],
             "clients": r["clients"],
+            "repeat": r["repeat"],  # the round of the plan it ran in (a comparison paired by round pairs on it)
             # the study kept this cell as context (it cannot decide): never a claim's primary cell
             "context_cell": wl.context_why(r["clients"]) if wl is not None else None,
             "rung": rec.rung,
@@ -198,6 +199,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         "op": pl.Utf8,
         "workload": pl.Utf8,
         "clients": pl.Int64,
+        "repeat": pl.Int64,
         "context_cell": pl.Utf8,
         "rung": pl.Int64,
         "regime": pl.Utf8,
