@@ -11,6 +11,7 @@ null distribution of U), so it is an estimate for that model, stated as such.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import cache
 
 import numpy as np
@@ -49,25 +50,31 @@ def power(n1: int, n2: int, shift_sd: float, alpha: float, reps: int = 4000, see
     return float((extreme <= c).mean())
 
 
-def detectable_shift_sd(n1: int, n2: int, alpha: float, target_power: float = 0.8) -> float:
-    """The smallest shift, in standard deviations, that the test detects with `target_power`;
-    infinity when the sample sizes cannot reach `alpha` at all."""
-    if critical_u(n1, n2, alpha) is None:
-        return math.inf
+def smallest_shift(power_at: Callable[[float], float], target_power: float) -> float:
+    """The smallest shift (in standard deviations) at which a test's power, `power_at(shift)`, reaches
+    `target_power`: doubling from 1, then bisection to 0.001; infinity beyond 64."""
     lo, hi = 0.0, 1.0
-    while power(n1, n2, hi, alpha) < target_power:
+    while power_at(hi) < target_power:
         lo, hi = hi, hi * 2
         if hi > 64:
             return math.inf
     for _ in range(30):
         mid = (lo + hi) / 2
-        if power(n1, n2, mid, alpha) >= target_power:
+        if power_at(mid) >= target_power:
             hi = mid
         else:
             lo = mid
         if hi - lo < 1e-3:
             break
     return hi
+
+
+def detectable_shift_sd(n1: int, n2: int, alpha: float, target_power: float = 0.8) -> float:
+    """The smallest shift, in standard deviations, that the test detects with `target_power`;
+    infinity when the sample sizes cannot reach `alpha` at all."""
+    if critical_u(n1, n2, alpha) is None:
+        return math.inf
+    return smallest_shift(lambda shift: power(n1, n2, shift, alpha), target_power)
 
 
 def pooled_sd(a: np.ndarray, b: np.ndarray) -> float:

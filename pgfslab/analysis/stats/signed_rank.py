@@ -18,6 +18,8 @@ from functools import cache
 
 import numpy as np
 
+from pgfslab.analysis.stats.power import smallest_shift
+
 
 @cache
 def w_null_cdf(n: int) -> np.ndarray:
@@ -89,17 +91,4 @@ def detectable_shift_sd(n: int, alpha: float, target_power: float = 0.8) -> floa
     with `target_power`; infinity when n pairs cannot reach `alpha` at all."""
     if critical_w(n, alpha) is None:
         return math.inf
-    lo, hi = 0.0, 1.0
-    while power(n, hi, alpha) < target_power:
-        lo, hi = hi, hi * 2
-        if hi > 64:
-            return math.inf
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if power(n, mid, alpha) >= target_power:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo < 1e-3:
-            break
-    return hi
+    return smallest_shift(lambda shift: power(n, shift, alpha), target_power)
