@@ -146,3 +146,11 @@ def test_the_measured_paired_noise_leaves_out_what_the_rounds_share() -> None:
     paired = design._paired_sigma(f).row(0, named=True)
     per_target = f.group_by("target").agg(pl.col("value").log().std())["value"].median()
     assert paired["sigma"] < 0.01 < per_target  # 0.4 % per run, against the drift's ~9 %
+
+
+def test_a_twin_that_cannot_be_paired_is_compared_unpaired_and_said_so() -> None:
+    rows = drifting(8, 1.03, twin=True)
+    rows.append({**next(r for r in rows if r["target"] == "ext4-aa"), "run_id": "ext4-aa.extra"})
+    row = evaluate.evaluate(facts_frame(rows), claim(expect="greater"), 0.05, "rounds").row(0, named=True)
+    assert "A's A/A twin not paired by round" in row["unchecked"]
+    assert "paired by round, exact signed-rank" in row["test"]  # B against A still is

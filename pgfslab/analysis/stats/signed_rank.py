@@ -28,7 +28,7 @@ def w_null_cdf(n: int) -> np.ndarray:
     counts = np.zeros(top + 1, dtype=np.float64)
     counts[0] = 1.0
     for k in range(1, n + 1):
-        counts[k:] = counts[k:] + counts[:-k].copy()
+        counts[k:] = counts[k:] + counts[:-k]  # the right side is built before it is assigned
     cdf = np.cumsum(counts) / 2.0**n
     cdf.flags.writeable = False  # cached: shared by every caller
     return cdf

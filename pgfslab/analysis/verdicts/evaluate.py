@@ -386,6 +386,8 @@ def _row(
             if paired:
                 to_twin_r, _ = _paired(twin_rows, rows_b, column, col_b, alpha)
                 aa_r, _ = _paired(rows_a, twin_rows, col_a, column, alpha)
+                if to_twin_r is None or aa_r is None:
+                    notes.append("A's A/A twin not paired by round (a round holds two of its runs): compared unpaired")
                 to_twin, aa = to_twin_r or to_twin, aa_r or aa
             notes.append(f"B against A {R.interval_text(ci)} and against A's A/A twin {R.interval_text(to_twin)}; "
                          "the interval spans both")  # fmt: skip
