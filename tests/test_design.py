@@ -8,7 +8,7 @@ import math
 import polars as pl
 
 from pgfslab.analysis import design
-from pgfslab.config.study import Study, validate
+from pgfslab.config.study import Study, load_study, validate
 
 
 def test_too_few_runs_can_never_resolve_anything() -> None:
@@ -278,3 +278,12 @@ def test_a_study_paired_by_round_needs_six_rounds_for_a_claim_of_one_cell() -> N
     bad = design.undecidable(_dirty_study(5, "rounds"))
     assert bad and all("the signed-rank test over rounds needs 6 runs per side" in b for b in bad)
     assert not design.undecidable(_dirty_study(6, "rounds"))
+
+
+def test_seed_000s_cached_case_rests_on_the_read_only_cells_below_memory() -> None:
+    """fs-compare's plan put all 18 cells (both workloads, three rungs) under "the file system does not matter when
+    CPU-bound", split alpha 18 ways and refused the study; the claim's own cells are read-only below memory."""
+    study = load_study("config/fs-compare.yaml")
+    per_claim = {r["claim"]: r for r in design.claims(study, design.cells(study)).iter_rows(named=True)}
+    cells = per_claim["s000-fs-matters-only-io-bound"]["cells"].split(", ")
+    assert len(cells) == 6 and {c.split(" ")[0] for c in cells} == {"ro/c=4/d1", "ro/c=4/d2"}

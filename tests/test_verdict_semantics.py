@@ -513,6 +513,7 @@ def write(tmp_path: Path, **changes) -> Path:
         ({"b": {"fs": "ext4", "device": "Intel P4610"}}, "side b: keys device"),
         ({"no_preconditions_why": None}, "name its preconditions, or no_preconditions_why"),
         ({"preconditions": ["steady"]}, "names preconditions and no_preconditions_why"),
+        ({"primary": {"regime": ["fits_ram", "exceeds_memory"]}}, "primary: unknown regime exceeds_memory"),
     ],
 )
 def test_a_claim_the_lab_cannot_read_exactly_is_an_error_naming_it(tmp_path, changes, message) -> None:

@@ -140,6 +140,25 @@ def test_the_seeds_own_cell_is_primary_the_others_context():
     assert summ["overall"] == R.DIRECTION_ONLY and summ["context_cells"] == 1  # ...and is never pooled in
 
 
+def test_a_primary_regime_given_as_a_list_takes_each_of_them() -> None:
+    """Seed 000's cached case is both regimes below memory: each is primary and they share alpha; the rung
+    beyond memory is context."""
+    rows = [
+        {"target": t, "target_label": t, "fs": t, "rung": rung, "regime": regime, "kind": "select-only",
+         "value": 100.0 + i, "run_id": f"{t}{rung}{i}"}
+        for t in ("ext4", "xfs")
+        for rung, regime in ((1, "fits_shared_buffers"), (2, "fits_ram"), (3, "exceeds_ram"))
+        for i in range(6)
+    ]  # fmt: skip
+    c = claim(primary={"kind": "select-only", "regime": ["fits_shared_buffers", "fits_ram"]},
+              match={"tool": "pgbench", "kinds": ["select-only"]})  # fmt: skip
+    out = evaluate.evaluate(facts_frame(rows), c)
+    prim, ctx = out.filter(pl.col("role") == "primary"), out.filter(pl.col("role") == "context")
+    assert prim.height == 2 and not prim["cell"].str.contains("exceeds ram").any()
+    assert ctx["cell"].str.contains("exceeds ram").to_list() == [True]
+    assert all("Bonferroni over the claim's 2" in t for t in prim["test"])
+
+
 def test_a_cell_the_study_keeps_as_context_is_never_primary():
     """workloads.<name>.context (copied into the facts as `context_cell`): the seed's own condition, but the study
     said the cell cannot decide; it is shown as context and the claim's alpha is not split over it."""

@@ -253,12 +253,12 @@ def _primary(claim: Claim, study: Study, row: dict[str, Any]) -> bool:
     from pgfslab.analysis.verdicts.facts import PG_DEFAULTS, PG_KEYS
     from pgfslab.analysis.verdicts.labels import _normal
 
-    p = claim.primary
-    if "kind" in p and _kind(study, row["workload"]) != p["kind"]:
+    p = {k: v if isinstance(v, list) else [v] for k, v in claim.primary.items()}  # a list: any of its values
+    if "kind" in p and _kind(study, row["workload"]) not in p["kind"]:
         return False
-    if "clients" in p and p["clients"] != "max" and row["clients"] != int(p["clients"]):
+    if "clients" in p and p["clients"] != ["max"] and row["clients"] not in [int(c) for c in p["clients"]]:
         return False
-    if "regime" in p and row["regime"] not in (None, p["regime"]):
+    if "regime" in p and row["regime"] is not None and row["regime"] not in p["regime"]:
         return False
     # the seed's settings, where the study sets them for the workload (a target's own are checked by the runs),
     # and none the claim does not name off its default (fsync=off runs are context to an fsync-on claim)
@@ -267,7 +267,7 @@ def _primary(claim: Claim, study: Study, row: dict[str, Any]) -> bool:
         have = _setting(study, row["workload"], key, default=False)
         if have is None:
             continue
-        if key in p and have != str(_normal(key, p[key])):
+        if key in p and have not in [str(_normal(key, v)) for v in p[key]]:
             return False
         if key not in named and have != PG_DEFAULTS.get(key):
             return False

@@ -6,8 +6,8 @@ by one rule: SIZE_WORDS), what it compares (sides A and B, by keys the run facts
 what it expects of B/A: `greater` or `less` than 1, or `same` (equivalence within `band`, 1 ± a number or
 [lo, hi], from the seed's words and numbers, `band_why` saying how; docs/claims.md). `lab_own` marks a
 finding about the lab's own stack rather than the seed's. `primary` is the seed's own
-condition (its cell: regime, clients, workload kind, settings): only that cell gives the claim's verdict,
-the others are context. `preconditions` name what must hold for the seed's mechanism to act (I/O-bound,
+condition (its cell: regime, clients, workload kind, settings; a list: any of its values): only that cell
+gives the claim's verdict, the others are context. `preconditions` name what must hold for the seed's mechanism to act (I/O-bound,
 steady, a magnetic-class device, ...; `regime.PRECONDITIONS`), checked per cell from what the samplers
 recorded; a claim whose mechanism acts in every cell says why in `no_preconditions_why` (a reader of its
 verdict should not have to guess why no regime was checked). `interaction` makes the claim a ratio of
@@ -70,6 +70,7 @@ SIDE_KEYS = (*TARGET_KEYS, *RUN_KEYS, "clients")
 # the seeds' own set-ups, which this lab cannot set: allowed only on claims not reproducible here
 SEED_ONLY_KEYS = ("device", "backend", "block_size", "l2arc", "volume", "checkpoint_segments", "pgbench_mode")
 PRIMARY_KEYS = ("regime", "clients", "kind", "rung", *RUN_KEYS)
+REGIMES = ("fits_shared_buffers", "fits_ram", "exceeds_ram")  # `facts.regime`'s values
 REQUIRED = ("id", "seed", "claim", "where", "seed_number", "quantity", "a", "b", "workload", "expect")
 OPTIONAL = (
     "seed_value", "band", "band_why", "size", "lab_own", "reproducible_here", "why_not", "match", "primary", "preconditions",
@@ -191,6 +192,10 @@ def _check(item: dict[str, Any], path: Path) -> Claim:
     bad = sorted(set(item.get("primary") or {}) - set(PRIMARY_KEYS))
     if bad:
         raise _fail(path, cid, f"primary: unknown keys {', '.join(bad)}")
+    regimes = (item.get("primary") or {}).get("regime", [])
+    bad = sorted(set(regimes if isinstance(regimes, list) else [regimes]) - set(REGIMES))
+    if bad:  # a misspelt regime would make no cell primary, and the claim would silently go untested
+        raise _fail(path, cid, f"primary: unknown regime {', '.join(bad)} (known: {', '.join(REGIMES)})")
     pre = tuple(item.get("preconditions") or ())
     bad = sorted(set(pre) - set(PRECONDITIONS))
     if bad:

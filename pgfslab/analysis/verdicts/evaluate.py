@@ -148,18 +148,19 @@ def run_dims(f: pl.DataFrame, named: set[str], across: bool) -> list[str]:
 
 
 def is_primary(claim: Claim, group: dict[str, Any], facts: pl.DataFrame) -> bool:
-    """Is this cell the seed's own condition: every key of `primary` as the seed ran it, and no PostgreSQL or
-    OS setting off its default that the claim does not name?"""
+    """Is this cell the seed's own condition: every key of `primary` as the seed ran it (a list: any of its
+    values), and no PostgreSQL or OS setting off its default that the claim does not name?"""
     for key, want in claim.primary.items():
         have = group.get(key)
+        wants = list(want) if isinstance(want, list) else [want]  # a list: any of its values (two regimes)
         if key == "clients" and want == "max":
             kinds = facts.filter(pl.col("kind") == group.get("kind")) if "kind" in group else facts
-            want = kinds["clients"].max() if kinds.height else None
+            wants = [kinds["clients"].max() if kinds.height else None]
         elif key in RUN_KEYS or key == "clients":
-            want = _normal(key, want)
+            wants = [_normal(key, w) for w in wants]
         if have is None and key in RUN_KEYS:
             continue  # a setting that is part of the target (not a cell dimension): checked by the sides
-        if have != want:
+        if have not in wants:
             return False
     # a setting the seed never changed: a cell that ran it off its default (fsync=off inside an fsync-on
     # claim) is context, unless the claim names it
