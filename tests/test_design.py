@@ -287,3 +287,33 @@ def test_seed_000s_cached_case_rests_on_the_read_only_cells_below_memory() -> No
     per_claim = {r["claim"]: r for r in design.claims(study, design.cells(study)).iter_rows(named=True)}
     cells = per_claim["s000-fs-matters-only-io-bound"]["cells"].split(", ")
     assert len(cells) == 6 and {c.split(" ")[0] for c in cells} == {"ro/c=4/d1", "ro/c=4/d2"}
+
+
+def test_the_measured_noise_is_per_rung_not_the_gap_between_rungs() -> None:
+    """A ladder's rungs differ by a factor in throughput: pooled per target, that gap passed for run-to-run noise
+    (sigma near 0.8 here, where each rung's runs scatter by 1-2 %), and the plan refused cells that can decide."""
+    rows = [
+        # the database names a ladder's workload per rung; the plan's cells name the config's workload
+        {
+            "workload": f"rw.d{rung}",
+            "clients": 4,
+            "rung": rung,
+            "target": t,
+            "repeat": i,
+            "value": base * (1 + 0.01 * (i % 3)),
+        }
+        for rung, base in ((1, 2000.0), (2, 400.0))
+        for t in ("ext4", "xfs")
+        for i in range(1, 6)
+    ]
+    runs = pl.DataFrame(rows)
+    for rounds in (False, True):
+        sigma = design.sigma_per_cell(runs, rounds).sort("rung")
+        assert sigma["rung"].to_list() == [1, 2] and set(sigma["workload"]) == {"rw"}
+        assert sigma["sigma"].max() < 0.02
+    # without a ladder (no rung column, or a null rung) a cell is its workload and clients
+    flat = runs.filter(pl.col("rung") == 1).with_columns(
+        pl.lit("rw").alias("workload"), pl.lit(None, pl.Int64).alias("rung")
+    )
+    assert design.sigma_per_cell(flat, rounds=True).height == 1
+    assert design.sigma_per_cell(flat.drop("rung")).height == 1

@@ -63,9 +63,28 @@ def _kind(study: Study, workload: str) -> str:
     return wl.options.what() or workload
 
 
+def _config_workload(runs: pl.DataFrame) -> pl.DataFrame:
+    """The workload as the config names it: the database names a ladder's workload per rung (`tpcb.d2`,
+    `ingest.run_rows`), and a plan that looked up `tpcb` never found its own study's noise."""
+    if "rung" not in runs.columns:
+        return runs
+    return runs.with_columns(
+        pl.when(pl.col("rung").is_not_null())
+        .then(pl.col("workload").str.replace(r"\.d\d+$", ""))
+        .otherwise(pl.col("workload"))
+        .alias("workload")
+    )
+
+
+def _cell_keys(runs: pl.DataFrame) -> list[str]:
+    """A cell's keys as `cells` forms them: a ladder's rungs apart (a rung changes throughput by a factor; pooled,
+    the rungs' gap would pass for run-to-run noise)."""
+    return ["workload", "clients", *(["rung"] if "rung" in runs.columns else [])]
+
+
 def measured_sigma(db: str | Path, study: str, rounds: bool = False) -> pl.DataFrame:
-    """Per (workload, clients): the median over targets of the SD of log headline throughput (targets with
-    at least three runs); with `rounds`, the median over pairs of targets of the SD of their per-round
+    """Per cell (workload, clients, rung): the median over targets of the SD of log headline throughput (targets
+    with at least three runs); with `rounds`, the median over pairs of targets of the SD of their per-round
     log-ratios over sqrt(2) (pairs with at least three rounds in common), the noise a paired comparison sees.
     Empty without a database."""
     from pgfslab.analysis import queries
@@ -76,20 +95,27 @@ def measured_sigma(db: str | Path, study: str, rounds: bool = False) -> pl.DataF
         runs = queries.headline(db, study)
     except queries.MissingData:
         return pl.DataFrame()
+    return sigma_per_cell(runs, rounds)
+
+
+def sigma_per_cell(runs: pl.DataFrame, rounds: bool = False) -> pl.DataFrame:
+    """`measured_sigma` of a frame of runs (workload, clients, rung where a ladder has one, target, repeat, value)."""
+    runs = _config_workload(runs)
     if rounds:
         return _paired_sigma(runs.filter(pl.col("value") > 0))
+    keys = _cell_keys(runs)
     return (
         runs.filter(pl.col("value") > 0)
-        .group_by("workload", "clients", "target")
+        .group_by(*keys, "target")
         .agg(pl.col("value").log().std().alias("sd"), pl.len().alias("n"))
         .filter(pl.col("n") >= 3)
-        .group_by("workload", "clients")
+        .group_by(keys)
         .agg(pl.col("sd").median().alias("sigma"))
     )
 
 
 def measured_spread(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
-    """Per (workload, clients) and steadiness quantity (`SPREAD_SIGMA`'s): the median over targets of the SD of
+    """Per cell (workload, clients, rung) and steadiness quantity (`SPREAD_SIGMA`'s): the median over targets of the SD of
     the log of the runs' CV (variance) of per-second throughput (targets with at least three runs); empty without
     a database or per-second series."""
     from pgfslab.analysis import queries
@@ -103,12 +129,13 @@ def measured_spread(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
         return pl.DataFrame()
     if f.is_empty() or "cv" not in f.columns:
         return pl.DataFrame()
+    f, keys = _config_workload(f), _cell_keys(f)
     parts = [
         f.filter(pl.col(column) > 0)
-        .group_by("workload", "clients", "target")
+        .group_by(*keys, "target")
         .agg(pl.col(column).log().std().alias("sd"), pl.len().alias("n"))
         .filter(pl.col("n") >= 3)
-        .group_by("workload", "clients")
+        .group_by(keys)
         .agg(pl.col("sd").median().alias("sigma"))
         .with_columns(pl.lit(quantity).alias("quantity"))
         for quantity, column in SPREAD_COLUMN.items()
@@ -118,16 +145,16 @@ def measured_spread(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
 
 def _paired_sigma(runs: pl.DataFrame) -> pl.DataFrame:
     """`measured_sigma` for a comparison paired by round (runs: workload, clients, rung, target, repeat, value)."""
-    keys = ["workload", "clients", *(["rung"] if "rung" in runs.columns else [])]
-    # a study without a ladder has no rung: null, which a join would never match
+    keys = _cell_keys(runs)
     logs = runs.select(*keys, "target", "repeat", pl.col("value").log().alias("x"))
-    logs = logs.with_columns(pl.col(k).fill_null(-1) for k in keys if k != "workload")
-    both = logs.join(logs, on=[*keys, "repeat"], suffix="_b").filter(pl.col("target") < pl.col("target_b"))
+    # a study without a ladder has no rung: null, which a join would never match (nulls_equal keeps them)
+    both = logs.join(logs, on=[*keys, "repeat"], suffix="_b", nulls_equal=True)
     return (
-        both.group_by("workload", "clients", "target", "target_b")
+        both.filter(pl.col("target") < pl.col("target_b"))
+        .group_by(*keys, "target", "target_b")
         .agg((pl.col("x_b") - pl.col("x")).std().alias("sd"), pl.len().alias("n"))
         .filter(pl.col("n") >= 3)
-        .group_by("workload", "clients")
+        .group_by(keys)
         .agg((pl.col("sd").median() / math.sqrt(2)).alias("sigma"))
     )
 
@@ -185,7 +212,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
     the data set's regime where the plan can place it, the noise used and where it came from, the smallest
     resolvable B/A at alpha 0.05, and the cell's cost in minutes."""
     known = {
-        (r["workload"], r["clients"]): r["sigma"]
+        (r["workload"], r["clients"], r.get("rung")): r["sigma"]
         for r in (sigma if sigma is not None else pl.DataFrame()).iter_rows(named=True)
     }
     rounds = study.analysis.primary == "rounds"
@@ -198,7 +225,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
         for rung in study.rungs_for(name):
             for clients in wl.clients:
                 n = study.repeats_for(name, clients)
-                s = known.get((name, clients))
+                s = known.get((name, clients, rung))
                 rows.append(
                     {
                         "workload": name,
@@ -420,7 +447,7 @@ def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None =
     else `SPREAD_SIGMA`), named in `noise`."""
     rounds = study.analysis.primary == "rounds"
     known = {
-        (r["quantity"], r["workload"], r["clients"]): r["sigma"]
+        (r["quantity"], r["workload"], r["clients"], r.get("rung")): r["sigma"]
         for r in (spread if spread is not None else pl.DataFrame()).iter_rows(named=True)
         if r["sigma"] is not None and math.isfinite(r["sigma"])
     }
@@ -434,7 +461,7 @@ def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None =
         ]  # fmt: skip
         noise: str | None = None
         if c.quantity in SPREAD_SIGMA:  # steadiness: the noise of the runs' CV or variance, not of their throughput
-            measured = [known.get((c.quantity, r["workload"], r["clients"])) for r in candidates]
+            measured = [known.get((c.quantity, r["workload"], r["clients"], r["rung"])) for r in candidates]
             used = [m if m is not None else SPREAD_SIGMA[c.quantity] for m in measured]
             got = sum(m is not None for m in measured)
             source = "the study's last runs" if got == len(measured) else "default" if not got else "runs and default"
