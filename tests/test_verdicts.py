@@ -701,12 +701,13 @@ def test_both_sides_too_short_for_the_steady_check_are_said_once() -> None:
     def side(n: int) -> pl.DataFrame:
         return pl.DataFrame({"steady": [True] * 3, "steady_n": [n] * 3, "steady_phi": [0.1] * 3})
 
-    a, b = regime.steady_test("A", side(2)).message, regime.steady_test("B", side(1)).message
-    out = evaluate._too_short_together(["other", a, b])
-    assert out[0] == "other" and len(out) == 2
-    assert out[1].startswith(
+    out = evaluate._steady_notes((("A", side(2)), ("B", side(1))))
+    assert len(out) == 1 and out[0].startswith(
         "the steady state of neither side could be checked: 2 (A) and 1 (B) samples per run, too few"
     )
-    same = evaluate._too_short_together([a, regime.steady_test("B", side(2)).message])
+    a = regime.steady_test("A", side(2)).message
+    same = evaluate._steady_notes((("A", side(2)), ("B", side(2))))
     assert same == [a.replace("of side A could not be checked", "of neither side could be checked")]
-    assert evaluate._too_short_together([a]) == [a]  # one side: as it was
+    assert evaluate._steady_notes((("A", side(2)),)) == [a]  # one side: as it was
+    # a side whose runs carry no per-second series says nothing here (the regime's checks say it)
+    assert evaluate._steady_notes((("A", side(2)), ("B", side(30).drop("steady")))) == [a]

@@ -27,7 +27,6 @@ interval only across independent loads, else reported once without an interval.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -309,19 +308,17 @@ def _steady_over_cells(claim: Claim, sides: list[pl.DataFrame]) -> list[list[str
     return out
 
 
-_TOO_SHORT = re.compile(r"the steady state of side ([AB]) could not be checked: (\d+) samples per run, (too few .*)")
-
-
-def _too_short_together(notes: list[str]) -> list[str]:
-    """Both sides' runs too short for the steady-state check, said once ("2 and 1 samples per run") rather than
-    twice in the same words."""
-    found = [m for m in map(_TOO_SHORT.fullmatch, notes) if m]
-    if len(found) != 2:
-        return notes
-    (_, n_a, why), (_, n_b, _) = (m.groups() for m in found)
-    counts = n_a if n_a == n_b else f"{n_a} (A) and {n_b} (B)"
-    rest = [n for n in notes if not _TOO_SHORT.fullmatch(n)]
-    return [*rest, f"the steady state of neither side could be checked: {counts} samples per run, {why}"]
+def _steady_notes(sides: tuple[tuple[str, pl.DataFrame], ...]) -> list[str]:
+    """The sides flagged not steady, and those whose runs were too short for the steady-state check: both sides
+    too short said once ("2 (A) and 1 (B) samples per run") rather than twice in the same words."""
+    tests = [regime.steady_test(label, side) for label, side in sides]
+    short = [t.too_short for t in tests if t.too_short is not None]
+    flagged = [t.message for t in tests if t.p is not None and t.p < regime.STEADY_ALPHA]
+    if len(short) == 2:
+        counts = str(short[0]) if short[0] == short[1] else f"{short[0]} (A) and {short[1]} (B)"
+        return [*flagged, f"the steady state of neither side could be checked: {counts} samples per run, "
+                f"{regime.MSER_TOO_SHORT}"]  # fmt: skip
+    return [t.message for t in tests if t.too_short is not None or (t.p is not None and t.p < regime.STEADY_ALPHA)]
 
 
 def _row(
@@ -402,8 +399,7 @@ def _row(
         # B's steadiness is the response under test, never a precondition: a reader sees it beside the
         # verdict; A's is noted where the claim does not require it (seed 001's -t 1000 runs last seconds)
         sides = (("B", pb),) if "steady" in claim.preconditions else (("A", pa), ("B", pb))
-        unchecked += _too_short_together([m for label, side in sides for m in regime.steady_check(label, side)
-                                          if m.startswith("not steady") or "too few for MSER-5" in m])  # fmt: skip
+        unchecked += _steady_notes(sides)
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":

@@ -495,6 +495,10 @@ class SteadyTest:
 
     p: float | None
     message: str
+    too_short: int | None = None  # samples per run (median) when every run is too short for MSER-5
+
+
+MSER_TOO_SHORT = "too few for MSER-5 ever to find a steady state (15 at least)"
 
 
 def steady_test(label: str, side: pl.DataFrame) -> SteadyTest:
@@ -516,9 +520,9 @@ def steady_test(label: str, side: pl.DataFrame) -> SteadyTest:
     ]
     usable = [(s, n, r) for s, n, r in runs if r < 1.0]
     if not usable:
-        n = _median(side, "steady_n")
-        return SteadyTest(None, f"the steady state of side {label} could not be checked: {n:.0f} samples per run, "
-                          "too few for MSER-5 ever to find a steady state (15 at least)")  # fmt: skip
+        n = round(_median(side, "steady_n") or 0)
+        return SteadyTest(None, f"the steady state of side {label} could not be checked: {n} samples per run, "
+                          f"{MSER_TOO_SHORT}", too_short=n)  # fmt: skip
     flagged = sum(not s for s, _, _ in usable)
     p = stats.poisson_binomial_sf(flagged, [r for *_, r in usable])
     rate = sum(r for *_, r in usable) / len(usable)
