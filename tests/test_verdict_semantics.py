@@ -729,3 +729,24 @@ def test_on_the_emulated_disk_reads_compete_where_writes_held_its_one_head() -> 
     assert regime.throttled_await("read_await_variance", busy, busy) == []
     throttle = cell(write_busy_share=[None], device_profile=["hdd-throttle"])
     assert "hdd-throttle" in regime.throttled_await("read_await_variance", throttle, throttle)[0]
+
+
+def test_commit_delay_is_tested_only_where_a_flush_is_slow_against_it() -> None:
+    """Group commit pays where the delay is about half a flush (PostgreSQL's documentation); sync-commit's 1 ms
+    against ext4's 150 us flush read "opposite direction" where the mechanism could not act. The check reads
+    the setting and the device baseline (conditions), never the throughput."""
+    a = cell(commit_delay=["0"] * 3, fdatasync_p50_us=[150.0] * 3, value=[1.0, 2.0, 3.0])
+    ok = cell(commit_delay=["50"] * 3, fdatasync_p50_us=[150.0] * 3, value=[9.0] * 3)
+    assert regime.check(["slow_flush"], a, ok) == ([], [])
+    long = ok.with_columns(pl.lit("1000").alias("commit_delay"))
+    assert regime.check(["slow_flush"], a, long)[0] == [
+        "commit_delay 1,000 µs is more than half the WAL device's flush (150 µs, median fdatasync of an 8 kB write "
+        "at QD1, device baseline): PostgreSQL's documentation sets it at about half a flush; a longer delay holds "
+        "each commit longer than the flush it would share"
+    ]
+    # a slow device (an emulated disk's 8 ms flush) gives a 1 ms delay room to gather commits
+    assert regime.check(["slow_flush"], a.with_columns(pl.lit(8000.0).alias("fdatasync_p50_us")),
+                        long.with_columns(pl.lit(8000.0).alias("fdatasync_p50_us"))) == ([], [])  # fmt: skip
+    assert regime.check(["slow_flush"], a.drop("fdatasync_p50_us"), long.drop("fdatasync_p50_us"))[0] == [
+        "the WAL device's flush time could not be checked: no device baseline (the study ran none)"
+    ]

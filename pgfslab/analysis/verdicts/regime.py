@@ -28,6 +28,7 @@ Per run (`run_measures`), from the study database:
   `steady_n` the samples it had;
 * `snapshots_alive`: the most snapshots alive at once (the snapshot scheduler's create/delete events);
 * `randread_qd1_iops`: the target's device baseline (fio, 8 kB random reads at QD1, O_DIRECT);
+* `fdatasync_p50_us`: the same baseline's median fdatasync of an 8 kB WAL write at QD1 (a WAL flush);
 * `reads_per_tx` (in the run facts): blocks the data device read per pgbench transaction, reads_per_s over
   tps; near 0 where the data set is held in memory (the `from_memory` precondition), 1-2 where each
   transaction reads its account row from the device, as when a run starts from dropped caches and its cache
@@ -89,6 +90,9 @@ PRECONDITIONS = {
     "checkpoints": "runs that span checkpoints: at least one started (timed or by WAL volume) or completed per run "
     "(the server log and pg_stat_bgwriter; median of the reference side A's runs)",
     "files_2mb": "the deleted files are 2 MB, as seed 003's (an unlink frees what the file holds)",
+    "slow_flush": "a WAL flush that takes at least twice the claim's commit_delay, as PostgreSQL's documentation "
+    "advises for commit_delay (about half a flush; pg_test_fsync measures it): the WAL device's median fdatasync "
+    "of an 8 kB write at QD1 (device baseline)",
     "from_memory": "the data set served from memory, as in the seed's runs below the memory threshold: the data "
     f"device reads at most {FROM_MEMORY_READS:g} blocks per transaction (pgbench; median of the reference side A's "
     "runs)",
@@ -117,6 +121,7 @@ MEASURES: dict[str, Any] = {
     "steady_phi": pl.Float64,
     "snapshots_alive": pl.Int64,
     "randread_qd1_iops": pl.Float64,
+    "fdatasync_p50_us": pl.Float64,
     "read_await_ckpt": pl.Float64,
     "read_await_quiet": pl.Float64,
     "read_budget_share": pl.Float64,
@@ -422,8 +427,10 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
     out = out.join(steadiness(series, trim_s), on="run_id", how="left")
     out = out.join(alive_at_once(queries.snapshot_events(db, study)), on="run_id", how="left")
     if has_baseline(db, study):  # else the device class is not measured (the precondition says so)
-        iops = device_table(db, study).select("target", pl.col("randread_qd1_iops").cast(pl.Float64))
-        out = out.join(iops, on="target", how="left")
+        device = device_table(db, study).select(
+            "target", *(pl.col(c).cast(pl.Float64) for c in ("randread_qd1_iops", "fdatasync_p50_us"))
+        )
+        out = out.join(device, on="target", how="left")
     return pl.concat([pl.DataFrame(schema=MEASURES), out.select([c for c in MEASURES if c in out.columns])],
                      how="diagonal_relaxed")  # fmt: skip
 
@@ -542,6 +549,29 @@ def steady_check(label: str, side: pl.DataFrame, alpha: float = STEADY_ALPHA) ->
     return [t.message] if t.p < alpha else []
 
 
+def _delay_against_flush(a: pl.DataFrame, b: pl.DataFrame) -> list[str]:
+    """The slow_flush precondition: the sides' larger commit_delay (a setting of the conditions) against the WAL
+    device's measured flush (the device baseline), never against the throughput under test."""
+    flush = [x for x in (_median(s, "fdatasync_p50_us") for s in (a, b)) if x is not None]
+    delays = [_microseconds(v) for s in (a, b) if "commit_delay" in s.columns for v in s["commit_delay"].drop_nulls()]
+    delay = max((d for d in delays if d is not None), default=0.0)
+    if not flush:
+        return ["the WAL device's flush time could not be checked: no device baseline (the study ran none)"]
+    if 2 * delay <= min(flush):
+        return []
+    return [f"commit_delay {delay:,.0f} µs is more than half the WAL device's flush ({min(flush):,.0f} µs, median "
+            "fdatasync of an 8 kB write at QD1, device baseline): PostgreSQL's documentation sets it at about half "
+            "a flush; a longer delay holds each commit longer than the flush it would share"]  # fmt: skip
+
+
+def _microseconds(value: object) -> float | None:
+    """commit_delay as the facts carry it (text, microseconds: PostgreSQL's unit for it)."""
+    try:
+        return float(str(value))
+    except ValueError:
+        return None
+
+
 def _separate_budgets(a: pl.DataFrame) -> list[str]:
     """The reads_compete precondition on the reference side A: a throttled data device that ran A's reads at
     their own budget measured how many reads each transaction needs, not how checkpoint writes starve
@@ -595,6 +625,8 @@ def check(
             elif max(known) > MAGNETIC_IOPS:  # both sides' data devices: one fast side is not the seed's set-up
                 miss.append(f"not a magnetic-class device: the data device does {max(known):,.0f} random 8 kB "
                             f"reads/s at QD1 (device baseline; a magnetic disk does 100-200)")  # fmt: skip
+        elif name == "slow_flush":
+            miss += _delay_against_flush(a, b)
         elif name == "snapshots_alive":
             alive = [_median(s, "snapshots_alive") for s in (a, b)]
             most = max((x for x in alive if x is not None), default=None)
