@@ -711,3 +711,24 @@ def test_both_sides_too_short_for_the_steady_check_are_said_once() -> None:
     assert evaluate._steady_notes((("A", side(2)),)) == [a]  # one side: as it was
     # a side whose runs carry no per-second series says nothing here (the regime's checks say it)
     assert evaluate._steady_notes((("A", side(2)), ("B", side(30).drop("steady")))) == [a]
+
+
+def test_a_userspace_zfs_against_a_kernel_file_system_gives_a_direction_never_a_size() -> None:
+    """zfs-fuse pays a FUSE round trip per call that kernel ZFS does not: against ext4 its size is not the seed's
+    kind of ZFS's, so the seed's size is not judged (it is named in the notes) and an equivalence is not tested."""
+    rows = [
+        {"target": t, "target_label": label, "fs": fs, "value": v * (1 + 0.01 * i), "run_id": f"{t}{i}"}
+        for t, label, fs, v in (("ext4", "ext4", "ext4", 100.0), ("zfs", "zfs (zfs-fuse)", "zfs", 40.0))
+        for i in range(6)
+    ]
+    sized = claim(b={"fs": "zfs"}, expect="less", band=None, seed_value=0.44)
+    row = evaluate.evaluate(facts_frame(rows), sized).row(0, named=True)
+    assert row["verdict"] == R.DIRECTION_ONLY and row["estimate"] < 0.44  # a larger effect, never said so
+    assert (
+        "zfs (zfs-fuse) (userspace) against ext4 (kernel): direction only, the seed's size (0.44)" in (row["unchecked"])
+    )
+    same = evaluate.evaluate(facts_frame(rows), claim(b={"fs": "zfs"})).row(0, named=True)
+    assert same["verdict"] == R.NOT_IN_REGIME and "an equivalence is a statement of size" in same["verdict_text"]
+    # the same runs with a kernel ZFS label: the seed's size is judged
+    kernel = [{**r, "target_label": r["target"]} for r in rows]
+    assert evaluate.evaluate(facts_frame(kernel), sized)["verdict"].to_list() == [R.LARGER]

@@ -209,11 +209,24 @@ def _paired(ra: pl.DataFrame, rb: pl.DataFrame, col_a: str, col_b: str, alpha: f
     return ci, (f"{left} run(s) without a partner in their round left out" if left else "")
 
 
-def _judged(claim: Claim, ci: R.RatioCI, per_load_once: bool, alpha: float) -> R.Verdict:
+def _judged(claim: Claim, ci: R.RatioCI, per_load_once: bool, alpha: float, sized: bool = True) -> R.Verdict:
+    """The interval against the claim: its direction, and the seed's size where `sized` (not for a comparison
+    whose size is not the seed's kind of system's, `_userspace_against_kernel`)."""
     expect = claim.expect or "greater"
+    seed = claim.seed_range if sized else None
     if per_load_once:
-        return R.judge_once(ci.ratio, expect, claim.seed_range, claim.band_range)  # type: ignore[arg-type]
-    return R.judge(ci, expect, claim.seed_range, claim.band_range, 1 - alpha)  # type: ignore[arg-type]
+        return R.judge_once(ci.ratio, expect, seed, claim.band_range)  # type: ignore[arg-type]
+    return R.judge(ci, expect, seed, claim.band_range, 1 - alpha)  # type: ignore[arg-type]
+
+
+def _userspace_against_kernel(ta: str, tb: str) -> str | None:
+    """zfs-fuse on one side and a kernel file system on the other: the difference carries FUSE's round trip per
+    call, so its size is not kernel ZFS's and no machine without the zfs module can judge it; said as the reason,
+    None otherwise."""
+    fuse = ["zfs-fuse" in str(t) for t in (ta, tb)]
+    if fuse[0] == fuse[1]:
+        return None
+    return f"{ta if fuse[0] else tb} (userspace) against {tb if fuse[0] else ta} (kernel)"
 
 
 def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05, primary: str = "runs") -> pl.DataFrame:
@@ -400,13 +413,20 @@ def _row(
         # verdict; A's is noted where the claim does not require it (seed 001's -t 1000 runs last seconds)
         sides = (("B", pb),) if "steady" in claim.preconditions else (("A", pa), ("B", pb))
         unchecked += _steady_notes(sides)
+    fuse = _userspace_against_kernel(ta, tb)
+    if fuse and claim.expect == "same" and claim.quantity != "saving":
+        miss.append(f"{fuse}: an equivalence is a statement of size, and a userspace ZFS's sizes are not kernel ZFS's")
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":
         v = _saving(ci.ratio, claim.seed_range)
     else:
         once = per_load and min(ci.n_a, ci.n_b) < 3
-        v = _judged(claim, ci, once, alpha)
+        v = _judged(claim, ci, once, alpha, sized=not fuse)
+        if fuse and claim.seed_range is not None:
+            unchecked.append(f"{fuse}: direction only, the seed's size ({R.range_text(claim.seed_range)}) not "
+                             "judged (a userspace ZFS pays a round trip through FUSE per call that kernel ZFS does "
+                             "not)")  # fmt: skip
     label_a, label_b = _side_label(ta, claim.a, differ), _side_label(tb, claim.b, differ)
     if claim.quantity == "saving":
         label_a = ""
