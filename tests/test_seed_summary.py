@@ -189,3 +189,36 @@ def test_seed_studies_without_a_verdict_table_are_named_not_kept(tmp_path: Path)
     text = seed_summary.summary_markdown(studies, configs)
     assert "so not in it: `fs-compare` (run each" in text
     assert "`mine`" not in text and "`default` (" not in text
+
+
+def test_per_claim_a_study_decides_when_every_primary_cell_does(tmp_path: Path, page: Path) -> None:
+    one = timedelta(seconds=20)
+    make_study(
+        tmp_path,
+        "default",
+        [
+            verdict("s000-a", 1.0, 0.9, 1.1, "not resolved", role="primary"),
+            verdict("s000-b", 1.0, 0.97, 1.03, "holds", role="primary"),
+            verdict("s000-b", 1.2, 1.1, 1.3, "not the same", role="primary"),
+            verdict("s000-c", 1.0, 0.9, 1.1, "not resolved", role="primary"),
+            verdict("s000-c", 0.5, 0.4, 0.6, "opposite direction", role="primary"),
+        ],
+        [(timedelta(0), one, "ok", COMMIT)],
+    )
+    make_study(
+        tmp_path,
+        "fs-compare",
+        [
+            verdict("s000-a", 0.5, 0.4, 0.6, "opposite direction", role="primary"),
+            verdict("s000-c", None, None, None, "not tested in the seed's regime: not I/O-bound", role="primary"),
+            verdict("s000-d", 0.5, 0.4, 0.6, "holds", role="context"),
+        ],
+        [(timedelta(0), one, "ok", COMMIT)],
+    )
+    table = seed_summary.by_claim(seed_summary.write(tmp_path, page))
+    assert dict(zip(table["claim"], table["decided"])) == {"s000-a": True, "s000-b": True, "s000-c": False}
+    said = dict(zip(table["claim"], table["primary cells' verdicts"]))
+    assert said["s000-c"] == (
+        "`default`: not resolved, opposite direction; `fs-compare`: not tested in the seed's regime"
+    )
+    assert "2 of 3 claims set against runs in their seed's condition were decided by a study" in page.read_text()

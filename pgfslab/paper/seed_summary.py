@@ -15,6 +15,7 @@ import polars as pl
 
 from pgfslab import paths, yaml_text
 from pgfslab.analysis.report import markdown_table
+from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.table import NOT_IN_STUDY, STATUS_ORDER
 from pgfslab.errors import LabError
 
@@ -186,6 +187,58 @@ def study_rows(s: StudyVerdicts) -> pl.DataFrame:
     )
 
 
+# a verdict that decides: the interval says something of the claim (agreement, a smaller or larger effect, the
+# opposite, a difference); "not resolved", "not tested in the seed's regime" and "measured once" decide nothing
+DECISIVE = (R.HOLDS, R.SMALLER, R.LARGER, R.DIRECTION_ONLY, R.OPPOSITE, R.DIFFERS, R.VIOLATED)
+
+
+def by_claim(studies: list[StudyVerdicts]) -> pl.DataFrame:
+    """One row per claim set against runs in a primary cell of some study (the lab's own findings apart): each
+    study's verdicts on it, and whether one study decided it, every primary cell with a decisive verdict."""
+    rows = []
+    for s in studies:
+        v = s.verdicts
+        if "role" not in v.columns:
+            continue
+        prim = v.filter(pl.col("role") == "primary").with_columns(_kinds(v.filter(pl.col("role") == "primary")))
+        for (claim, seed), cells in prim.group_by("claim", "seed", maintain_order=True):
+            kinds = cells["verdict"].to_list()
+            said = ", ".join(f"{k} ×{kinds.count(k)}" if kinds.count(k) > 1 else k for k in dict.fromkeys(kinds))
+            rows.append({"seed": seed, "claim": claim, "study": s.study, "said": said,
+                         "decided": all(k in DECISIVE for k in kinds)})  # fmt: skip
+    if not rows:
+        return pl.DataFrame()
+    return (
+        pl.DataFrame(rows)
+        .group_by("seed", "claim", maintain_order=True)
+        .agg(
+            pl.format("`{}`: {}", "study", "said").str.join("; ").alias("primary cells' verdicts"),
+            pl.col("decided").any().alias("decided"),
+        )
+        .sort("seed", "claim")
+    )
+
+
+def claims_markdown(table: pl.DataFrame) -> list[str]:
+    """The per-claim table with its count, in words."""
+    if table.is_empty():
+        return []
+    decided = int(table["decided"].sum())
+    return [
+        "### Per claim",
+        f"{decided} of {table.height} claims set against runs in their seed's condition were decided by a study: "
+        "every one of its primary cells gave a decisive verdict (holds, the same direction with a smaller or larger "
+        "effect, an effect the other way, not the same). A claim no study decided reads “not resolved”, “not tested in the seed's regime” or "
+        "“measured once” in at least one primary cell of each study that ran it.",
+        markdown_table(
+            table.with_columns(
+                pl.format("`{}`", "claim").alias("claim"),
+                pl.when(pl.col("decided")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("decided"),
+            )
+        ),
+    ]
+
+
 def seed_studies(config_dir: Path = CONFIGS) -> list[str]:
     """The studies of the lab's configs that name a seed (`seeds:`), by their `study:` name."""
     out = []
@@ -206,6 +259,7 @@ def summary_markdown(studies: list[StudyVerdicts], config_dir: Path = CONFIGS) -
         "commits and the runs' span from its database (`data/<study>.duckdb`, runs that ran). "
         "Counts are rows of the table: one per claim and primary cell.",
         markdown_table(overview(studies), align={"runs": "right"}),
+        *claims_markdown(by_claim(studies)),
     ]
     for s in studies:
         parts += [f"### `{s.study}`", markdown_table(study_rows(s))]
