@@ -317,3 +317,17 @@ def test_the_measured_noise_is_per_rung_not_the_gap_between_rungs() -> None:
     )
     assert design.sigma_per_cell(flat, rounds=True).height == 1
     assert design.sigma_per_cell(flat.drop("rung")).height == 1
+
+
+def test_a_run_of_fixed_transactions_is_not_costed_at_the_studys_duration() -> None:
+    """sync-commit's `-t 1000` runs took seconds, and the plan costed 99 of them at the study's 30 s: 61 minutes
+    for a 9-minute study."""
+    cfg = {
+        "study": "t",
+        "targets": {"ext4": {"fs": "ext4"}},
+        "workloads": {"t": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [8], "transactions": 1000}},
+        "run": {"duration_s": 30, "repeats": 4},
+    }
+    cells = design.cells(Study.from_dict(validate(cfg, "t.yaml")))
+    assert cells["minutes"][0] == 4 * design.RUN_OVERHEAD_S / 60
+    assert "of 1000 transactions per client" in design.report(Study.from_dict(validate(cfg, "t.yaml")))

@@ -210,7 +210,8 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per workload cell (a tool whose comparisons are ratios of runs; each client count at each ladder rung, as
     the verdicts compare them): its kind, the runs per target (the plan's, optional precision rounds included),
     the data set's regime where the plan can place it, the noise used and where it came from, the smallest
-    resolvable B/A at alpha 0.05, and the cell's cost in minutes."""
+    resolvable B/A at alpha 0.05, and the cell's cost in minutes (for a run of a fixed number of transactions, its
+    set-up and teardown only: how long the transactions take is what the runs measure)."""
     known = {
         (r["workload"], r["clients"], r.get("rung")): r["sigma"]
         for r in (sigma if sigma is not None else pl.DataFrame()).iter_rows(named=True)
@@ -220,7 +221,9 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
     for name, wl in study.workloads.items():
         if not TOOLS[wl.tool].compared_over_runs:
             continue
-        duration = int(wl.duration_s or study.run.duration_s)
+        # a run of a fixed number of transactions (pgbench -t) lasts as long as they take: unknown before it runs
+        per_client = wl.options.transactions_per_client()
+        duration = 0 if per_client else int(wl.duration_s or study.run.duration_s)
         targets = study.targets_for(name)
         for rung in study.rungs_for(name):
             for clients in wl.clients:
@@ -237,6 +240,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
                         "targets": len(targets),
                         "runs_per_target": n,
                         "duration_s": duration,
+                        "length": f"{per_client} transactions per client" if per_client else f"{duration} s",
                         "sigma": float(s) if s is not None and np.isfinite(s) else DEFAULT_SIGMA,
                         "sigma_from": "the study's last runs" if s is not None and np.isfinite(s) else "default",
                         "minutes": n * len(targets) * (duration + RUN_OVERHEAD_S) / 60,
@@ -549,8 +553,9 @@ def report(study: Study, db: str | Path | None = None) -> str:
         lines.append(
             f"#   {r['cell']} ({r['kind']}{', ' + r['regime'].replace('_', ' ') if r['regime'] else ''}): "
             f"{r['runs_per_target']} runs x {r['targets']} "
-            f"targets of {r['duration_s']} s, sigma {r['sigma']:.3f} ({r['sigma_from']}): smallest B/A "
-            f"{r['smallest_ratio']:.3f} (or its inverse), {r['minutes']:.0f} min"
+            f"targets of {r['length']}, sigma {r['sigma']:.3f} ({r['sigma_from']}): smallest B/A "
+            f"{r['smallest_ratio']:.3f} (or its inverse), "
+            + (f"{r['minutes']:.0f} min" if r["duration_s"] else f"{r['minutes']:.0f} min and the transactions' time")
             + (f"; context, not a claim's primary cell: {r['context']}" if r["context"] else "")
         )
     per_claim = claims(study, table, spread)
