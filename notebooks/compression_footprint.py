@@ -74,11 +74,12 @@ pub.figure(
     "at work.",
 )
 pub.table(
-    # one column per target: a dozen measures side by side would not fit the page (a few targets of distinct names)
-    report.transposed(footprint.footprint_table(last), "target", digits={"ratio": 2}),
+    # one column per target: a dozen measures side by side would not fit the page (up to eight targets of distinct
+    # names; fs-compare has seven)
+    report.transposed(footprint.footprint_table(last), "target", digits={"ratio": 2}, most=8),
     caption="Footprint per target after its last run (database size also right after the bulk load). ratio = "
     "logical / physical bytes as the file system accounts for them (`accounted by`: btrfs compsize, zfs "
-    "logicalused / used, or on zfs-fuse used × compressratio / used; ext4 and xfs do not compress), savings = "
+    "logicalused / used, or on zfs-fuse, whose pool version has no logicalused, used × compressratio / used; ext4 and xfs do not compress), savings = "
     "1 − physical / logical; `fs used vs ref.`: 1 − used space / the used space of the first target holding "
     "the same data set and fillfactor (positive: smaller).",
     digits={"ratio": 2},

@@ -59,7 +59,8 @@ MEASURES = {
 }
 ACCOUNTING_COMPSIZE = "btrfs compsize"
 ACCOUNTING_ZFS = "zfs logicalused / used"
-ACCOUNTING_ZFS_EST = "zfs used x compressratio / used (no logicalused at this pool version)"
+# zfs-fuse's pool version has no logicalused: the caption says so; the cell stays short for the page
+ACCOUNTING_ZFS_EST = "zfs used × compressratio / used"
 
 
 ZFS_COLUMNS = {
