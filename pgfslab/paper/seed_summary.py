@@ -200,7 +200,8 @@ def by_claim(studies: list[StudyVerdicts]) -> pl.DataFrame:
         v = s.verdicts
         if "role" not in v.columns:
             continue
-        prim = v.filter(pl.col("role") == "primary").with_columns(_kinds(v.filter(pl.col("role") == "primary")))
+        prim = v.filter(pl.col("role") == "primary")
+        prim = prim.with_columns(_kinds(prim))
         for (claim, seed), cells in prim.group_by("claim", "seed", maintain_order=True):
             kinds = cells["verdict"].to_list()
             said = ", ".join(f"{k} ×{kinds.count(k)}" if kinds.count(k) > 1 else k for k in dict.fromkeys(kinds))

@@ -66,6 +66,7 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
     started = process_age_s()  # the command's start: Python, imports, the config read
     ph = Phases()
     view = study.run_view(study.find_run(run_id))
+    require_images(view)
     rdir = fresh_run_dir(view.raw_dir, run_id)
     if view.spec.optional:
         if precision_gate is None:
@@ -90,6 +91,22 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
         record.vm_applied = vm_held[0]
     _finish(view, rdir, record, error, time.monotonic() - t0, started, ph)
     return rdir / "run.json"
+
+
+def require_images(view: RunView) -> None:
+    """The run's target (and its WAL target) still have their images, checked before the raw folder is
+    touched: a study run again after its work directory was cleaned would otherwise set every earlier run
+    aside and fail each one on a missing image."""
+    tv = view.target
+    pairs = [(tv.name, tv.spec)] + ([(tv.spec.wal_on, tv.wal)] if tv.spec.wal_on and tv.wal is not None else [])
+    for name, spec in pairs:
+        gone = target_mount.missing_image(tv.workdir, name, spec)
+        if gone is not None:
+            setup = view.raw_dir / "_setup" / name / "target.json"
+            raise LabError(
+                f"target {name}: its image {gone} is gone (was the study's work directory cleaned?); to prepare "
+                f"it again, delete {setup} (the record of its preparation) and run the study again"
+            )
 
 
 def fresh_run_dir(raw: Path, run_id: str) -> Path:

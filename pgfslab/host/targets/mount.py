@@ -34,6 +34,15 @@ def _unapplied(requested: list[str], effective: str | None) -> list[str]:
     return [o for o in requested if o not in eff and not any(e.startswith(o + ":") for e in eff)]
 
 
+def missing_image(workdir: Path, name: str, spec: TargetSpec) -> Path | None:
+    """The image a prepared image (or zfs) target lives on when it is no longer there and no plain-directory
+    fallback stands in for it (the work directory is a build product a user may clean): None when present."""
+    image = target_paths.image_path(workdir, name)
+    if kind(spec) != "image" or image.exists() or (workdir / "dirs" / name).exists():
+        return None
+    return image
+
+
 @contextlib.contextmanager
 def attached_and_mounted(workdir: Path, name: str, spec: TargetSpec) -> Iterator[tuple[str, Path, float]]:
     """Attach (image) or check (device), mount at the lab's mount point; always released after. An image
