@@ -331,3 +331,37 @@ def test_a_run_of_fixed_transactions_is_not_costed_at_the_studys_duration() -> N
     cells = design.cells(Study.from_dict(validate(cfg, "t.yaml")))
     assert cells["minutes"][0] == 4 * design.RUN_OVERHEAD_S / 60
     assert "of 1000 transactions per client" in design.report(Study.from_dict(validate(cfg, "t.yaml")))
+
+
+def test_the_plan_costs_each_targets_runs_as_they_took_last_time() -> None:
+    """btrfs-hdd's plan said 100 minutes at a run's length + 7 s; its runs had taken 122 minutes for 65 runs: on the
+    emulated disk btrfs's prewarm took 223 s a run and each server's shutdown checkpoint half a minute."""
+    cfg = {
+        "study": "t",
+        "targets": {"ext4": {"fs": "ext4"}, "btrfs": {"fs": "btrfs"}},
+        "ladder": {"scales": [1, 2], "memory_limit_mb": 512},
+        "workloads": {"rw": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [1]}},
+        "run": {"duration_s": 60, "repeats": 5},
+    }
+    study = Study.from_dict(validate(cfg, "t.yaml"))
+    # last time the runs were 20 s long: ext4's took 30 s of wall time, btrfs's 340 s at rung 1; a skipped round
+    # (wall 0) and a run without a wall time say nothing
+    runs = pl.DataFrame(
+        [
+            {"workload": "rw.d1", "clients": 1, "rung": 1, "target": "ext4", "status": "ok", "wall_s": 30.0, "duration_s": 20.0},
+            {"workload": "rw.d1", "clients": 1, "rung": 1, "target": "btrfs", "status": "ok", "wall_s": 340.0, "duration_s": 20.0},
+            {"workload": "rw.d1", "clients": 1, "rung": 1, "target": "btrfs", "status": "failed", "wall_s": 330.0, "duration_s": 20.0},
+            {"workload": "rw.d1", "clients": 1, "rung": 1, "target": "ext4", "status": "skipped", "wall_s": 0.0, "duration_s": None},
+            {"workload": "rw.d2", "clients": 1, "rung": 2, "target": "ext4", "status": "ok", "wall_s": None, "duration_s": 20.0},
+        ]
+    )  # fmt: skip
+    cost = design.cost_per_cell(runs)
+    cells = design.cells(study, cost=cost).sort("rung")
+    # rung 1: 5 runs x (ext4: 60 s + 10 s beyond, btrfs: 60 s + 315 s beyond), each with the job's start
+    per_round = (60 + 10 + design.JOB_START_S) + (60 + 315 + design.JOB_START_S)
+    assert cells["minutes"][0] == 5 * per_round / 60
+    assert cells["cost_from"].to_list() == ["the study's last runs", "estimate"]
+    # rung 2 has no run with a wall time on record: its length + the stated overhead, said so
+    assert cells["minutes"][1] == 5 * 2 * (60 + design.RUN_OVERHEAD_S) / 60
+    text = design.report(study)
+    assert "no runs of this study on record here" in text

@@ -55,6 +55,9 @@ DEFAULT_SIGMA = 0.10
 SPREAD_SIGMA = {"cv_ratio": 0.20, "variance_ratio": 0.40}
 SPREAD_COLUMN = {"cv_ratio": "cv", "variance_ratio": "variance"}
 RUN_OVERHEAD_S = 7.0  # a run's set-up and teardown around its measured window (docs/benchmarks.md)
+# what a run costs beyond run.json's own wall time: Snakemake's job and the command's start (fs-compare, 2026-11-29:
+# 210 runs of 21 s wall each took 84 minutes end to end, preparation included)
+JOB_START_S = 3.0
 POWER = 0.8
 
 
@@ -111,6 +114,33 @@ def sigma_per_cell(runs: pl.DataFrame, rounds: bool = False) -> pl.DataFrame:
         .filter(pl.col("n") >= 3)
         .group_by(keys)
         .agg(pl.col("sd").median().alias("sigma"))
+    )
+
+
+def measured_cost(db: str | Path, study: str) -> pl.DataFrame:
+    """Per cell (workload, clients, rung) and target, from the study's last runs: the median wall time of a run
+    (run.json's, its set-up and teardown with it: a prewarm, a shutdown checkpoint on a slow disk) and the median
+    of that less its measured window (`duration_s`), what a run costs beyond its length. Empty without a database."""
+    from pgfslab.analysis import queries
+
+    if not Path(db).exists():
+        return pl.DataFrame()
+    try:
+        runs = queries.runs(db, study)
+    except queries.MissingData:
+        return pl.DataFrame()
+    return cost_per_cell(runs)
+
+
+def cost_per_cell(runs: pl.DataFrame) -> pl.DataFrame:
+    """`measured_cost` of a frame of runs (workload, clients, rung where a ladder has one, target, status, wall_s,
+    duration_s); a skipped optional round cost nothing and says nothing of the others."""
+    if runs.is_empty():
+        return pl.DataFrame()
+    runs = _config_workload(runs.filter(pl.col("status").is_in(["ok", "failed"]) & pl.col("wall_s").is_not_null()))
+    return runs.group_by(*_cell_keys(runs), "target").agg(
+        pl.col("wall_s").median().alias("wall_s"),
+        (pl.col("wall_s") - pl.col("duration_s").fill_null(0)).median().alias("beyond_s"),
     )
 
 
@@ -206,16 +236,30 @@ def runs_needed(alpha: float, rounds: bool = False) -> int:
     return next(n for n in range(2, 100) if math.isfinite(smallest_ratio(n, n, DEFAULT_SIGMA, alpha)))
 
 
-def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
+def cells(study: Study, sigma: pl.DataFrame | None = None, cost: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per workload cell (a tool whose comparisons are ratios of runs; each client count at each ladder rung, as
     the verdicts compare them): its kind, the runs per target (the plan's, optional precision rounds included),
     the data set's regime where the plan can place it, the noise used and where it came from, the smallest
-    resolvable B/A at alpha 0.05, and the cell's cost in minutes (for a run of a fixed number of transactions, its
-    set-up and teardown only: how long the transactions take is what the runs measure)."""
+    resolvable B/A at alpha 0.05, and the cell's cost in minutes. A target's runs cost their length and what its
+    runs in this cell cost beyond it last time (`measured_cost`: on an emulated disk a prewarm and the shutdown's
+    checkpoint take minutes), else `RUN_OVERHEAD_S`; a run of a fixed number of transactions costs its whole last
+    wall time, else its set-up and teardown only (how long the transactions take is what the runs measure)."""
     known = {
         (r["workload"], r["clients"], r.get("rung")): r["sigma"]
         for r in (sigma if sigma is not None else pl.DataFrame()).iter_rows(named=True)
     }
+    paid = {
+        (r["workload"], r["clients"], r.get("rung"), r["target"]): (r["wall_s"], r["beyond_s"])
+        for r in (cost if cost is not None else pl.DataFrame()).iter_rows(named=True)
+    }
+
+    def run_s(name: str, clients: int, rung: int | None, target: str, duration: int) -> float | None:
+        """A run's measured cost (None: this cell of this target has no runs on record)."""
+        last = paid.get((name, clients, rung, target))
+        if last is None:
+            return None
+        return JOB_START_S + (float(last[0]) if not duration else duration + max(float(last[1]), 0.0))
+
     rounds = study.analysis.primary == "rounds"
     rows: list[dict[str, Any]] = []
     for name, wl in study.workloads.items():
@@ -229,6 +273,8 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
             for clients in wl.clients:
                 n = study.repeats_for(name, clients)
                 s = known.get((name, clients, rung))
+                each = [run_s(name, clients, rung, t, duration) for t in targets]
+                seconds = sum(x if x is not None else duration + RUN_OVERHEAD_S for x in each)
                 rows.append(
                     {
                         "workload": name,
@@ -243,7 +289,8 @@ def cells(study: Study, sigma: pl.DataFrame | None = None) -> pl.DataFrame:
                         "length": f"{per_client} transactions per client" if per_client else f"{duration} s",
                         "sigma": float(s) if s is not None and np.isfinite(s) else DEFAULT_SIGMA,
                         "sigma_from": "the study's last runs" if s is not None and np.isfinite(s) else "default",
-                        "minutes": n * len(targets) * (duration + RUN_OVERHEAD_S) / 60,
+                        "minutes": n * seconds / 60,
+                        "cost_from": "the study's last runs" if all(x is not None for x in each) else "estimate",
                         "context": wl.context_why(clients),
                     }
                 )
@@ -539,12 +586,20 @@ def refuse_undecidable(study: Study, source: str) -> None:
         raise LabError(f"{source}: the plan cannot decide what its seeds claim:\n  " + "\n  ".join(bad))
 
 
+def _cost_text(r: dict[str, Any]) -> str:
+    """A cell's cost as the plan prints it, saying where it came from."""
+    if r["cost_from"] != "estimate":
+        return f"{r['minutes']:.0f} min (as its runs took last time)"
+    return f"{r['minutes']:.0f} min" if r["duration_s"] else f"{r['minutes']:.0f} min and the transactions' time"
+
+
 def report(study: Study, db: str | Path | None = None) -> str:
     """The plan's design in plain text: the cells table, then the claims table."""
     rounds = study.analysis.primary == "rounds"
     sigma = measured_sigma(db, study.study, rounds) if db is not None else None
     spread = measured_spread(db, study.study, study.analysis.trim_s) if db is not None else None
-    table = cells(study, sigma)
+    cost = measured_cost(db, study.study) if db is not None else None
+    table = cells(study, sigma, cost)
     if table.is_empty():
         return "# no pgbench or sysbench cells: nothing compared as a ratio of runs"
     test = "runs paired by round, exact signed-rank interval" if rounds else "exact rank interval"
@@ -555,9 +610,20 @@ def report(study: Study, db: str | Path | None = None) -> str:
             f"{r['runs_per_target']} runs x {r['targets']} "
             f"targets of {r['length']}, sigma {r['sigma']:.3f} ({r['sigma_from']}): smallest B/A "
             f"{r['smallest_ratio']:.3f} (or its inverse), "
-            + (f"{r['minutes']:.0f} min" if r["duration_s"] else f"{r['minutes']:.0f} min and the transactions' time")
+            + _cost_text(r)
             + (f"; context, not a claim's primary cell: {r['context']}" if r["context"] else "")
         )
+    measured = table.filter(pl.col("cost_from") != "estimate").height
+    lines.append(
+        f"# the cells' runs: about {table['minutes'].sum():.0f} min ("
+        + (
+            f"{measured} of {table.height} cells costed from the study's last runs, the others at their length "
+            f"+ {RUN_OVERHEAD_S:.0f} s"
+            if measured
+            else f"each run its length + {RUN_OVERHEAD_S:.0f} s: no runs of this study on record here"
+        )
+        + "; preparing the targets comes on top)"
+    )
     per_claim = claims(study, table, spread)
     if per_claim.height:
         lines.append(
