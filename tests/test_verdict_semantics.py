@@ -60,9 +60,24 @@ def test_a_larger_effect_and_the_opposite_direction() -> None:
 
 
 def test_an_interval_covering_one_is_not_resolved_at_its_precision() -> None:
-    v = judge(ci(0.97, 0.90, 1.06), "greater", seed_range=(1.1, 1.1))
+    v = judge(ci(0.97, 0.90, 1.06), "greater", seed_range=(1.05, 1.05))  # the seed's 1.05 is inside: nothing ruled out
     half = 100 * (1.06 - 0.90) / 2 / 0.97  # 8.2 %
     assert v.category == R.UNRESOLVED and v.text == f"not resolved at ±{half:.0f} %: 0.97 [0.90, 1.06] covers 1"
+    assert judge(ci(0.97, 0.90, 1.06), "greater").category == R.UNRESOLVED  # no size: nothing to rule out
+
+
+def test_an_interval_covering_one_that_rules_out_the_seeds_size_says_so() -> None:
+    """Direction and magnitude apart: sysbench-fillfactor's read-write σ² ratio 2.29 [0.96, 3.06] covers 1, so no
+    direction, and lies wholly above the seed's 0.38 (fillfactor 70 cutting the variance to 38 %): an effect of the
+    seed's size is ruled out, which "not resolved" hid."""
+    v = judge(ci(2.29, 0.96, 3.06), "less", seed_range=(0.38, 0.38))
+    assert v.category == R.SMALLER_ANY and v.direction == "unresolved" and v.magnitude == "smaller"
+    assert v.text == "smaller effect, direction not resolved: 2.29 [0.96, 3.06] covers 1 and rules out the seed's 0.38"
+    # a range open above ("more", 1.25 or more): [0.90, 1.20] stops short of it, [0.99, 1.52] reaches into it
+    assert judge(ci(1.05, 0.90, 1.20), "greater", seed_range=(1.25, math.inf)).category == R.SMALLER_ANY
+    assert judge(ci(1.20, 0.99, 1.52), "greater", seed_range=(1.25, math.inf)).category == R.UNRESOLVED
+    # an equivalence claim is judged against its band, never this way
+    assert judge(ci(1.0, 0.8, 1.2), "same", band_range=(0.9, 1.1)).category == R.UNRESOLVED
 
 
 def test_a_verbal_claim_is_tested_for_its_direction_only() -> None:
@@ -210,7 +225,10 @@ def test_the_aa_twin_is_a_second_reference_and_never_a_side() -> None:
     rows = runs("ext4", "ext4", [100.0] * 6) + runs("xfs", "xfs", [120.0] * 6)
     rows += [r | {"aa_twin_of": "ext4", "target_label": "ext4-twin"} for r in runs("ext4-twin", "ext4", [130.0] * 6)]
     out = evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), c)
-    assert out["verdict"][0] == R.UNRESOLVED
+    # [120/130, 1.2] = [0.92, 1.2] covers 1 and stops short of the seed's 1.45: no direction, the seed's size ruled out
+    assert out["verdict"][0] == R.SMALLER_ANY
+    plain = claim(b={"fs": "xfs"}, expect="greater")  # no size from the seed: nothing to rule out
+    assert evaluate.evaluate(pl.DataFrame(rows, infer_schema_length=None), plain)["verdict"][0] == R.UNRESOLVED
 
 
 def test_a_claims_primary_cells_share_its_error_rate() -> None:

@@ -188,8 +188,8 @@ def study_rows(s: StudyVerdicts) -> pl.DataFrame:
 
 
 # a verdict that decides: the interval says something of the claim (agreement, a smaller or larger effect, the
-# opposite, a difference); "not resolved", "not tested in the seed's regime" and "measured once" decide nothing
-DECISIVE = (R.HOLDS, R.SMALLER, R.LARGER, R.DIRECTION_ONLY, R.OPPOSITE, R.DIFFERS, R.VIOLATED)
+# seed's size ruled out with the direction unresolved, the opposite, a difference); "not resolved", "not tested in the seed's regime" and "measured once" decide nothing
+DECISIVE = (R.HOLDS, R.SMALLER, R.SMALLER_ANY, R.LARGER, R.DIRECTION_ONLY, R.OPPOSITE, R.DIFFERS, R.VIOLATED)
 
 
 def by_claim(studies: list[StudyVerdicts]) -> pl.DataFrame:
@@ -229,7 +229,8 @@ def claims_markdown(table: pl.DataFrame) -> list[str]:
         "### Per claim",
         f"{decided} of {table.height} claims set against runs in their seed's condition were decided by a study: "
         "every one of its primary cells gave a decisive verdict (holds, the same direction with a smaller or larger "
-        "effect, an effect the other way, not the same). A claim no study decided reads “not resolved”, “not tested in the seed's regime” or "
+        "effect, a smaller effect than the seed's with the direction not resolved, an effect the other way, not the "
+        "same). A claim no study decided reads “not resolved”, “not tested in the seed's regime” or "
         "“measured once” in at least one primary cell of each study that ran it.",
         markdown_table(
             table.with_columns(

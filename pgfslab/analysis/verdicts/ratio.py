@@ -22,7 +22,9 @@ percentile bootstrap that resamples the runs within each of the four groups (the
 claimed side of 1, on the other, or covers 1) and, where the seed gave a size (`Claim.seed_range`: a number, a
 range, or its words of size by the lab's one rule), the magnitude (the interval overlapping the seed's
 range: holds; the whole interval nearer 1 than the range: same direction, smaller effect; farther: larger
-effect). A claim with no size gets the direction only; a claim that two sides are "the same" is an
+effect). An interval that covers 1 leaves the direction unresolved; where it also lies wholly nearer 1 than the
+seed's range (or beyond 1 the other way), the seed's effect is ruled out all the same: "smaller effect, direction
+not resolved", the magnitude said apart from the direction. A claim with no size gets the direction only; a claim that two sides are "the same" is an
 equivalence test against `Claim.band_range`. No edge is ever placed at or next to the seed's own estimate.
 
 Where A has an A/A twin (a target with A's exact spec), the twin is used once, as a second reference:
@@ -47,6 +49,9 @@ Expect = Literal["greater", "less", "same"]
 # the verdict's category (one word or phrase a reader cannot misread; the sentence says the numbers)
 HOLDS = "holds"
 SMALLER = "same direction, smaller effect"
+# the interval covers 1 and lies wholly nearer 1 than the seed's size (or the other way): the direction is not
+# resolved, the seed's effect is ruled out; decisive about the claim as the seed made it, with its size
+SMALLER_ANY = "smaller effect, direction not resolved"
 LARGER = "same direction, larger effect"
 DIRECTION_ONLY = "holds (direction)"
 OPPOSITE = "opposite direction"
@@ -58,6 +63,7 @@ VIOLATED = "violated"
 CATEGORIES = (
     HOLDS,
     SMALLER,
+    SMALLER_ANY,
     LARGER,
     DIRECTION_ONLY,
     OPPOSITE,
@@ -260,9 +266,12 @@ def judge(
             return Verdict(DIFFERS, None, None, f"not the same: {shown} lies outside {edge}")
         return Verdict(UNRESOLVED, None, None, f"not resolved at {at}: {shown} straddles an edge of {edge}")
     direction = _side(lo, hi, expect)
-    if direction == "unresolved":
-        return Verdict(UNRESOLVED, direction, None, f"not resolved at {at}: {shown} covers 1")
     seed = f" against the seed's {range_text(seed_range)}" if seed_range is not None else ""
+    if direction == "unresolved":
+        if seed_range is not None and _size(lo, hi, expect, seed_range) == "smaller":
+            return Verdict(SMALLER_ANY, direction, "smaller", f"smaller effect, direction not resolved: {shown} "
+                           f"covers 1 and rules out the seed's {range_text(seed_range)}")  # fmt: skip
+        return Verdict(UNRESOLVED, direction, None, f"not resolved at {at}: {shown} covers 1")
     if direction == "opposite":
         return Verdict(OPPOSITE, direction, None, f"opposite direction: {shown}{seed}")
     if seed_range is None:

@@ -18,6 +18,7 @@ VERDICT_COLORS = {
     R.HOLDS: "#2a9d8f",
     R.DIRECTION_ONLY: "#52b69a",
     R.SMALLER: "#a7c957",
+    R.SMALLER_ANY: "#c5d86d",
     R.LARGER: "#6a994e",
     R.OPPOSITE: "#e76f51",
     R.DIFFERS: "#f4a261",
