@@ -7,7 +7,8 @@
 # of a change), its distribution-free interval (the runs compared as independent samples, or paired by
 # round where the config says so: `analysis.primary`), and a verdict that says the **direction** (agrees, opposite,
 # unresolved) and the **magnitude** apart: "holds: the seed's 1.45 is inside [1.20, 1.60]", "same direction,
-# smaller effect: 0.85 [0.80, 0.90] against the seed's 0.50", "opposite direction", "not resolved at ±X %".
+# smaller effect: 0.85 [0.80, 0.90] against the seed's 0.50", "opposite direction", "not resolved at ±X %"
+# (or, where the interval covers 1 yet stops short of the seed's size, "smaller effect, direction not resolved").
 # A finding the seed gave only in words is tested for its direction; "the same" is tested for equivalence
 # against a band the lab chose (its reason is stated). Only the cell that is the seed's own condition gives a
 # verdict; other cells are context. A cell that misses a condition under which the seed's mechanism acts
