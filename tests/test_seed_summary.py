@@ -222,3 +222,24 @@ def test_per_claim_a_study_decides_when_every_primary_cell_does(tmp_path: Path, 
         "`default`: not resolved, opposite direction; `fs-compare`: not tested in the seed's regime"
     )
     assert "2 of 3 claims set against runs in their seed's condition were decided by a study" in page.read_text()
+
+
+def test_a_claim_beyond_this_machine_is_shown_and_left_out_of_what_it_can_decide(tmp_path: Path, page: Path) -> None:
+    """claims.yaml's `beyond_here`: zfs-fuse cannot give kernel ZFS's steadiness as an equivalence; the claim's verdict stays in the table,
+    and the share of claims this machine can decide in principle counts the others only."""
+    make_study(
+        tmp_path,
+        "fs-micro",
+        [
+            verdict("s000-zfs-throughput-very-stable", 1.2, 0.8, 1.5, "not resolved", role="primary"),
+            verdict("s000-a", 0.5, 0.4, 0.6, "opposite direction", role="primary"),
+            verdict("s000-b", 1.0, 0.9, 1.1, "not resolved", role="primary"),
+        ],
+        [(timedelta(0), timedelta(seconds=20), "ok", COMMIT)],
+    )
+    table = seed_summary.by_claim(seed_summary.write(tmp_path, page))
+    assert table.filter(pl.col("beyond here").is_not_null())["claim"].to_list() == ["s000-zfs-throughput-very-stable"]
+    text = page.read_text()
+    assert "1 of 3 claims set against runs in their seed's condition were decided by a study" in text
+    assert "Of the 2 this machine can decide in principle, 1 were decided (50 %); the other 1 need" in text
+    assert "Beyond this machine: `s000-zfs-throughput-very-stable`: an equivalence of ZFS's steadiness" in text

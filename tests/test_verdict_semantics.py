@@ -532,6 +532,8 @@ def write(tmp_path: Path, **changes) -> Path:
         ({"no_preconditions_why": None}, "name its preconditions, or no_preconditions_why"),
         ({"preconditions": ["steady"]}, "names preconditions and no_preconditions_why"),
         ({"primary": {"regime": ["fits_ram", "exceeds_memory"]}}, "primary: unknown regime exceeds_memory"),
+        ({"beyond_here": " "}, "beyond_here says why"),
+        ({"beyond_here": "w", "reproducible_here": False, "why_not": "w"}, "not reproducible here at all says why_not"),
     ],
 )
 def test_a_claim_the_lab_cannot_read_exactly_is_an_error_naming_it(tmp_path, changes, message) -> None:

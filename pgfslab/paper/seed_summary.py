@@ -15,6 +15,7 @@ import polars as pl
 
 from pgfslab import paths, yaml_text
 from pgfslab.analysis.report import markdown_table
+from pgfslab.analysis.verdicts import claims as lab_claims
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.table import NOT_IN_STUDY, STATUS_ORDER
 from pgfslab.errors import LabError
@@ -209,6 +210,7 @@ def by_claim(studies: list[StudyVerdicts]) -> pl.DataFrame:
                          "decided": all(k in DECISIVE for k in kinds)})  # fmt: skip
     if not rows:
         return pl.DataFrame()
+    beyond = {c.id: c.beyond_here for c in lab_claims.claims() if c.beyond_here}
     return (
         pl.DataFrame(rows)
         .group_by("seed", "claim", maintain_order=True)
@@ -216,6 +218,7 @@ def by_claim(studies: list[StudyVerdicts]) -> pl.DataFrame:
             pl.format("`{}`: {}", "study", "said").str.join("; ").alias("primary cells' verdicts"),
             pl.col("decided").any().alias("decided"),
         )
+        .with_columns(pl.col("claim").replace_strict(beyond, default=None, return_dtype=pl.Utf8).alias("beyond here"))
         .sort("seed", "claim")
     )
 
@@ -225,20 +228,37 @@ def claims_markdown(table: pl.DataFrame) -> list[str]:
     if table.is_empty():
         return []
     decided = int(table["decided"].sum())
-    return [
+    here = table.filter(pl.col("beyond here").is_null())
+    beyond = table.filter(pl.col("beyond here").is_not_null())
+    share = f" ({100 * here['decided'].sum() / here.height:.0f} %)" if here.height else ""
+    out = [
         "### Per claim",
         f"{decided} of {table.height} claims set against runs in their seed's condition were decided by a study: "
         "every one of its primary cells gave a decisive verdict (holds, the same direction with a smaller or larger "
         "effect, a smaller effect than the seed's with the direction not resolved, an effect the other way, not the "
         "same). A claim no study decided reads “not resolved”, “not tested in the seed's regime” or "
-        "“measured once” in at least one primary cell of each study that ran it.",
+        "“measured once” in at least one primary cell of each study that ran it. "
+        f"Of the {here.height} this machine can decide in principle, {int(here['decided'].sum())} were decided"
+        f"{share}; "
+        + (
+            f"the other {beyond.height} need what it cannot give (`beyond_here` in claims.yaml, below)."
+            if beyond.height
+            else "no claim here needs what it cannot give."
+        ),
         markdown_table(
-            table.with_columns(
+            table.drop("beyond here").with_columns(
                 pl.format("`{}`", "claim").alias("claim"),
                 pl.when(pl.col("decided")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("decided"),
             )
         ),
     ]
+    if beyond.height:
+        out.append(
+            "Beyond this machine: "
+            + "; ".join(f"`{c}`: {why}" for c, why in zip(beyond["claim"], beyond["beyond here"]))
+            + "."
+        )
+    return out
 
 
 def seed_studies(config_dir: Path = CONFIGS) -> list[str]:

@@ -74,7 +74,7 @@ REGIMES = ("fits_shared_buffers", "fits_ram", "exceeds_ram")  # `facts.regime`'s
 REQUIRED = ("id", "seed", "claim", "where", "seed_number", "quantity", "a", "b", "workload", "expect")
 OPTIONAL = (
     "seed_value", "band", "band_why", "size", "lab_own", "reproducible_here", "why_not", "match", "primary", "preconditions",
-    "interaction", "figure", "no_preconditions_why",
+    "interaction", "figure", "no_preconditions_why", "beyond_here",
 )  # fmt: skip
 MATCH_KEYS = ("tool", "kinds", "ops", "clients")
 
@@ -104,6 +104,9 @@ class Claim:
     interaction: dict[str, Any] | None = None
     figure: str | None = None
     no_preconditions_why: str | None = None  # a claim whose mechanism acts in every cell says why
+    # run here, but what would decide it is beyond this machine (kernel ZFS's sizes, 200 GB of files): why. Its
+    # verdicts are shown; the count of claims this machine can decide in principle leaves it out
+    beyond_here: str | None = None
 
     @property
     def seed_range(self) -> tuple[float, float] | None:
@@ -169,6 +172,10 @@ def _check(item: dict[str, Any], path: Path) -> Claim:
     own = item.get("lab_own")
     if own is not None and not (isinstance(own, str) and own.strip()):
         raise _fail(path, cid, "lab_own says why the finding is the lab's own, not the seed's")
+    beyond = item.get("beyond_here")
+    if beyond is not None and not (isinstance(beyond, str) and beyond.strip() and reproducible):
+        raise _fail(path, cid, "beyond_here says why a claim run here cannot be decided on this machine (a claim "
+                    "not reproducible here at all says why_not instead)")  # fmt: skip
     if expect != "same" and item.get("band") is not None:
         raise _fail(path, cid, "a band belongs to an equivalence claim (expect: same) only")
     sv = item.get("seed_value")
