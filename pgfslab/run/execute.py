@@ -66,7 +66,8 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
     started = process_age_s()  # the command's start: Python, imports, the config read
     ph = Phases()
     view = study.run_view(study.find_run(run_id))
-    require_images(view)
+    if not view.spec.optional:
+        require_images(view)
     rdir = fresh_run_dir(view.raw_dir, run_id)
     if view.spec.optional:
         if precision_gate is None:
@@ -74,6 +75,7 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
         skipped = skip_if_precise(precision_gate, study, view, rdir)
         if skipped is not None:
             return skipped
+        require_images(view)  # after the gate, which reads the rounds so far: a skipped round measures nothing
     record = run_record.started(view)
     record.predecessor = run_record.predecessor(view.raw_dir, run_id)
     done, eta = run_record.study_eta(view.raw_dir, view.total)
