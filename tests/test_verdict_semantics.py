@@ -592,6 +592,15 @@ def test_read_wait_in_checkpoint_seconds_against_the_others_by_hand() -> None:
         pl.DataFrame(rows, infer_schema_length=None), c.__class__(**{**c.__dict__, "preconditions": ()})
     )
     assert out.height == 1 and out["verdict"][0] == R.DIRECTION_ONLY and out["lo"][0] > 1
+    # a checkpoint writing through every second of every run leaves no other seconds: the primary cell says so
+    # (btrfs-compression, 2026-11-29: 20 s runs with max_wal_size 48 MB), where it had vanished from the table
+    busy = [r | {"read_await_ckpt": 4.0, "read_await_quiet": None} for r in runs("ext4", "ext4", [100.0] * 5)]
+    out = evaluate.evaluate(
+        pl.DataFrame(busy, infer_schema_length=None), c.__class__(**{**c.__dict__, "preconditions": ()})
+    )
+    row = out.row(0, named=True)
+    assert out.height == 1 and row["role"] == "primary" and row["verdict"] == R.UNRESOLVED and row["n_a"] == 0
+    assert row["verdict_text"].startswith("not resolved: none of side A's 5 runs here measured it (it needs seconds")
 
 
 def test_a_throughput_claim_without_the_steady_precondition_notes_an_unsteady_side() -> None:

@@ -236,6 +236,7 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05, primary: st
     column = VALUE.get(claim.quantity)
     if column is None or f.is_empty() or column not in f.columns:
         return pl.DataFrame(schema=RESULT_SCHEMA)
+    ran = f  # every run the claim speaks of, measured or not (`_unmeasured`)
     f = f.filter(pl.col(column).is_not_null() & (pl.col(column) > 0))
     for extra in PAIRED.get(claim.quantity, ()):
         f = f.filter(pl.col(extra).is_not_null() & (pl.col(extra) > 0))
@@ -286,8 +287,52 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05, primary: st
     for row, (*_, kept) in zip(rows, cells):
         if row is not None and kept is not None:
             row["test"] = f"{row['test']}; kept as context by the study: {kept}".lstrip("; ")
-    rows = [r for r in rows if r is not None]
-    return pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+    found = [r for r in rows if r is not None] + _unmeasured(claim, ran, f, dims, shared, column)
+    return pl.DataFrame(found, schema=RESULT_SCHEMA) if found else pl.DataFrame(schema=RESULT_SCHEMA)
+
+
+# what a run must show for a quantity it can lack (the runs ran, and measured nothing the claim compares)
+NEEDS = {
+    "checkpoint_read_wait": "seconds with checkpoint writes and seconds without them, both in one run, with reads",
+    "read_await_variance": "reads from the data device in its per-second samples",
+    "written_per_tx": "writes to the data device and committed transactions",
+}
+
+
+def _unmeasured(
+    claim: Claim, ran: pl.DataFrame, measured: pl.DataFrame, dims: list[str], shared: dict[str, Any], column: str
+) -> list[dict[str, Any]]:
+    """A row for each primary cell where both sides ran and no run of a side measured what the claim compares (a
+    claim about read wait at checkpoints, in a cell where a checkpoint wrote through every second of every run):
+    the claim is said "not resolved" there with why, never dropped from its own cell unseen. Not for an interaction
+    (its cell is two cells) nor a property of a load."""
+    if claim.interaction or claim.quantity in PER_LOAD:
+        return []
+    dims = [d for d in dims if d in ran.columns]
+    if not dims:
+        return []
+    need = NEEDS.get(claim.quantity, f"the claim's quantity ({column})")
+    sides = [(ran.filter(side_filter(s)), measured.filter(side_filter(s))) for s in (claim.a, claim.b)]
+    out = []
+    for key, part_a in sides[0][0].group_by(dims, maintain_order=True):
+        group = dict(zip(dims, key))
+        if not is_primary(claim, group, ran) or _kept_as_context(part_a) is not None:
+            continue
+        match = pl.all_horizontal([pl.col(d).eq_missing(v) for d, v in group.items()])
+        n_b = sides[1][0].filter(match).height
+        got = [m.filter(match).height for _, m in sides]
+        if n_b == 0 or all(got):  # B never ran here (not tested), or the cell was measured and judged
+            continue
+        lacking = f"side A's {part_a.height}" if not got[0] else f"side B's {n_b}"
+        out.append(
+            {
+                "claim": claim.id, "seed": claim.seed, "cell": _cell_label(group, shared), "role": "primary",
+                "compared": None, "a": None, "b": None, "n_a": got[0], "n_b": got[1],
+                "test": TEST.get(claim.quantity, ""), "direction": None, "magnitude": None, "verdict": R.UNRESOLVED,
+                "verdict_text": f"not resolved: none of {lacking} runs here measured it (it needs {need})",
+            }
+        )  # fmt: skip
+    return out
 
 
 def _kept_as_context(side: pl.DataFrame) -> str | None:
