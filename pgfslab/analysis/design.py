@@ -617,7 +617,9 @@ def report(study: Study, db: str | Path | None = None) -> str:
     lines.append(
         f"# the cells' runs: about {table['minutes'].sum():.0f} min ("
         + (
-            f"{measured} of {table.height} cells costed from the study's last runs, the others at their length "
+            "every cell costed from the study's last runs"
+            if measured == table.height
+            else f"{measured} of {table.height} cells costed from the study's last runs, the others at their length "
             f"+ {RUN_OVERHEAD_S:.0f} s"
             if measured
             else f"each run its length + {RUN_OVERHEAD_S:.0f} s: no runs of this study on record here"
