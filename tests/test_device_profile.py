@@ -191,6 +191,22 @@ def test_the_btrfs_hdd_study_puts_its_data_on_the_emulated_disk_and_not_its_wal(
     assert all(study.run_view(r).duration_s >= 2 * timeout_s for r in study.runs)
 
 
+def test_the_select_study_reads_beyond_memory_from_the_emulated_disk():
+    """btrfs-hdd-select: the post's select-only test where its reads came from, a magnetic disk, with the data set
+    beyond the memory limit (the claims' primary regime, placed by the plan before anything runs)."""
+    from pgfslab.analysis import design
+
+    study = load_study(REPO / "config" / "btrfs-hdd-select.yaml")
+    assert "004" in study.seeds and study.baseline_enabled()
+    assert {t: s.device_profile for t, s in study.targets.items()} == dict.fromkeys(
+        ["ext4", "btrfs", "btrfs-zlib"], "hdd"
+    )
+    assert {w.options.what() for w in study.workloads.values()} == {"select-only"}
+    assert design.cells(study)["regime"].to_list() == ["exceeds_ram"]
+    claims = set(design.claims(study, design.cells(study))["claim"])
+    assert claims == {"s004-select-zlib-45pct", "s004-select-btrfs-ahead"}
+
+
 def test_the_durability_study_names_the_seeds_it_answers():
     assert set(load_study(REPO / "config" / "durability.yaml").seeds) == {"001", "004"}
 
