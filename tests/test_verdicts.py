@@ -727,6 +727,15 @@ def test_a_userspace_zfs_against_a_kernel_file_system_gives_a_direction_never_a_
     assert (
         "zfs (zfs-fuse) (userspace) against ext4 (kernel): direction only, the seed's size (0.44)" in (row["unchecked"])
     )
+    # zfs-fuse slower than ext4 is what FUSE's round trip per call does by itself: the notes say so
+    assert "FUSE's cost moves B/A the claim's way here: a direction found could be FUSE's" in row["unchecked"]
+    faster = claim(b={"fs": "zfs"}, expect="greater")  # zfs faster: FUSE works against it
+    assert (
+        "against the claim here: a direction found holds despite it"
+        in (evaluate.evaluate(facts_frame(rows), faster)["unchecked"][0])
+    )
+    swapped = claim(a={"fs": "zfs"}, b={"fs": "ext4"}, expect="greater")  # ext4 over zfs-fuse: FUSE raises B/A
+    assert "the claim's way here" in evaluate.evaluate(facts_frame(rows), swapped)["unchecked"][0]
     same = evaluate.evaluate(facts_frame(rows), claim(b={"fs": "zfs"})).row(0, named=True)
     assert same["verdict"] == R.NOT_IN_REGIME and "an equivalence is a statement of size" in same["verdict_text"]
     # the same runs with a kernel ZFS label: the seed's size is judged

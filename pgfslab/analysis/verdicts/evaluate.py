@@ -229,6 +229,23 @@ def _userspace_against_kernel(ta: str, tb: str) -> str | None:
     return f"{ta if fuse[0] else tb} (userspace) against {tb if fuse[0] else ta} (kernel)"
 
 
+# quantities FUSE's round trip per call moves one known way on the zfs-fuse side: its throughput down, its latency up
+FUSE_RAISES = {"ratio": False, "latency_p95_ratio": True}
+
+
+def _fuse_way(claim: Claim, fuse_is_b: bool) -> str | None:
+    """Which way FUSE's cost moves B/A against the claim's direction, where the quantity says (None elsewhere): with
+    it, a direction found here could be FUSE's alone; against it, a direction found holds despite it."""
+    raises = FUSE_RAISES.get(claim.quantity)
+    if raises is None or claim.expect not in ("greater", "less"):
+        return None
+    up = raises == fuse_is_b  # B/A rises when the fuse side's value rises and it is B, or falls and it is A
+    if up == (claim.expect == "greater"):
+        return ("FUSE's cost moves B/A the claim's way here: a direction found could be FUSE's round trip alone, "
+                "not ZFS's")  # fmt: skip
+    return "FUSE's cost moves B/A against the claim here: a direction found holds despite it"
+
+
 def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05, primary: str = "runs") -> pl.DataFrame:
     """One row per cell and pair of targets where both sides of the claim ran (empty: not tested here);
     `primary` is the study's comparison (module docstring)."""
@@ -472,6 +489,9 @@ def _row(
             unchecked.append(f"{fuse}: direction only, the seed's size ({R.range_text(claim.seed_range)}) not "
                              "judged (a userspace ZFS pays a round trip through FUSE per call that kernel ZFS does "
                              "not)")  # fmt: skip
+        way = _fuse_way(claim, "zfs-fuse" in str(tb)) if fuse else None
+        if way:
+            unchecked.append(way)
     label_a, label_b = _side_label(ta, claim.a, differ), _side_label(tb, claim.b, differ)
     if claim.quantity == "saving":
         label_a = ""
