@@ -92,13 +92,21 @@ def measured_sigma(db: str | Path, study: str, rounds: bool = False) -> pl.DataF
     Empty without a database."""
     from pgfslab.analysis import queries
 
+    runs = _last_runs(db, study, queries.headline)
+    return sigma_per_cell(runs, rounds) if runs.height else runs
+
+
+def _last_runs(db: str | Path, study: str, read: Any) -> pl.DataFrame:
+    """`read(db, study)` of the study's last database here, empty where it has none or lacks the data."""
+    from pgfslab.analysis import queries
+
     if not Path(db).exists():
         return pl.DataFrame()
     try:
-        runs = queries.headline(db, study)
+        out: pl.DataFrame = read(db, study)
     except queries.MissingData:
         return pl.DataFrame()
-    return sigma_per_cell(runs, rounds)
+    return out
 
 
 def sigma_per_cell(runs: pl.DataFrame, rounds: bool = False) -> pl.DataFrame:
@@ -123,13 +131,7 @@ def measured_cost(db: str | Path, study: str) -> pl.DataFrame:
     of that less its measured window (`duration_s`), what a run costs beyond its length. Empty without a database."""
     from pgfslab.analysis import queries
 
-    if not Path(db).exists():
-        return pl.DataFrame()
-    try:
-        runs = queries.runs(db, study)
-    except queries.MissingData:
-        return pl.DataFrame()
-    return cost_per_cell(runs)
+    return cost_per_cell(_last_runs(db, study, queries.runs))
 
 
 def cost_per_cell(runs: pl.DataFrame) -> pl.DataFrame:
