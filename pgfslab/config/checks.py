@@ -155,6 +155,7 @@ def check(study: StudyConfig, source: str, crossed: Mapping[str, str] | None = N
     _check_aa_twins(study, source)
     _check_cache(study, source)
     _check_snapshots(study, source)
+    _check_restore(study, source)
     _check_pg_settings(study, source, crossed)
     _check_builds(study, source, crossed)
     _check_precision(study, source)
@@ -312,6 +313,19 @@ def _check_snapshots(study: StudyConfig, source: str) -> None:
                 "the lab snapshots btrfs image or device targets and zfs targets only (LVM thin "
                 "snapshots would need device-mapper)"
             )
+
+
+def _check_restore(study: StudyConfig, source: str) -> None:
+    """run.restore copies a cluster whose WAL is inside PGDATA: a WAL on another target would be left as the
+    previous run wrote it, out of step with the data files put back."""
+    if not study.run.restore:
+        return
+    split = sorted(name for name, spec in study.targets.items() if spec.wal_on)
+    if split:
+        raise LabError(
+            f"{source}: run.restore puts each target's cluster back as loaded, and {', '.join(split)} keep their "
+            "WAL on another target (wal_on), which it would leave as the previous run wrote it: remove one"
+        )
 
 
 def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: str) -> None:

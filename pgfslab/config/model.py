@@ -203,6 +203,7 @@ class RunSettings(Node):
     cache: str | None = None  # cold | warm; None: drop_caches and prewarm decide (the lab before the key)
     order: str | None = None  # williams | rotate | fixed target order within a round; None: williams
     burn_in_rounds: int | None = None  # rounds run and shown, never compared; None: 0
+    restore: bool | None = None  # every run from the data set as loaded (pgfslab.run.restore); None: false
 
 
 @dataclass(frozen=True)

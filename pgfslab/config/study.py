@@ -315,6 +315,8 @@ class Study(StudyConfig):
                 "snapshots": target in self.snapshot_targets(),
                 **({"wal_on": m["targets"][wal]} if wal else {}),
                 **({"ladder": m["ladder"]} if self.ladder else {}),
+                # the loaded copy run.restore puts back is made by the preparation; absent, as before the key
+                **({"restore": True} if self.run.restore else {}),
             },
             sort_keys=True,
         )

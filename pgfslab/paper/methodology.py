@@ -246,15 +246,26 @@ def _start_sentence(ctx: Context) -> str:
     # raw folders measured before the defined starting state have neither record: said as they ran
     settled = any(r.settled is not None for r in ctx.target_records.values())
     stated = any(r.start_state is not None for r in ctx.records.values())
+    restored = any(r.restored is not None for r in ctx.records.values())  # as the runs did it
     return (
-        f"**Starting state.** Every target's data set is loaded once (not restored before each run{rungs})"
+        (
+            f"**Starting state.** Every target's data set is loaded once{rungs}"
+            if restored
+            else f"**Starting state.** Every target's data set is loaded once (not restored before each run{rungs})"
+        )
         + (
             ", then vacuumed, analysed and checkpointed, and the target's first run waits until no autovacuum "
             "worker runs"
             if settled
             else ""
         )
-        + ". A run starts from the data as the target's previous run left it, with a freshly started server"
+        + (
+            "; the cluster so prepared is copied aside (outside the target's file system) and copied back before "
+            "every run (`run.restore`, timed in each run's run.json, `restored`), so a run starts from the data "
+            "set as loaded, whatever the runs before it wrote, with a freshly started server"
+            if restored
+            else ". A run starts from the data as the target's previous run left it, with a freshly started server"
+        )
         + _cache_words(c.run)
         + (
             ", and a checkpoint just before the measured interval (its LSN and the cache state reached are in each "

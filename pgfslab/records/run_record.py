@@ -127,6 +127,14 @@ class Predecessor(Part):
     target: str | None = None
 
 
+class Restored(Part):
+    """The target's cluster put back as loaded before the run (study key run.restore; pgfslab.run.restore)."""
+
+    source: str | None = None  # the copy of the loaded cluster
+    bytes: int | None = None
+    wall_s: float | None = None
+
+
 class HostProbe(Part):
     """The host's speed just before the run (pgfslab.host.cpu_probe)."""
 
@@ -280,6 +288,7 @@ class RunRecord(Record):
     mount_after_crash: MountFacts | None = None
     fallback: bool | None = None
     wal: WalPlace | None = None
+    restored: Restored | None = None  # run.restore: the cluster as loaded, copied back before the run
     caches: str | None = None
     cgroup: CgroupRecord | None = None
     disk: DiskRecord | None = None

@@ -57,6 +57,14 @@ class Load(Part):
     fillfactor_s: float | None = None
 
 
+class LoadedCopy(Part):
+    """The prepared cluster copied aside (study key run.restore): every run starts from it."""
+
+    path: str | None = None
+    bytes: int | None = None
+    wall_s: float | None = None
+
+
 class Rung(BaseModel):
     """A ladder rung's data set, loaded into its own database."""
 
@@ -90,6 +98,7 @@ class TargetRecord(Record):
     load_sysbench: Load | None = None
     rungs: list[Rung] | None = None  # with a ladder: each rung's
     settled: Json | None = None  # the state every first run starts from (pgfslab.run.start_state)
+    loaded_copy: LoadedCopy | None = None  # run.restore: the settled cluster kept aside, every run's start
     postgres: PgFacts | None = None
     fs_used_bytes: int | None = None
     zfs_footprint: ZfsFootprint | None = None

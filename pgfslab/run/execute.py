@@ -36,6 +36,7 @@ from pgfslab.records.run_record import (
     ZfsFootprint,
 )
 from pgfslab.run import record as run_record
+from pgfslab.run import restore
 from pgfslab.run.common import disk_full_message, now, say, texts, wal_dir, wal_record, write_json
 from pgfslab.run.interrupt import release_after_interrupt
 from pgfslab.run.outcome import footprint, run_error
@@ -225,6 +226,10 @@ def set_up(
     record.fs_label = mnt.fs_label
     if wal and wmnt is not None:
         record.wal = WalPlace.model_validate(wal_record(wal, wmnt, wal_dir(wmnt, tv.name)))
+    if view.run.restore and (mnt.path / "pgdata").exists():
+        # before the cache drop, whose sync writes the copy out and empties the cache it filled
+        record.restored = restore.put_back(tv.workdir, tv.name, mnt.path / "pgdata")
+        ph.lap("restore")
     # Kept: every run starts from the same cold page cache (and the sync flushes what the previous
     # run or another study left dirty), so runs of a study are comparable whatever ran before them.
     record.caches = sysctl.drop_caches() if view.run.drop_caches else "kept"

@@ -35,7 +35,7 @@ from pgfslab.records.run_record import (
     ZfsFootprint,
 )
 from pgfslab.records.target_record import Created, Load, Rung, TargetRecord
-from pgfslab.run import provenance, start_state
+from pgfslab.run import provenance, restore, start_state
 from pgfslab.run.common import (
     copy_log_since,
     disk_full_message,
@@ -112,6 +112,9 @@ def prepare_target(study: Study, target: str) -> Path:
             if pg is not None and build is not None:
                 laddered = bool(study.ladder_rungs())
                 _prepare_cluster(tv, pg, build, mnt, out, tools, loads, label, record, waldir, laddered)
+                if study.run.restore:  # every run starts from this copy (pgfslab.run.restore)
+                    record.loaded_copy = restore.keep_loaded(wd, target, mnt.path / "pgdata")
+                    say(label, f"loaded cluster kept aside for run.restore ({record.loaded_copy.wall_s:.1f} s)")
             else:
                 record.fs_used_bytes = fs_used_bytes(mnt)
         except (LabError, psycopg.Error) as exc:
