@@ -28,7 +28,7 @@ def abstract_text(ctx: Context) -> str:
     text = (
         f"We ran {tools} against {n_targets} storage target{'s' if n_targets > 1 else ''} "
         f"({names(studied)}){control if controls else ''} on one machine ({ctx.runs['cpus'][0]} CPUs, "
-        f"{report.bytes_h((ctx.runs['mem_total_kb'][0] or 0) * 1024)} RAM): {ctx.runs.height} runs of "
+        f"{report.bytes_h((ctx.runs['mem_total_kb'][0] or 0) * 1024)} RAM): {ctx.ran.height} runs of "
         f"{_run_lengths(ctx)}, repeats interleaved across {'targets' if n_targets > 1 else 'workloads'}. "
     )
     if ok.height == 0:

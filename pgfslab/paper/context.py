@@ -103,6 +103,20 @@ class Context:
         return self.runs["tool"].unique(maintain_order=True).to_list()
 
     @property
+    def ran(self) -> pl.DataFrame:
+        """The runs that ran (ok or failed): an optional round skipped as unneeded measured nothing."""
+        return self.runs.filter(pl.col("status") != "skipped")
+
+    def skipped_words(self) -> str:
+        """How many optional runs of the precision rounds measured nothing (their cell precise or its budget spent)."""
+        n = self.runs.height - self.ran.height
+        return (
+            f" ({n} optional run{'s' if n != 1 else ''} of the precision rounds skipped, measuring nothing)"
+            if n
+            else ""
+        )
+
+    @property
     def uses_postgres(self) -> bool:
         return any(t in PG_TOOLS for t in self.tools)
 
@@ -138,7 +152,7 @@ class Context:
     def provenance(self, notebook: str | None = None) -> str:
         """Where a figure or table comes from, for its caption: the notebook that made it (linked to its
         executed copy, a build product beside the paper), the study's runs and the lab commit they ran at."""
-        ran = self.runs.filter(pl.col("status") != "skipped").height
+        ran = self.ran.height
         made = (
             f"notebook [`{notebook}`](../build/{self.study}/notebooks/{notebook}.ipynb); "
             if notebook

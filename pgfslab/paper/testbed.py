@@ -233,7 +233,7 @@ def _when(ctx: Context) -> str:
 
 def setup(ctx: Context) -> None:
     show(
-        f"## Setup\n\nStudy `{ctx.study}`: {ctx.runs.height} runs of {len(ctx.cfg.workloads)} "
+        f"## Setup\n\nStudy `{ctx.study}`: {ctx.ran.height} runs{ctx.skipped_words()} of {len(ctx.cfg.workloads)} "
         f"workload(s) on {len(ctx.target_names)} target(s), from {_when(ctx)}. Every fact below is read from the "
         "provenance records the lab writes with each run (`run.json`) and each target (`target.json`)."
     )
