@@ -228,7 +228,8 @@ def set_up(
         record.wal = WalPlace.model_validate(wal_record(wal, wmnt, wal_dir(wmnt, tv.name)))
     if view.run.restore and (mnt.path / "pgdata").exists():
         # before the cache drop, whose sync writes the copy out and empties the cache it filled
-        record.restored = restore.put_back(tv.workdir, tv.name, mnt.path / "pgdata")
+        setup = view.raw_dir / "_setup" / tv.name / "target.json"
+        record.restored = restore.put_back(tv.workdir, tv.name, mnt.path / "pgdata", setup)
         ph.lap("restore")
     # Kept: every run starts from the same cold page cache (and the sync flushes what the previous
     # run or another study left dirty), so runs of a study are comparable whatever ran before them.

@@ -61,14 +61,15 @@ def keep_loaded(workdir: Path, target: str, pgdata: Path) -> LoadedCopy:
     return LoadedCopy(path=str(dst), bytes=tree_bytes(dst), wall_s=round(time.monotonic() - t0, 3))
 
 
-def put_back(workdir: Path, target: str, pgdata: Path) -> Restored:
+def put_back(workdir: Path, target: str, pgdata: Path, setup_record: Path) -> Restored:
     """The target's cluster replaced by its loaded copy (the server stopped, the target mounted); PGDATA
-    itself is kept (a btrfs target's data subvolume is its parent, a snapshot's source)."""
+    itself is kept (a btrfs target's data subvolume is its parent, a snapshot's source). `setup_record`: the
+    target's target.json, named when the copy is missing."""
     src = loaded_dir(workdir, target)
     if not (src / "PG_VERSION").exists():
         raise LabError(
             f"target {target}: run.restore needs the copy of its loaded cluster, {src}, which is missing; "
-            f"delete data/raw/<study>/_setup/{target}/target.json and run the study again to prepare it"
+            f"delete {setup_record} (the record of its preparation) and run the study again to prepare it"
         )
     t0 = time.monotonic()
     safety.reset_dir(pgdata, workdir)
