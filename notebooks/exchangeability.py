@@ -158,7 +158,9 @@ if burn.height:
 
 # %%
 twins = ex.twins(cfg, aa_twins)
-aa_cells = aa.aa_ratios(runs, twins, alpha=alpha) if twins else pl.DataFrame()
+# compared as the study's verdicts compare (`analysis.primary`: unpaired, or paired by round)
+primary = (cfg.get("analysis") or {}).get("primary", "runs")
+aa_cells = aa.aa_ratios(runs, twins, alpha=alpha, primary=primary) if twins else pl.DataFrame()
 if aa_cells.height:
     pub.table(
         aa_cells.select(

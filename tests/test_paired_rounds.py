@@ -32,7 +32,7 @@ def test_the_fewest_pairs_for_an_interval() -> None:
     assert signed_rank.pairs_needed(0.05) == 6
     assert signed_rank.pairs_needed(0.025) == 7
     assert signed_rank.pairs_needed(0.01) == 8
-    assert design.runs_needed(0.05, rounds=True) == 6
+    assert design.runs_needed(0.05, pairing="signed-rank") == 6
     assert design.runs_needed(0.05) == 4  # the rank-sum interval: 4 against 4
 
 
@@ -131,8 +131,8 @@ def test_a_run_without_a_partner_in_its_round_is_left_out_and_counted() -> None:
 
 
 def test_the_plan_sizes_a_paired_comparison_with_the_signed_rank_test() -> None:
-    assert math.isinf(design.smallest_ratio(5, 5, 0.05, 0.05, rounds=True))  # 5 rounds: no 95 % interval
-    paired = design.smallest_ratio(8, 8, 0.05, 0.05, rounds=True)
+    assert math.isinf(design.smallest_ratio(5, 5, 0.05, 0.05, pairing="signed-rank"))  # 5 rounds: no 95 % interval
+    paired = design.smallest_ratio(8, 8, 0.05, 0.05, pairing="signed-rank")
     unpaired = design.smallest_ratio(8, 8, 0.05, 0.05)
     # at the same per-run noise, nothing shared: a round's ratio carries the noise of two runs, so pairing
     # resolves no smaller effect (it pays where the rounds share their drift: `measured_sigma(rounds=True)`)

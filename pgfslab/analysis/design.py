@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pgfslab.analysis.stats import signed_rank
+from pgfslab.analysis.stats import paired_t, signed_rank
 from pgfslab.analysis.stats.power import detectable_shift_sd
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim, for_seeds
+from pgfslab.analysis.verdicts.evaluate import PAIRED_TEST, PAIRING
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
 from pgfslab.tools import TOOLS
@@ -59,6 +60,12 @@ RUN_OVERHEAD_S = 7.0  # a run's set-up and teardown around its measured window (
 # 210 runs of 21 s wall each took 84 minutes end to end, preparation included)
 JOB_START_S = 3.0
 POWER = 0.8
+# the test a claim's cells are sized with, by pairing (None: the runs unpaired)
+PLAN_TEST = {
+    None: "the exact rank test",
+    "signed-rank": "the signed-rank test over rounds",
+    "t": "the paired t test over rounds",
+}
 
 
 def _kind(study: Study, workload: str) -> str:
@@ -191,12 +198,13 @@ def _paired_sigma(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def smallest_ratio(n_a: int, n_b: int, sigma: float, alpha: float, rounds: bool = False) -> float:
+def smallest_ratio(n_a: int, n_b: int, sigma: float, alpha: float, pairing: str | None = None) -> float:
     """The smallest B/A above 1 the verdicts' interval resolves with POWER (inf: no interval at all): the exact
-    rank-sum one, or with `rounds` the signed-rank one over min(n_a, n_b) rounds, whose per-round log-ratio has
-    SD sqrt(2) sigma."""
-    if rounds:
-        shift = signed_rank.detectable_shift_sd(min(n_a, n_b), alpha, POWER)
+    rank-sum one, or paired by round (`pairing`: "signed-rank" or "t", `evaluate.PAIRING`) the signed-rank or the t
+    one over min(n_a, n_b) rounds, whose per-round log-ratio has SD sqrt(2) sigma."""
+    if pairing is not None:
+        test = paired_t if pairing == "t" else signed_rank
+        shift = test.detectable_shift_sd(min(n_a, n_b), alpha, POWER)
         return math.exp(shift * sigma * math.sqrt(2)) if math.isfinite(shift) else math.inf
     shift = detectable_shift_sd(n_a, n_b, alpha, POWER)
     return math.exp(shift * sigma) if math.isfinite(shift) else math.inf
@@ -230,10 +238,12 @@ def _settings(study: Study, workload: str) -> dict[str, Any]:
     return {**study.postgres.settings, **(study.workloads[workload].postgres_settings or {})}
 
 
-def runs_needed(alpha: float, rounds: bool = False) -> int:
-    """The fewest runs per side (as many on each) whose exact rank interval exists at `alpha` (with `rounds`:
-    the fewest rounds whose signed-rank interval does)."""
-    if rounds:
+def runs_needed(alpha: float, pairing: str | None = None) -> int:
+    """The fewest runs per side (as many on each) whose exact rank interval exists at `alpha` (paired by round:
+    the fewest rounds whose signed-rank, or t, interval does)."""
+    if pairing == "t":
+        return paired_t.MIN_ROUNDS
+    if pairing is not None:
         return signed_rank.pairs_needed(alpha)
     return next(n for n in range(2, 100) if math.isfinite(smallest_ratio(n, n, DEFAULT_SIGMA, alpha)))
 
@@ -262,7 +272,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None, cost: pl.DataFrame | 
             return None
         return JOB_START_S + (float(last[0]) if not duration else duration + max(float(last[1]), 0.0))
 
-    rounds = study.analysis.primary == "rounds"
+    pairing = PAIRING.get(study.analysis.primary)
     rows: list[dict[str, Any]] = []
     for name, wl in study.workloads.items():
         if not TOOLS[wl.tool].compared_over_runs:
@@ -302,7 +312,7 @@ def cells(study: Study, sigma: pl.DataFrame | None = None, cost: pl.DataFrame | 
     return out.with_columns(
         pl.struct("runs_per_target", "sigma")
         .map_elements(
-            lambda r: smallest_ratio(r["runs_per_target"], r["runs_per_target"], r["sigma"], 0.05, rounds),
+            lambda r: smallest_ratio(r["runs_per_target"], r["runs_per_target"], r["sigma"], 0.05, pairing),
             return_dtype=pl.Float64,
         )  # fmt: skip
         .alias("smallest_ratio")
@@ -498,7 +508,7 @@ def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None =
     the verdicts pair them), the smallest B/A they resolve at alpha split over them, and the seed's own size (B/A)
     beside it. A steadiness claim's cells take the noise of its quantity (`spread`: `measured_spread`'s table,
     else `SPREAD_SIGMA`), named in `noise`."""
-    rounds = study.analysis.primary == "rounds"
+    pairing = PAIRING.get(study.analysis.primary)
     known = {
         (r["quantity"], r["workload"], r["clients"], r.get("rung")): r["sigma"]
         for r in (spread if spread is not None else pl.DataFrame()).iter_rows(named=True)
@@ -527,11 +537,11 @@ def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None =
 
         def resolves(r: dict[str, Any], alpha: float) -> float:
             # a ratio of ratios (inflate > 1) is never paired by round: the verdicts bootstrap its runs
-            paired = rounds and r["inflate"] == 1.0
+            paired = pairing if r["inflate"] == 1.0 else None
             return smallest_ratio(r["n_a"], r["n_b"], r["sigma"] * r["inflate"], alpha, paired)
 
         smallest = max(resolves(r, 0.05 / k) for r in mine)
-        paired = rounds and any(r["inflate"] == 1.0 for r in mine)
+        paired = pairing if any(r["inflate"] == 1.0 for r in mine) else None
         seed = c.seed_range
         effect = None if seed is None else max(abs(math.log(v)) for v in seed if v > 0 and math.isfinite(v))
         rows.append(
@@ -552,7 +562,7 @@ def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None =
                 "k": k,
                 "noise": noise,
                 "runs_needed": runs_needed(0.05 / k, paired),
-                "test": "the signed-rank test over rounds" if paired else "the exact rank test",
+                "test": PLAN_TEST[paired],
             }
         )  # fmt: skip
     return pl.DataFrame(rows)
@@ -597,14 +607,14 @@ def _cost_text(r: dict[str, Any]) -> str:
 
 def report(study: Study, db: str | Path | None = None) -> str:
     """The plan's design in plain text: the cells table, then the claims table."""
-    rounds = study.analysis.primary == "rounds"
-    sigma = measured_sigma(db, study.study, rounds) if db is not None else None
+    pairing = PAIRING.get(study.analysis.primary)
+    sigma = measured_sigma(db, study.study, pairing is not None) if db is not None else None
     spread = measured_spread(db, study.study, study.analysis.trim_s) if db is not None else None
     cost = measured_cost(db, study.study) if db is not None else None
     table = cells(study, sigma, cost)
     if table.is_empty():
         return "# no pgbench or sysbench cells: nothing compared as a ratio of runs"
-    test = "runs paired by round, exact signed-rank interval" if rounds else "exact rank interval"
+    test = PAIRED_TEST[pairing] if pairing is not None else "exact rank interval"
     lines = [f"# what the plan can resolve (80 % power, {test}; noise: SD of log throughput per run)"]
     for r in table.iter_rows(named=True):
         lines.append(

@@ -283,7 +283,9 @@ class AnalysisSettings(Node):
     moving_average_s: int = 15
     trim_s: float = 2
     alpha: float = 0.05
-    primary: str = "runs"  # the verdicts' comparison: runs (independent samples) or rounds (paired by round)
+    # the verdicts' comparison: runs (independent samples), rounds (paired by round, signed-rank) or rounds-t (paired
+    # by round, Student's t)
+    primary: str = "runs"
 
 
 @dataclass(frozen=True)

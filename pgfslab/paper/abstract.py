@@ -67,7 +67,7 @@ def abstract_text(ctx: Context) -> str:
             f"{report.num(worst['m'])} {unit} ({gap:.0f} % apart); {sig.height} of {tests.height} differences from "
             f"{baseline} are significant (Mann-Whitney U, Holm-adjusted, α = {ctx.cfg.analysis.alpha}). "
         )
-        text += _noise_floor(in_cell, twins, ctx.cfg.analysis.alpha)
+        text += _noise_floor(in_cell, twins, ctx.cfg.analysis.alpha, ctx.cfg.analysis.primary)
     else:  # one target: compare the workloads of the study instead
         per_wl = (
             ok.group_by("workload", "clients")
@@ -127,9 +127,10 @@ def abstract_text(ctx: Context) -> str:
     return text.strip()
 
 
-def _noise_floor(cell: pl.DataFrame, twins: dict[str, str], alpha: float) -> str:
-    """The headline cell's A/A control as one sentence: twin/baseline with its interval (stats.aa)."""
-    aa = aa_ratios(cell, twins, alpha=alpha) if twins else pl.DataFrame()
+def _noise_floor(cell: pl.DataFrame, twins: dict[str, str], alpha: float, primary: str = "runs") -> str:
+    """The headline cell's A/A control as one sentence: twin/baseline with its interval (stats.aa), compared as the
+    study's verdicts compare (`analysis.primary`)."""
+    aa = aa_ratios(cell, twins, alpha=alpha, primary=primary) if twins else pl.DataFrame()
     if aa.height == 0:
         return ""
     r = aa.row(0, named=True)

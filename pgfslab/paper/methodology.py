@@ -158,6 +158,10 @@ min and max per second survive), and known to the bucket from sysbench's histogr
 
 def _primary_words(primary: str) -> str:
     """The verdicts' primary comparison in words (`analysis.primary`)."""
+    if primary == "rounds-t":
+        return ("the runs paired by round: each run of one side with the other side's run in the same round, the mean "
+                "of the per-round log-ratios with Student's t interval (what a round shares cancels; its calibration "
+                "checked on the lab's A/A twins); the unpaired comparison is in each verdict's notes")  # fmt: skip
     if primary == "rounds":
         return ("the runs paired by round: each run of one side with the other side's run in the same round, the "
                 "Hodges-Lehmann shift of the per-round log-ratios with its exact Wilcoxon signed-rank interval (what a "

@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from pgfslab.analysis.verdicts.ratio import RatioCI, ratio_ci
+from pgfslab.analysis.verdicts.ratio import RatioCI, paired_ratio_ci, ratio_ci
 
 CELL = ("workload", "clients")
 CONFIG_KEY = "aa_twin_of"  # targets.<twin>.aa_twin_of = <baseline> (the verdicts read the same key)
@@ -84,19 +84,21 @@ def aa_ratios(
     value: str = "value",
     cell: Sequence[str] = CELL,
     alpha: float = 0.05,
+    primary: str = "runs",
 ) -> pl.DataFrame:
     """Per cell and twin: twin/baseline (`ratio_ci`) with its interval and exact coverage, the interval's
     half-width in %, and the symmetric A/A band. `frame` has one row per run: target, the cell's columns,
-    `value`."""
+    `value` (and `repeat`, the round, for a paired `primary`). `primary`: the study's comparison
+    (`analysis.primary`); paired by round ("rounds", "rounds-t") over the rounds where both ran, as the verdicts
+    pair it, and unpaired where a round holds two runs of one of them."""
     rows = []
     data = frame.filter(pl.col(value).is_not_null() & (pl.col(value) > 0))
     for key, part in data.group_by(list(cell), maintain_order=True):
         for twin, baseline in twins.items():
-            a = part.filter(pl.col("target") == baseline)[value].to_numpy()
-            b = part.filter(pl.col("target") == twin)[value].to_numpy()
-            if len(a) == 0 or len(b) == 0:
+            pa, pb = part.filter(pl.col("target") == baseline), part.filter(pl.col("target") == twin)
+            if pa.is_empty() or pb.is_empty():
                 continue
-            ci = ratio_ci(a, b, alpha)
+            ci = _paired(pa, pb, value, alpha, primary) or ratio_ci(pa[value].to_numpy(), pb[value].to_numpy(), alpha)
             band_lo, band_hi = aa_band(ci.lo, ci.hi)
             rows.append(
                 {
@@ -115,6 +117,19 @@ def aa_ratios(
                 }
             )
     return pl.DataFrame(rows)
+
+
+def _paired(pa: pl.DataFrame, pb: pl.DataFrame, value: str, alpha: float, primary: str) -> RatioCI | None:
+    """twin/baseline paired by round as `primary` says, None where it is not paired or cannot be."""
+    method = {"rounds": "signed-rank", "rounds-t": "t"}.get(primary)
+    if method is None or "repeat" not in pa.columns:
+        return None
+    if pa["repeat"].n_unique() < pa.height or pb["repeat"].n_unique() < pb.height:
+        return None
+    both = pa.select("repeat", pl.col(value).alias("a")).join(
+        pb.select("repeat", pl.col(value).alias("b")), on="repeat"
+    )
+    return paired_ratio_ci(both["a"].to_numpy(), both["b"].to_numpy(), alpha, method)
 
 
 def with_noise(

@@ -49,6 +49,12 @@ from pgfslab.analysis.verdicts.labels import (  # noqa: F401  (re-exported: the 
 )
 
 CELL_DIMS = ("kind", "clients", "rung", "regime")
+# how each paired primary comparison (`analysis.primary`) reads the per-round log-ratios, and its words in a row
+PAIRING = {"rounds": "signed-rank", "rounds-t": "t"}
+PAIRED_TEST = {
+    "signed-rank": "paired by round, exact signed-rank interval",
+    "t": "paired by round, mean log-ratio with Student's t interval",
+}
 # the role of a cell whose claim is the lab's own finding (Claim.lab_own): tested in the seed's condition, but on
 # the lab's stack, not the seed's, so never counted as the seed's verdict
 OWN_ROLE = "the lab's own"
@@ -197,7 +203,9 @@ def _by_round(rows: pl.DataFrame, column: str) -> dict[int, float] | None:
     return dict(zip(rows["repeat"].to_list(), rows[column].to_list()))
 
 
-def _paired(ra: pl.DataFrame, rb: pl.DataFrame, col_a: str, col_b: str, alpha: float) -> tuple[R.RatioCI | None, str]:
+def _paired(
+    ra: pl.DataFrame, rb: pl.DataFrame, col_a: str, col_b: str, alpha: float, method: str = "signed-rank"
+) -> tuple[R.RatioCI | None, str]:
     """B/A paired by round over the rounds both sides ran in, and what was left unpaired (None and the reason
     when the sides cannot be paired)."""
     a, b = _by_round(ra, col_a), _by_round(rb, col_b)
@@ -205,7 +213,7 @@ def _paired(ra: pl.DataFrame, rb: pl.DataFrame, col_a: str, col_b: str, alpha: f
         return None, "not paired by round (a round holds two runs of one side): the runs compared unpaired"
     common = sorted(set(a) & set(b))
     left = len(a) + len(b) - 2 * len(common)
-    ci = R.paired_ratio_ci([a[r] for r in common], [b[r] for r in common], alpha)
+    ci = R.paired_ratio_ci([a[r] for r in common], [b[r] for r in common], alpha, method)
     return ci, (f"{left} run(s) without a partner in their round left out" if left else "")
 
 
@@ -298,7 +306,7 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05, primary: st
     steady = _steady_over_cells(claim, [pa for _, pa, *_ in cells])
     rows = [
         _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha / k if is_p else alpha, is_p, k,
-             shared, differ, held, by_round=primary == "rounds")
+             shared, differ, held, pairing=PAIRING.get(primary))
         for (group, pa, pb, ta, tb, is_p, _), held in zip(cells, steady)
     ]  # fmt: skip
     for row, (*_, kept) in zip(rows, cells):
@@ -412,7 +420,7 @@ def _row(
     shared,
     differ,
     steady=None,
-    by_round=False,
+    pairing=None,
 ) -> dict[str, Any] | None:
     cell = _cell_label(group, shared)
     inter = claim.interaction
@@ -441,24 +449,26 @@ def _row(
         test = "one measurement per load" if per_load and min(len(a), len(b)) < 3 else TEST.get(claim.quantity, "")
         twin_rows = None if per_load or claim.quantity in PAIRED else _twin_rows(with_twins, group, ta, column)
         rows_a, rows_b = pa.filter(pl.col("target_label") == ta), pb.filter(pl.col("target_label") == tb)
-        paired = by_round and not per_load and claim.quantity != "saving"
+        paired = pairing is not None and not per_load and claim.quantity != "saving"
         if paired:
             # the study's primary comparison pairs the runs by round; the unpaired one is shown beside it
-            plain, (ci_r, why) = ci, _paired(rows_a, rows_b, col_a, col_b, alpha)
+            plain, (ci_r, why) = ci, _paired(rows_a, rows_b, col_a, col_b, alpha, pairing)
             if ci_r is None:
                 notes.append(why)
                 paired = False
             else:
                 ci = ci_r
                 notes.append(f"the runs unpaired: {R.interval_text(plain)}" + (f"; {why}" if why else ""))
-                test = test.replace("exact rank interval", "paired by round, exact signed-rank interval")
+                if pairing == "t":  # the point is the rounds' mean log-ratio, not a Hodges-Lehmann estimate
+                    test = test.replace("Hodges-Lehmann ratio, ", "ratio, ")
+                test = test.replace("exact rank interval", PAIRED_TEST[pairing])
         if twin_rows is not None:
             # A's A/A twin, used once: B must differ from A and from the twin (ratio.both_references)
             twin = twin_rows[column].to_numpy()
             to_twin, aa = R.ratio_ci(twin, b, alpha), R.ratio_ci(a, twin, alpha)
             if paired:
-                to_twin_r, _ = _paired(twin_rows, rows_b, column, col_b, alpha)
-                aa_r, _ = _paired(rows_a, twin_rows, col_a, column, alpha)
+                to_twin_r, _ = _paired(twin_rows, rows_b, column, col_b, alpha, pairing)
+                aa_r, _ = _paired(rows_a, twin_rows, col_a, column, alpha, pairing)
                 if to_twin_r is None or aa_r is None:
                     notes.append("A's A/A twin not paired by round (a round holds two of its runs): compared unpaired")
                 to_twin, aa = to_twin_r or to_twin, aa_r or aa

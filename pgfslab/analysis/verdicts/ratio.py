@@ -12,7 +12,9 @@ against 3) and no verdict is drawn from it.
 A study whose config states `analysis.primary: rounds` compares the runs paired by round instead
 (`paired_ratio_ci`): the per-round log-ratios B/A, their Hodges-Lehmann shift and the exact Wilcoxon
 signed-rank interval. Its interval exists from 6 rounds at 95 % (the rank-sum one from 4 against 4), and it is
-narrower where the rounds share their drift; the verdicts print the plain comparison beside it.
+narrower where the rounds share their drift; the verdicts print the plain comparison beside it. `analysis.primary:
+rounds-t` pairs the same way and reads Student's t interval of the per-round log-ratios (`stats.paired_t`), which
+a handful of rounds does not make as coarse as a rank test's.
 
 An interaction (`interaction_ci`) is (B/A at one level of a setting) / (B/A at another), e.g. btrfs/ext4
 with fsync off against fsync on: the point is the ratio of the two Hodges-Lehmann ratios, the interval a
@@ -42,6 +44,7 @@ from typing import Literal
 
 import numpy as np
 
+from pgfslab.analysis.stats import paired_t
 from pgfslab.analysis.stats.power import critical_u, u_null_cdf
 from pgfslab.analysis.stats.signed_rank import shift_interval
 
@@ -111,19 +114,23 @@ def ratio_ci(a: np.ndarray | list[float], b: np.ndarray | list[float], alpha: fl
     return RatioCI(point, float(np.exp(d[c])), float(np.exp(d[len(d) - 1 - c])), n_a, n_b, coverage)
 
 
-def paired_ratio_ci(a: np.ndarray | list[float], b: np.ndarray | list[float], alpha: float = 0.05) -> RatioCI:
+def paired_ratio_ci(
+    a: np.ndarray | list[float], b: np.ndarray | list[float], alpha: float = 0.05, method: str = "signed-rank"
+) -> RatioCI:
     """B/A paired by round (`a[i]` and `b[i]` ran in the same round of the plan): the Hodges-Lehmann shift of the
     per-round log-ratios with its exact Wilcoxon signed-rank interval (`stats.signed_rank.shift_interval`),
     exponentiated. What the rounds share (the host's speed that hour, the drift of data sets that grow the same
     way on every target) cancels in each round's ratio. Too few rounds for an interval at 1 - alpha (fewer than
-    6 at 0.05): the widest there is, with its lower coverage, as `ratio_ci`. n_a = n_b = the rounds."""
+    6 at 0.05): the widest there is, with its lower coverage, as `ratio_ci`. n_a = n_b = the rounds. `method` "t":
+    the mean per-round log-ratio with Student's t interval instead (`stats.paired_t`; from 3 rounds)."""
     xa, xb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     if len(xa) != len(xb):
         raise ValueError(f"paired by round: {len(xa)} runs of A against {len(xb)} of B")
     n = len(xa)
     if n == 0:
         return RatioCI(math.nan, 0.0, math.inf, 0, 0, math.nan)
-    point, lo, hi, coverage = shift_interval(xb - xa, alpha)
+    interval = paired_t.shift_interval if method == "t" else shift_interval
+    point, lo, hi, coverage = interval(xb - xa, alpha)
     return RatioCI(math.exp(point), math.exp(lo), math.exp(hi), n, n, coverage)
 
 
