@@ -5,6 +5,7 @@ median), the run-to-run CV of every tpcb cell, and the A/A control's half-width 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import statistics
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scipy import stats as sps
 
 from benchmarks import precision
 
@@ -80,3 +82,27 @@ def test_goals_printed_and_no_raw_folder(tmp_path: Path, capsys: pytest.CaptureF
     assert precision.run(tmp_path / "nothing") == []
     out = capsys.readouterr().out
     assert "no raw folder" in out and "the A/A interval within +-3 %" in out
+
+
+def test_a_study_paired_by_round_gets_its_a_a_paired_and_its_calibration(with_twin: Path) -> None:
+    cfg = yaml.safe_load((with_twin / "study.yaml").read_text())
+    cfg["analysis"] = {**(cfg.get("analysis") or {}), "primary": "rounds-t"}
+    (with_twin / "study.yaml").write_text(yaml.safe_dump(cfg))
+    s = precision.summarize(with_twin)
+    assert s is not None and s.primary == "rounds-t"
+    by_round = {}
+    for target in ("zfs-gzip", "zfs-gzip-walext4"):
+        for d in with_twin.glob(f"{target}.tpcb.c4.r*"):
+            by_round[(target, json.loads((d / "run.json").read_text())["repeat"])] = tps(d)
+    d = [
+        math.log(by_round[("zfs-gzip-walext4", r)] / by_round[("zfs-gzip", r)])
+        for (t, r) in by_round
+        if t == "zfs-gzip"
+    ]
+    ci = sps.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    mean = statistics.mean(d)
+    assert s.aa["zfs-gzip-walext4"] == pytest.approx((math.exp(ci.high) - math.exp(ci.low)) / 2 / math.exp(mean))
+    c = s.calibration["zfs-gzip-walext4"]
+    assert c.method == "rounds-t" and c.rounds == 5 and c.studies == 2000 and 0 <= c.covered <= 1
+    names = [f.name for f in precision.figures(s)]
+    assert "precision: the primary comparison's coverage on zfs-gzip-walext4" in names
