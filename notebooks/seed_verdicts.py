@@ -104,11 +104,13 @@ for i, ((claim,), cells) in enumerate(tested.group_by("claim", maintain_order=Tr
         caption=f"`{claim}`, per cell, as in the first of these tables."
         if i
         else f"`{claim}`, and each finding after it in a table of its own: per cell, the seed's own condition "
-        "(primary) first, what was compared, this lab's estimate with its interval (the Hodges-Lehmann ratio with "
+        "(primary) first, what was compared, this lab's estimate with its interval ("
         + (
-            "the exact signed-rank interval of the runs paired by round; "
+            "the Hodges-Lehmann ratio with the exact signed-rank interval of the runs paired by round; "
             if primary == "rounds"
-            else "the exact rank interval; "
+            else "the mean per-round ratio of the runs paired by round with Student's t interval; "
+            if primary == "rounds-t"
+            else "the Hodges-Lehmann ratio with the exact rank interval; "
         )
         + "where the study carries a twin of A, against A and the twin together, so that B "
         "must differ from both; a claim's primary cells Bonferroni-adjusted), the A/A control (the twin against A, where the study has one), the runs per side, the verdict "

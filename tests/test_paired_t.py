@@ -102,3 +102,25 @@ def test_the_calibration_with_the_labels_as_recorded_finds_a_twin_that_is_not_id
 def test_cells_with_too_few_rounds_are_not_drawn_from() -> None:
     got = calibration.twin_coverage(twins(4, 0.05, 0.01), 6)
     assert all(c.studies == 0 and math.isnan(c.covered) for c in got)
+
+
+def test_the_a_a_control_is_paired_as_the_study_pairs_its_verdicts() -> None:
+    from pgfslab.analysis.stats import aa
+
+    rows = drifting(6, 1.0, twin=True)
+    frame = (
+        pl.DataFrame(rows)
+        .filter(pl.col("target") != "xfs")
+        .with_columns(pl.lit("tpcb").alias("workload"), pl.lit(4).alias("clients"))
+    )
+    twins = {"ext4-aa": "ext4"}
+    paired = aa.aa_ratios(frame, twins, primary="rounds-t").row(0, named=True)
+    plain = aa.aa_ratios(frame, twins).row(0, named=True)
+    by = {t: frame.filter(pl.col("target") == t).sort("repeat")["value"].to_numpy() for t in ("ext4", "ext4-aa")}
+    want = sps.ttest_1samp(np.log(by["ext4-aa"]) - np.log(by["ext4"]), 0.0).confidence_interval(0.95)
+    assert (paired["aa_lo"], paired["aa_hi"]) == pytest.approx((math.exp(want.low), math.exp(want.high)))
+    assert paired["aa_hi"] - paired["aa_lo"] < (plain["aa_hi"] - plain["aa_lo"]) / 4  # the drift cancels
+    # a round with two runs of the baseline cannot be paired: the unpaired interval, as the verdicts fall back
+    doubled = pl.concat([frame, frame.filter((pl.col("target") == "ext4") & (pl.col("repeat") == 1))])
+    fallback = aa.aa_ratios(doubled, twins, primary="rounds-t").row(0, named=True)
+    assert fallback["n_baseline"] == 7
