@@ -280,6 +280,12 @@ def test_a_study_paired_by_round_needs_six_rounds_for_a_claim_of_one_cell() -> N
     assert not design.undecidable(_dirty_study(6, "rounds"))
 
 
+def test_a_study_paired_with_the_t_interval_decides_from_three_rounds() -> None:
+    bad = design.undecidable(_dirty_study(2, "rounds-t"))
+    assert bad and all("the paired t test over rounds needs 3 runs per side" in b for b in bad)
+    assert not design.undecidable(_dirty_study(3, "rounds-t"))
+
+
 def test_seed_000s_cached_case_rests_on_the_read_only_cells_below_memory() -> None:
     """fs-compare's plan put all 18 cells (both workloads, three rungs) under "the file system does not matter when
     CPU-bound", split alpha 18 ways and refused the study; the claim's own cells are read-only below memory."""

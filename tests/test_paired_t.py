@@ -124,3 +124,35 @@ def test_the_a_a_control_is_paired_as_the_study_pairs_its_verdicts() -> None:
     doubled = pl.concat([frame, frame.filter((pl.col("target") == "ext4") & (pl.col("repeat") == 1))])
     fallback = aa.aa_ratios(doubled, twins, primary="rounds-t").row(0, named=True)
     assert fallback["n_baseline"] == 7
+
+
+def _headline(bias: float, rounds: int = 10) -> pl.DataFrame:
+    t = twins(rounds, 0.05, 0.01, bias=bias)
+    rows = [
+        {"target": target, "workload": "tpcb", "clients": 4, "repeat": r + 1, "value": float(v)}
+        for target, col in (("ext4", "a"), ("ext4-aa", "b"))
+        for r, v in enumerate(t[col])
+    ]
+    return pl.DataFrame(rows)
+
+
+def test_the_papers_calibration_table_reads_the_twins_rounds() -> None:
+    from pgfslab.analysis.answers import exchangeability as ex
+
+    faithful = ex.calibration(_headline(1.0), {"ext4-aa": "ext4"}, "rounds-t", 0.05).row(0, named=True)
+    assert faithful["rounds"] == 10 and faithful["cells"] == 1 and faithful["pseudo-studies"] == 2000
+    assert 88 <= faithful["covered %"] <= 100 and faithful["as recorded %"] > 80
+    biased = ex.calibration(_headline(1.05), {"ext4-aa": "ext4"}, "rounds-t", 0.05).row(0, named=True)
+    assert biased["as recorded %"] < 5  # a twin 5 % off its baseline is found with the labels as recorded
+    assert ex.calibration(_headline(1.0, rounds=3), {"ext4-aa": "ext4"}, "rounds-t", 0.05).is_empty()
+
+
+def test_the_papers_comparison_with_baseline_and_twin_is_paired_as_the_verdicts_pair() -> None:
+    from pgfslab.analysis.answers import exchangeability as ex
+
+    frame = pl.DataFrame(drifting(8, 1.03, twin=True)).with_columns(
+        pl.lit("tpcb").alias("workload"), pl.lit(4).alias("clients")
+    )
+    plain = ex.against_baseline_and_twin(frame, "ext4", "ext4-aa", 0.05).row(0, named=True)
+    paired = ex.against_baseline_and_twin(frame, "ext4", "ext4-aa", 0.05, primary="rounds-t").row(0, named=True)
+    assert not plain["resolved"] and paired["resolved"] and paired["lo"] > 1.01

@@ -25,7 +25,9 @@ import polars as pl
 from scipy import stats as sps
 
 from pgfslab.analysis.stats import aa, days, steal_adjusted
+from pgfslab.analysis.stats.aa import primary_ratio
 from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
+from pgfslab.analysis.verdicts.calibration import twin_coverage
 from pgfslab.analysis.verdicts.ratio import both_references, ratio_ci
 from pgfslab.ingest.days import DAYS
 from pgfslab.records.run_record import RunRecord
@@ -227,20 +229,20 @@ def twins(cfg: Mapping[str, Any], given: Mapping[str, str] | None) -> dict[str, 
 
 
 def against_baseline_and_twin(
-    headline: pl.DataFrame, baseline: str, twin: str, alpha: float, value: str = "value"
+    headline: pl.DataFrame, baseline: str, twin: str, alpha: float, value: str = "value", primary: str = "runs"
 ) -> pl.DataFrame:
-    """Per cell, every other target against the baseline and against its A/A twin (`ratio_ci` each), and the
-    one interval spanning both (`verdicts.ratio.both_references`, the verdicts' reading): a direction only
-    where B differs from both identical targets."""
+    """Per cell, every other target against the baseline and against its A/A twin (each as the study's verdicts
+    compare, `stats.aa.primary_ratio`), and the one interval spanning both (`verdicts.ratio.both_references`, the
+    verdicts' reading): a direction only where B differs from both identical targets."""
     rows = []
     for key, part in headline.group_by(list(CELL), maintain_order=True):
-        a = part.filter(pl.col("target") == baseline)[value].drop_nulls().to_numpy()
-        t = part.filter(pl.col("target") == twin)[value].drop_nulls().to_numpy()
+        part = part.filter(pl.col(value).is_not_null())
+        a, t = part.filter(pl.col("target") == baseline), part.filter(pl.col("target") == twin)
         for name in part["target"].unique(maintain_order=True).to_list():
-            b = part.filter(pl.col("target") == name)[value].drop_nulls().to_numpy()
-            if name in (baseline, twin) or min(len(a), len(t), len(b)) == 0:
+            b = part.filter(pl.col("target") == name)
+            if name in (baseline, twin) or min(a.height, t.height, b.height) == 0:
                 continue
-            to_a, to_twin = ratio_ci(a, b, alpha), ratio_ci(t, b, alpha)
+            to_a, to_twin = primary_ratio(a, b, value, alpha, primary), primary_ratio(t, b, value, alpha, primary)
             both = both_references(to_a, to_twin)
             rows.append(
                 {
@@ -255,6 +257,58 @@ def against_baseline_and_twin(
                     "resolved": bool(both.confidence >= 1 - alpha - 1e-9 and (both.lo > 1 or both.hi < 1)),
                 }
             )
+    return pl.DataFrame(rows)
+
+
+# the known ratio the twin's calibration injects (B/A 5 % above 1)
+INJECT = 1.05
+METHOD_WORDS = {
+    "runs": "the Hodges-Lehmann ratio with the exact Mann-Whitney interval",
+    "rounds": "the runs paired by round, the exact signed-rank interval",
+    "rounds-t": "the runs paired by round, the mean log-ratio with Student's t interval",
+}
+
+
+def method_words(primary: str) -> str:
+    """The study's comparison (`analysis.primary`) in words."""
+    return METHOD_WORDS.get(primary, METHOD_WORDS["runs"])
+
+
+def calibration(headline: pl.DataFrame, twins: Mapping[str, str], primary: str, alpha: float) -> pl.DataFrame:
+    """Per twin, the study's comparison checked on the twin's own rounds (`verdicts.calibration.twin_coverage`):
+    pseudo-studies of as many rounds as the twin's fewest in a cell (at least 4), labels swapped within rounds and
+    INJECT injected (the share covering it), and with the labels as recorded (the share covering 1, which falls
+    with any bias of the twin's own). Empty where no cell has 4 rounds of both."""
+    rows = []
+    for twin, baseline in twins.items():
+        side = {
+            t: headline.filter(pl.col("target") == t).select(*CELL, "repeat", pl.col("value").alias(col))
+            for t, col in ((baseline, "a"), (twin, "b"))
+        }
+        pairs = (
+            side[baseline]
+            .join(side[twin], on=[*CELL, "repeat"])
+            .filter(pl.col("a").is_not_null() & pl.col("b").is_not_null())
+            .with_columns(cell_expr())
+        )
+        counts = pairs.group_by("cell").len().filter(pl.col("len") >= 4)
+        if counts.is_empty():
+            continue
+        k = int(counts["len"].min())  # type: ignore[arg-type]
+        swapped = {c.method: c for c in twin_coverage(pairs, k, INJECT, alpha)}[primary]
+        recorded = {c.method: c for c in twin_coverage(pairs, k, 1.0, alpha, swap=False)}[primary]
+        rows.append(
+            {
+                "twin": twin,
+                "baseline": baseline,
+                "cells": counts.height,
+                "rounds": k,
+                "pseudo-studies": swapped.studies,
+                "covered %": 100 * swapped.covered,
+                "as recorded %": 100 * recorded.covered,
+                "half-width %": swapped.half_width_pct,
+            }
+        )
     return pl.DataFrame(rows)
 
 

@@ -98,7 +98,7 @@ def aa_ratios(
             pa, pb = part.filter(pl.col("target") == baseline), part.filter(pl.col("target") == twin)
             if pa.is_empty() or pb.is_empty():
                 continue
-            ci = _paired(pa, pb, value, alpha, primary) or ratio_ci(pa[value].to_numpy(), pb[value].to_numpy(), alpha)
+            ci = primary_ratio(pa, pb, value, alpha, primary)
             band_lo, band_hi = aa_band(ci.lo, ci.hi)
             rows.append(
                 {
@@ -119,8 +119,15 @@ def aa_ratios(
     return pl.DataFrame(rows)
 
 
+def primary_ratio(pa: pl.DataFrame, pb: pl.DataFrame, value: str, alpha: float, primary: str = "runs") -> RatioCI:
+    """B/A of two targets' runs (`pa`, `pb`: rows with `value`, and `repeat` for a paired `primary`) as the study's
+    verdicts compare them: paired by round where `primary` pairs and every round holds one run of each, else
+    unpaired (`ratio_ci`)."""
+    return _paired(pa, pb, value, alpha, primary) or ratio_ci(pa[value].to_numpy(), pb[value].to_numpy(), alpha)
+
+
 def _paired(pa: pl.DataFrame, pb: pl.DataFrame, value: str, alpha: float, primary: str) -> RatioCI | None:
-    """twin/baseline paired by round as `primary` says, None where it is not paired or cannot be."""
+    """B/A paired by round as `primary` says, None where it is not paired or cannot be."""
     method = {"rounds": "signed-rank", "rounds-t": "t"}.get(primary)
     if method is None or "repeat" not in pa.columns:
         return None
