@@ -210,7 +210,8 @@ if aa_cells.height:
             "drawn by round from the twin and its baseline in every cell, their labels swapped at random within "
             f"each round (either labelling is what the study could have recorded), B/A {ex.INJECT:g} injected; "
             f"the share of intervals at {100 * (1 - alpha):g} % that cover {ex.INJECT:g} should be near that level "
-            "(pgfslab.analysis.verdicts.calibration). With the labels as recorded, the share covering 1 falls where "
+            "(pgfslab.analysis.verdicts.calibration). With the labels as recorded (two rounds fewer), the share "
+            "covering 1 falls where "
             "the twin differs from its baseline.",
             digits={"covered %": 1, "as recorded %": 1, "half-width %": 1},
         )

@@ -277,8 +277,8 @@ def method_words(primary: str) -> str:
 def calibration(headline: pl.DataFrame, twins: Mapping[str, str], primary: str, alpha: float) -> pl.DataFrame:
     """Per twin, the study's comparison checked on the twin's own rounds (`verdicts.calibration.twin_coverage`):
     pseudo-studies of as many rounds as the twin's fewest in a cell (at least 4), labels swapped within rounds and
-    INJECT injected (the share covering it), and with the labels as recorded (the share covering 1, which falls
-    with any bias of the twin's own). Empty where no cell has 4 rounds of both."""
+    INJECT injected (the share covering it), and with the labels as recorded, two rounds fewer (the share covering
+    1, which falls with any bias of the twin's own). Empty where no cell has 4 rounds of both."""
     rows = []
     for twin, baseline in twins.items():
         side = {
@@ -296,7 +296,9 @@ def calibration(headline: pl.DataFrame, twins: Mapping[str, str], primary: str, 
             continue
         k = int(counts["len"].min())  # type: ignore[arg-type]
         swapped = {c.method: c for c in twin_coverage(pairs, k, INJECT, alpha)}[primary]
-        recorded = {c.method: c for c in twin_coverage(pairs, k, 1.0, alpha, swap=False)}[primary]
+        # as recorded, pseudo-studies of all k rounds would all be the study itself: two fewer rounds, so they vary
+        k_rec = max(4, k - 2)
+        recorded = {c.method: c for c in twin_coverage(pairs, k_rec, 1.0, alpha, swap=False)}[primary]
         rows.append(
             {
                 "twin": twin,
@@ -306,6 +308,7 @@ def calibration(headline: pl.DataFrame, twins: Mapping[str, str], primary: str, 
                 "pseudo-studies": swapped.studies,
                 "covered %": 100 * swapped.covered,
                 "as recorded %": 100 * recorded.covered,
+                "rounds as recorded": k_rec,
                 "half-width %": swapped.half_width_pct,
             }
         )
