@@ -28,10 +28,10 @@ import polars as pl
 from benchmarks import page
 from pgfslab import yaml_text
 from pgfslab.analysis import cpu_time
+from pgfslab.analysis.answers import exchangeability as ex
 from pgfslab.analysis.precision_gate import headline, precision_of
 from pgfslab.analysis.stats import aa, steal_adjusted
-from pgfslab.analysis.verdicts import calibration
-from pgfslab.analysis.verdicts.calibration import Coverage
+from pgfslab.analysis.verdicts.ratio import METHOD_WORDS
 from pgfslab.ingest.parsers import procstat
 
 # the issue's goals on this machine, nothing else running
@@ -39,14 +39,7 @@ GOAL_CV = 0.05  # run-to-run CV of every tpcb cell
 GOAL_HALF_WIDTH = 0.05  # the headline cell's interval, each target ...
 GOAL_MINUTES = 15.0  # ... within 15 minutes
 GOAL_AA = 0.03  # the A/A interval within +-3 %
-INJECT = 1.05  # the known ratio the calibration injects into the twin (B/A 5 % above 1)
-CALIBRATION_MIN_ROUNDS = 4
 GOAL_COVERAGE = 0.90  # a 95 % interval's share covering the truth, less what 2,000 shared-run draws resolve
-AA_METHOD = {
-    "runs": "the runs unpaired, Hodges-Lehmann ratio with the exact Mann-Whitney interval",
-    "rounds": "paired by round, exact signed-rank interval",
-    "rounds-t": "paired by round, mean log-ratio with Student's t interval",
-}
 GOALS = (
     "goals (issue 30, this machine, nothing else running): run-to-run CV <= 5 % for every tpcb cell; the "
     "headline cell at +-5 % within 15 minutes; the A/A interval within +-3 % and covering 1"
@@ -80,7 +73,7 @@ class Summary:
     aa_ci: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # twin -> (ratio, lo, hi)
     primary: str = "runs"  # the study's comparison (analysis.primary): the A/A is compared as its verdicts compare
     # twin -> the primary comparison's coverage of an injected ratio on the twin's own rounds (verdicts.calibration)
-    calibration: dict[str, Coverage] = field(default_factory=dict)
+    calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
     cv: dict[tuple[str, str], float] = field(default_factory=dict)  # (tpcb cell, target) -> run-to-run CV
     steal: list[float | None] = field(default_factory=list)  # per counted run: CPU steal share (None: not sampled)
     # the headline cell adjusted for each run's CPU contention (stats.steal_adjusted; empty: not sampled)
@@ -153,30 +146,21 @@ def headline_cell(cfg: dict[str, Any], runs: list[Run]) -> str | None:
     return pg[0] if pg else (runs[0].cell if runs else None)
 
 
-def _calibration(runs: list[Run], twins: dict[str, str], primary: str, alpha: float) -> dict[str, Coverage]:
-    """Per twin: how often the study's primary comparison covers INJECT in pseudo-studies of as many rounds as the
-    twin's fewest in a cell (at least CALIBRATION_MIN_ROUNDS), drawn from its rounds with its baseline in every
-    cell (`verdicts.calibration.twin_coverage`, labels swapped within rounds)."""
-    out = {}
-    for twin, baseline in twins.items():
-        rows = {(r.cell, r.repeat, r.target): r.value for r in runs if r.target in (twin, baseline) and r.repeat}
-        pairs = pl.DataFrame(
-            [
-                {"cell": cell, "a": rows[(cell, rep, baseline)], "b": value}
-                for (cell, rep, target), value in rows.items()
-                if target == twin and (cell, rep, baseline) in rows
-            ],
-            schema={"cell": pl.Utf8, "a": pl.Float64, "b": pl.Float64},
-        )
-        counts = pairs.group_by("cell").len()["len"]
-        usable = counts.filter(counts >= CALIBRATION_MIN_ROUNDS)
-        if usable.is_empty():
-            continue
-        k = int(usable.min())  # type: ignore[arg-type]
-        for c in calibration.twin_coverage(pairs, k, INJECT, alpha, draws=2000):
-            if c.method == primary:
-                out[twin] = c
-    return out
+def _calibration(runs: list[Run], twins: dict[str, str], primary: str, alpha: float) -> dict[str, dict[str, Any]]:
+    """Per twin, the paper's calibration row (`answers.exchangeability.calibration`) over every cell of the raw
+    folder: how often the study's primary comparison covers an injected ratio on the twin's own rounds."""
+    frame = pl.DataFrame(
+        {
+            "target": [r.target for r in runs],
+            "workload": [r.cell for r in runs],
+            "clients": [0] * len(runs),
+            "repeat": [r.repeat for r in runs],
+            "value": [r.value for r in runs],
+        },
+        schema={"target": pl.Utf8, "workload": pl.Utf8, "clients": pl.Int64, "repeat": pl.Int64, "value": pl.Float64},
+    )
+    table = ex.calibration(frame, twins, primary, alpha)
+    return {row["twin"]: row for row in table.iter_rows(named=True)}
 
 
 def _covers_one(ci: tuple[float, float, float] | None) -> bool:
@@ -281,21 +265,24 @@ def figures(s: Summary) -> list[page.Figure]:
                 "±3 %, covering 1",
                 half <= GOAL_AA and _covers_one(s.aa_ci.get(twin)),
                 f"twin/baseline {_ci_text(s.aa_ci.get(twin))}, compared as the study's verdicts compare: "
-                + AA_METHOD.get(s.primary, AA_METHOD["runs"]),
+                + METHOD_WORDS.get(s.primary, METHOD_WORDS["runs"]),
             )
         )
     for twin, c in s.calibration.items():
+        covered = c["covered %"] / 100
         out.append(
             page.Figure(
                 f"precision: the primary comparison's coverage on {twin}",
-                f"{100 * c.covered:.1f} %",
-                f"{c.studies} pseudo-studies of {c.rounds} rounds",
-                f"{c.covered / s.confidence:.2f} of its stated level",
+                f"{100 * covered:.1f} %",
+                f"{c['pseudo-studies']} pseudo-studies of {c['rounds']} rounds",
+                f"{covered / s.confidence:.2f} of its stated level",
                 f"≥ {100 * GOAL_COVERAGE:.0f} % (stated {100 * s.confidence:g} %)",
-                c.covered >= GOAL_COVERAGE,
+                covered >= GOAL_COVERAGE,
                 f"{twin} and its baseline, drawn by round from every cell, labels swapped at random within each round "
-                f"and B/A {INJECT:g} injected (verdicts.calibration): how often the interval covers {INJECT:g}, median "
-                f"half-width ±{c.half_width_pct:.1f} %; " + AA_METHOD.get(s.primary, AA_METHOD["runs"]),
+                f"and B/A {ex.INJECT:g} injected (the paper's calibration table): how often the interval covers "
+                f"{ex.INJECT:g}, median half-width ±{c['half-width %']:.1f} %; with the labels as recorded the "
+                f"interval covered 1 in {c['as recorded %']:.1f} %; "
+                + METHOD_WORDS.get(s.primary, METHOD_WORDS["runs"]),
             )
         )
     if not s.aa:

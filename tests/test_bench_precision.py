@@ -103,6 +103,6 @@ def test_a_study_paired_by_round_gets_its_a_a_paired_and_its_calibration(with_tw
     mean = statistics.mean(d)
     assert s.aa["zfs-gzip-walext4"] == pytest.approx((math.exp(ci.high) - math.exp(ci.low)) / 2 / math.exp(mean))
     c = s.calibration["zfs-gzip-walext4"]
-    assert c.method == "rounds-t" and c.rounds == 5 and c.studies == 2000 and 0 <= c.covered <= 1
+    assert c["rounds"] == 5 and c["pseudo-studies"] == 2000 and 0 <= c["covered %"] <= 100
     names = [f.name for f in precision.figures(s)]
     assert "precision: the primary comparison's coverage on zfs-gzip-walext4" in names

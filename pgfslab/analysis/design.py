@@ -43,7 +43,7 @@ import polars as pl
 from pgfslab.analysis.stats import paired_t, signed_rank
 from pgfslab.analysis.stats.power import detectable_shift_sd
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim, for_seeds
-from pgfslab.analysis.verdicts.evaluate import PAIRED_TEST, PAIRING
+from pgfslab.analysis.verdicts.ratio import PAIRED_TEST, PAIRING
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
 from pgfslab.tools import TOOLS
@@ -200,7 +200,7 @@ def _paired_sigma(runs: pl.DataFrame) -> pl.DataFrame:
 
 def smallest_ratio(n_a: int, n_b: int, sigma: float, alpha: float, pairing: str | None = None) -> float:
     """The smallest B/A above 1 the verdicts' interval resolves with POWER (inf: no interval at all): the exact
-    rank-sum one, or paired by round (`pairing`: "signed-rank" or "t", `evaluate.PAIRING`) the signed-rank or the t
+    rank-sum one, or paired by round (`pairing`: "signed-rank" or "t", `ratio.PAIRING`) the signed-rank or the t
     one over min(n_a, n_b) rounds, whose per-round log-ratio has SD sqrt(2) sigma."""
     if pairing is not None:
         test = paired_t if pairing == "t" else signed_rank

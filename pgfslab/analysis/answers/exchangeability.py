@@ -28,7 +28,7 @@ from pgfslab.analysis.stats import aa, days, steal_adjusted
 from pgfslab.analysis.stats.aa import primary_ratio
 from pgfslab.analysis.stats.exchangeability import exchangeability, outlier_runs
 from pgfslab.analysis.verdicts.calibration import twin_coverage
-from pgfslab.analysis.verdicts.ratio import both_references, ratio_ci
+from pgfslab.analysis.verdicts.ratio import METHOD_WORDS, both_references, ratio_ci
 from pgfslab.ingest.days import DAYS
 from pgfslab.records.run_record import RunRecord
 
@@ -262,11 +262,6 @@ def against_baseline_and_twin(
 
 # the known ratio the twin's calibration injects (B/A 5 % above 1)
 INJECT = 1.05
-METHOD_WORDS = {
-    "runs": "the Hodges-Lehmann ratio with the exact Mann-Whitney interval",
-    "rounds": "the runs paired by round, the exact signed-rank interval",
-    "rounds-t": "the runs paired by round, the mean log-ratio with Student's t interval",
-}
 
 
 def method_words(primary: str) -> str:

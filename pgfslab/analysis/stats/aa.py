@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from pgfslab.analysis.verdicts.ratio import RatioCI, paired_ratio_ci, ratio_ci
+from pgfslab.analysis.verdicts.ratio import PAIRING, RatioCI, paired_ratio_ci, ratio_ci
 
 CELL = ("workload", "clients")
 CONFIG_KEY = "aa_twin_of"  # targets.<twin>.aa_twin_of = <baseline> (the verdicts read the same key)
@@ -128,7 +128,7 @@ def primary_ratio(pa: pl.DataFrame, pb: pl.DataFrame, value: str, alpha: float, 
 
 def _paired(pa: pl.DataFrame, pb: pl.DataFrame, value: str, alpha: float, primary: str) -> RatioCI | None:
     """B/A paired by round as `primary` says, None where it is not paired or cannot be."""
-    method = {"rounds": "signed-rank", "rounds-t": "t"}.get(primary)
+    method = PAIRING.get(primary)
     if method is None or "repeat" not in pa.columns:
         return None
     if pa["repeat"].n_unique() < pa.height or pb["repeat"].n_unique() < pb.height:

@@ -7,8 +7,8 @@ it needs 7 rounds before any interval exists. The paired t interval (Student 190
 *Nonparametric Statistical Methods*, 3rd ed., 2014, sec. 3.1 compare it with the signed-rank one) uses the
 differences' standard deviation: mean(d) ± t(1 - alpha/2, n - 1) · sd(d) / sqrt(n). It assumes the per-round
 log-ratios are independent and roughly normal; the lab checks that on its own recorded runs instead of assuming
-it (`pgfslab.analysis.stats.coverage`: twins' labels swapped within rounds and a known ratio injected, the
-share of intervals that cover it).
+it (`pgfslab.analysis.verdicts.calibration`: twins' labels swapped within rounds and a known ratio injected,
+the share of intervals that cover it).
 
 The differences d are B's log value minus A's in each round where both ran: whatever a round shares (the host's
 speed over those few minutes, a drift of every target over the study) cancels in d, and B's and A's own noise

@@ -15,8 +15,9 @@ lab's comparisons covers the truth:
 Coverage near 1 - alpha says the interval's stated level holds for this host's noise; well below it, that the
 interval is too narrow for it. The swap makes the twin's own bias, if it has one, part of the noise: with
 `swap=False` the labels stay as recorded, and a twin that differs from its baseline (its image placed elsewhere, a
-carry-over that only it gets) shows as coverage of 1 falling short. The pseudo-studies share their runs, so the shares are estimates of the coverage
-of a study of that many rounds drawn from this one, not independent trials; `draws` sets their resolution.
+carry-over that only it gets) shows as coverage of 1 falling short. The pseudo-studies share their runs, so the
+shares are estimates of the coverage of a study of that many rounds drawn from this one, not independent trials;
+`draws` sets their resolution.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ class Coverage:
 
 
 def _interval(method: str, a: np.ndarray, b: np.ndarray, alpha: float) -> R.RatioCI:
-    if method == "runs":
+    if method not in R.PAIRING:
         return R.ratio_ci(a, b, alpha)
-    return R.paired_ratio_ci(a, b, alpha, "t" if method == "rounds-t" else "signed-rank")
+    return R.paired_ratio_ci(a, b, alpha, R.PAIRING[method])
 
 
 def twin_coverage(
@@ -61,15 +62,19 @@ def twin_coverage(
     `pairs`: one row per cell and round where the baseline and its twin both ran, columns `cell`, `a` and `b` (the
     two targets' values, positive). Cells with fewer than `rounds` rounds are not drawn from. `swap` False keeps
     the labels as recorded: the share covering then also falls with any bias of the twin's own."""
-    cells = [g for _, g in pairs.group_by("cell", maintain_order=True) if g.height >= rounds]
+    cells = [
+        (g["a"].to_numpy(), g["b"].to_numpy())
+        for _, g in pairs.group_by("cell", maintain_order=True)
+        if g.height >= rounds
+    ]
     if not cells:
         return [Coverage(m, rounds, inject, 0, math.nan, math.nan) for m in METHODS]
     rng = np.random.default_rng(seed)
     hits = {m: [] for m in METHODS}  # type: dict[str, list[tuple[bool, float]]]
     for i in range(draws):
-        cell = cells[i % len(cells)]
-        pick = rng.choice(cell.height, size=rounds, replace=False)
-        a, b = cell["a"].to_numpy()[pick], cell["b"].to_numpy()[pick]
+        cell_a, cell_b = cells[i % len(cells)]
+        pick = rng.choice(len(cell_a), size=rounds, replace=False)
+        a, b = cell_a[pick], cell_b[pick]
         swapped = rng.random(rounds) < 0.5 if swap else np.zeros(rounds, dtype=bool)
         a, b = np.where(swapped, b, a), np.where(swapped, a, b) * inject
         for m in METHODS:

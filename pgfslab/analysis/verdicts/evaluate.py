@@ -49,12 +49,6 @@ from pgfslab.analysis.verdicts.labels import (  # noqa: F401  (re-exported: the 
 )
 
 CELL_DIMS = ("kind", "clients", "rung", "regime")
-# how each paired primary comparison (`analysis.primary`) reads the per-round log-ratios, and its words in a row
-PAIRING = {"rounds": "signed-rank", "rounds-t": "t"}
-PAIRED_TEST = {
-    "signed-rank": "paired by round, exact signed-rank interval",
-    "t": "paired by round, mean log-ratio with Student's t interval",
-}
 # the role of a cell whose claim is the lab's own finding (Claim.lab_own): tested in the seed's condition, but on
 # the lab's stack, not the seed's, so never counted as the seed's verdict
 OWN_ROLE = "the lab's own"
@@ -306,7 +300,7 @@ def evaluate(facts: pl.DataFrame, claim: Claim, alpha: float = 0.05, primary: st
     steady = _steady_over_cells(claim, [pa for _, pa, *_ in cells])
     rows = [
         _row(claim, group, pa, pb, ta, tb, column, f, with_twins, alpha / k if is_p else alpha, is_p, k,
-             shared, differ, held, pairing=PAIRING.get(primary))
+             shared, differ, held, pairing=R.PAIRING.get(primary))
         for (group, pa, pb, ta, tb, is_p, _), held in zip(cells, steady)
     ]  # fmt: skip
     for row, (*_, kept) in zip(rows, cells):
@@ -461,7 +455,7 @@ def _row(
                 notes.append(f"the runs unpaired: {R.interval_text(plain)}" + (f"; {why}" if why else ""))
                 if pairing == "t":  # the point is the rounds' mean log-ratio, not a Hodges-Lehmann estimate
                     test = test.replace("Hodges-Lehmann ratio, ", "ratio, ")
-                test = test.replace("exact rank interval", PAIRED_TEST[pairing])
+                test = test.replace("exact rank interval", R.PAIRED_TEST[pairing])
         if twin_rows is not None:
             # A's A/A twin, used once: B must differ from A and from the twin (ratio.both_references)
             twin = twin_rows[column].to_numpy()

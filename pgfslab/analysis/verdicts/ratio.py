@@ -49,6 +49,19 @@ from pgfslab.analysis.stats.power import critical_u, u_null_cdf
 from pgfslab.analysis.stats.signed_rank import shift_interval
 
 Expect = Literal["greater", "less", "same"]
+# a paired primary comparison (`analysis.primary`) and how it reads the per-round log-ratios
+PAIRING = {"rounds": "signed-rank", "rounds-t": "t"}
+# each pairing's words in a row's test column
+PAIRED_TEST = {
+    "signed-rank": "paired by round, exact signed-rank interval",
+    "t": "paired by round, mean log-ratio with Student's t interval",
+}
+# each primary comparison in words, for captions and the benchmarks page
+METHOD_WORDS = {
+    "runs": "the runs unpaired, the Hodges-Lehmann ratio with the exact Mann-Whitney interval",
+    "rounds": "the runs paired by round, the exact signed-rank interval",
+    "rounds-t": "the runs paired by round, the mean log-ratio with Student's t interval",
+}
 # the verdict's category (one word or phrase a reader cannot misread; the sentence says the numbers)
 HOLDS = "holds"
 SMALLER = "same direction, smaller effect"
