@@ -16,6 +16,8 @@ NOTEBOOKS = LAB / "notebooks"
 PAPER_SOURCE = LAB / "paper" / "whitepaper.ipynb"
 PAPER_TEMPLATE = LAB / "paper" / "templates" / "paper.typ"
 CONFIGS = LAB / "config"
+# each seed study's last verdicts and plan measures, kept with the lab (`pgfslab seed-summary`)
+RESULTS = LAB / "docs" / "results"
 
 
 def in_lab(path: str | Path) -> Path:

@@ -268,7 +268,7 @@ def test_a_steadiness_claim_is_sized_at_the_noise_of_its_own_quantity() -> None:
     )
     again = design.claims(study, design.cells(study), spread)
     measured = again.filter(pl.col("claim") == steadier["claim"]).row(0, named=True)
-    assert measured["noise"] == "SD of log cv per run 0.050 (the study's last runs)"
+    assert measured["noise"] == "SD of log cv per run 0.050 (the study's last runs here)"
     assert measured["smallest_ratio"] == design.smallest_ratio(5, 5, 0.05, 0.05)
 
 
@@ -366,7 +366,7 @@ def test_the_plan_costs_each_targets_runs_as_they_took_last_time() -> None:
     # rung 1: 5 runs x (ext4: 60 s + 10 s beyond, btrfs: 60 s + 315 s beyond), each with the job's start
     per_round = (60 + 10 + design.JOB_START_S) + (60 + 315 + design.JOB_START_S)
     assert cells["minutes"][0] == 5 * per_round / 60
-    assert cells["cost_from"].to_list() == ["the study's last runs", "estimate"]
+    assert cells["cost_from"].to_list() == ["the study's last runs here", "estimate"]
     # rung 2 has no run with a wall time on record: its length + the stated overhead, said so
     assert cells["minutes"][1] == 5 * 2 * (60 + design.RUN_OVERHEAD_S) / 60
     text = design.report(study)

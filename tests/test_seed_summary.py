@@ -40,7 +40,8 @@ def make_study(root: Path, study: str, rows: list[dict], runs: list[tuple[timede
         con.execute(SCHEMA.read_text())
         for i, (start, length, status, commit) in enumerate(runs):
             con.execute(
-                "INSERT INTO runs (run_id, study, status, started_at, ended_at, git_commit) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (run_id, study, status, started_at, ended_at, git_commit, run_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, '{}')",
                 [f"r{i}", study, status, T0 + start, T0 + start + length, commit],
             )
 
@@ -139,7 +140,7 @@ def test_no_verdict_tables(tmp_path: Path, page: Path, capsys: pytest.CaptureFix
     assert main(["seed-summary", "--root", str(tmp_path), "--page", str(page)]) == 0
     assert "no verdict table" in capsys.readouterr().err
     text = page.read_text()
-    assert f"{seed_summary.START}\n\nNot yet generated: no study on this machine has a verdict table" in text
+    assert f"{seed_summary.START}\n\nNot yet generated: no study has a verdict table here" in text
     assert "old text" not in text and text.endswith("More text after.\n")
 
 
@@ -171,8 +172,8 @@ def test_the_lab_page_has_the_markers() -> None:
 
 
 def test_seed_studies_without_a_verdict_table_are_named_not_kept(tmp_path: Path) -> None:
-    """A seed study of the lab's configs with no verdict table where the summary is written is named in one
-    sentence (its older rows are not carried over from the page); a config that names no seed is not a seed study."""
+    """A seed study of the lab's configs with no verdict table and no record is named in one sentence; a config
+    that names no seed is not a seed study."""
     configs = tmp_path / "config"
     configs.mkdir()
     (configs / "default.yaml").write_text("study: default\nseeds: ['000']\n")
@@ -243,3 +244,42 @@ def test_a_claim_beyond_this_machine_is_shown_and_left_out_of_what_it_can_decide
     assert "1 of 3 claims set against runs in their seed's condition were decided by a study" in text
     assert "Of the 2 this machine can decide in principle, 1 were decided (50 %); the other 1 need" in text
     assert "Beyond this machine: `s000-zfs-throughput-very-stable`: an equivalence of ZFS's steadiness" in text
+
+
+def test_a_study_run_earlier_stays_from_its_record_and_a_new_run_replaces_it(tmp_path: Path, page: Path) -> None:
+    """The seed studies take longer than one sitting: a study's verdicts are kept beside the page
+    (results/<study>.parquet and .json) and the page is written from every record, each with its own date and
+    commit, until the study runs again."""
+    one = timedelta(seconds=20)
+    earlier, later = tmp_path / "monday", tmp_path / "tuesday"
+    make_study(earlier, "fs-compare", [verdict("s000-a", 0.5, 0.4, 0.6, "opposite direction", role="primary")],
+               [(timedelta(0), one, "ok", "a" * 40)])  # fmt: skip
+    make_study(earlier, "default", [verdict("s000-b", 1.0, 0.9, 1.2, "not resolved", role="primary")],
+               [(timedelta(0), one, "ok", "a" * 40)])  # fmt: skip
+    seed_summary.write(earlier, page)
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == [
+        "default.json", "default.parquet", "fs-compare.json", "fs-compare.parquet"]  # fmt: skip
+    # the next day, elsewhere: only the default study runs again, with another commit and verdict
+    make_study(later, "default", [verdict("s000-b", 1.0, 0.95, 1.05, "holds", role="primary")],
+               [(timedelta(days=1), one, "ok", "b" * 40)])  # fmt: skip
+    assert main(["seed-summary", "--root", str(later), "--page", str(page)]) == 0
+    lines = page.read_text().splitlines()
+    compare = next(ln for ln in lines if ln.startswith("| 000 | `fs-compare`"))
+    default = next(ln for ln in lines if ln.startswith("| 000 | `default`"))
+    assert "2026-11-24" in compare and "`aaaaaaaaaaaa`" in compare
+    assert "2026-11-25" in default and "`bbbbbbbbbbbb`" in default
+    assert "| `s000-b` | xfs / ext4 · tpcb-like, 4 clients | 1.00 [0.95, 1.05] (96.0 %) |" in page.read_text()
+    assert "1.00 [0.90, 1.20]" not in page.read_text()
+    said = dict(zip(*seed_summary.by_claim(seed_summary.read_records(tmp_path / "results"))[["claim", "decided"]]))
+    assert said == {"s000-a": True, "s000-b": True}
+    # with nothing under the root, the page is still written from the records
+    assert main(["seed-summary", "--root", str(tmp_path / "empty"), "--page", str(page)]) == 0
+    assert "`fs-compare`" in page.read_text() and "Not yet generated" not in page.read_text()
+
+
+def test_a_broken_record_is_named(tmp_path: Path, page: Path) -> None:
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "x.json").write_text('{"study": "x"}')
+    with pytest.raises(LabError, match=r"results/x\.json: not a seed-summary record with its table x\.parquet"):
+        seed_summary.write(tmp_path, page)
+    assert "old text" in page.read_text()

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pgfslab.analysis import plan_record
+from pgfslab.analysis.plan_record import PlanInputs
 from pgfslab.analysis.stats import paired_t, signed_rank
 from pgfslab.analysis.stats.power import detectable_shift_sd
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim, for_seeds
@@ -55,6 +57,9 @@ DEFAULT_SIGMA = 0.10
 # variance, whose log is twice the CV's
 SPREAD_SIGMA = {"cv_ratio": 0.20, "variance_ratio": 0.40}
 SPREAD_COLUMN = {"cv_ratio": "cv", "variance_ratio": "variance"}
+LAST_RUNS = (
+    "the study's last runs here"  # where the plan's measures came from when it read them from data/<study>.duckdb
+)
 RUN_OVERHEAD_S = 7.0  # a run's set-up and teardown around its measured window (docs/benchmarks.md)
 # what a run costs beyond run.json's own wall time: Snakemake's job and the command's start (fs-compare, 2026-11-29:
 # 210 runs of 21 s wall each took 84 minutes end to end, preparation included)
@@ -248,7 +253,12 @@ def runs_needed(alpha: float, pairing: str | None = None) -> int:
     return next(n for n in range(2, 100) if math.isfinite(smallest_ratio(n, n, DEFAULT_SIGMA, alpha)))
 
 
-def cells(study: Study, sigma: pl.DataFrame | None = None, cost: pl.DataFrame | None = None) -> pl.DataFrame:
+def cells(
+    study: Study,
+    sigma: pl.DataFrame | None = None,
+    cost: pl.DataFrame | None = None,
+    source: str = LAST_RUNS,
+) -> pl.DataFrame:
     """Per workload cell (a tool whose comparisons are ratios of runs; each client count at each ladder rung, as
     the verdicts compare them): its kind, the runs per target (the plan's, optional precision rounds included),
     the data set's regime where the plan can place it, the noise used and where it came from, the smallest
@@ -300,9 +310,9 @@ def cells(study: Study, sigma: pl.DataFrame | None = None, cost: pl.DataFrame | 
                         "duration_s": duration,
                         "length": f"{per_client} transactions per client" if per_client else f"{duration} s",
                         "sigma": float(s) if s is not None and np.isfinite(s) else DEFAULT_SIGMA,
-                        "sigma_from": "the study's last runs" if s is not None and np.isfinite(s) else "default",
+                        "sigma_from": source if s is not None and np.isfinite(s) else "default",
                         "minutes": n * seconds / 60,
-                        "cost_from": "the study's last runs" if all(x is not None for x in each) else "estimate",
+                        "cost_from": source if all(x is not None for x in each) else "estimate",
                         "context": wl.context_why(clients),
                     }
                 )
@@ -503,7 +513,9 @@ def _paired(claim: Claim, study: Study, rows: list[dict[str, Any]]) -> list[dict
     return out
 
 
-def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None = None) -> pl.DataFrame:
+def claims(
+    study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None = None, source: str = LAST_RUNS
+) -> pl.DataFrame:
     """Per reproducible claim of the study's seeds compared over runs: its primary cells in the plan (paired as
     the verdicts pair them), the smallest B/A they resolve at alpha split over them, and the seed's own size (B/A)
     beside it. A steadiness claim's cells take the noise of its quantity (`spread`: `measured_spread`'s table,
@@ -527,8 +539,8 @@ def claims(study: Study, cell_table: pl.DataFrame, spread: pl.DataFrame | None =
             measured = [known.get((c.quantity, r["workload"], r["clients"], r["rung"])) for r in candidates]
             used = [m if m is not None else SPREAD_SIGMA[c.quantity] for m in measured]
             got = sum(m is not None for m in measured)
-            source = "the study's last runs" if got == len(measured) else "default" if not got else "runs and default"
-            noise = f"SD of log {SPREAD_COLUMN[c.quantity]} per run {max(used, default=math.nan):.3f} ({source})"
+            came = source if got == len(measured) else "default" if not got else "runs and default"
+            noise = f"SD of log {SPREAD_COLUMN[c.quantity]} per run {max(used, default=math.nan):.3f} ({came})"
             candidates = [{**r, "sigma": s} for r, s in zip(candidates, used)]
         mine = _paired(c, study, candidates)
         if not mine:
@@ -605,13 +617,27 @@ def _cost_text(r: dict[str, Any]) -> str:
     return f"{r['minutes']:.0f} min" if r["duration_s"] else f"{r['minutes']:.0f} min and the transactions' time"
 
 
-def report(study: Study, db: str | Path | None = None) -> str:
-    """The plan's design in plain text: the cells table, then the claims table."""
+def measured_inputs(db: str | Path, study: str, trim_s: float, source: str = LAST_RUNS) -> PlanInputs:
+    """Everything a plan is sized from, measured on the study's database `db` (empty frames where it has none):
+    what `pgfslab seed-summary` keeps with the study's record, and what `report` reads."""
+    return plan_record.inputs(
+        source,
+        sigma=measured_sigma(db, study),
+        sigma_rounds=measured_sigma(db, study, rounds=True),
+        spread=measured_spread(db, study, trim_s),
+        cost=measured_cost(db, study),
+    )
+
+
+def report(study: Study, measured: PlanInputs | None = None) -> str:
+    """The plan's design in plain text: the cells table, then the claims table, sized from `measured` (the study's
+    last runs: `measured_inputs`, or a record of them) where it has a cell, else from the stated defaults."""
     pairing = PAIRING.get(study.analysis.primary)
-    sigma = measured_sigma(db, study.study, pairing is not None) if db is not None else None
-    spread = measured_spread(db, study.study, study.analysis.trim_s) if db is not None else None
-    cost = measured_cost(db, study.study) if db is not None else None
-    table = cells(study, sigma, cost)
+    sigma = measured.sigma_for(pairing is not None) if measured is not None else None
+    spread = measured.spread if measured is not None else None
+    cost = measured.cost if measured is not None else None
+    source = measured.source if measured is not None else LAST_RUNS
+    table = cells(study, sigma, cost, source)
     if table.is_empty():
         return "# no pgbench or sysbench cells: nothing compared as a ratio of runs"
     test = PAIRED_TEST[pairing] if pairing is not None else "exact rank interval"
@@ -625,20 +651,20 @@ def report(study: Study, db: str | Path | None = None) -> str:
             + _cost_text(r)
             + (f"; context, not a claim's primary cell: {r['context']}" if r["context"] else "")
         )
-    measured = table.filter(pl.col("cost_from") != "estimate").height
+    costed = table.filter(pl.col("cost_from") != "estimate").height
     lines.append(
         f"# the cells' runs: about {table['minutes'].sum():.0f} min ("
         + (
-            "every cell costed from the study's last runs"
-            if measured == table.height
-            else f"{measured} of {table.height} cells costed from the study's last runs, the others at their length "
+            f"every cell costed from {source}"
+            if costed == table.height
+            else f"{costed} of {table.height} cells costed from {source}, the others at their length "
             f"+ {RUN_OVERHEAD_S:.0f} s"
-            if measured
-            else f"each run its length + {RUN_OVERHEAD_S:.0f} s: no runs of this study on record here"
+            if costed
+            else f"each run its length + {RUN_OVERHEAD_S:.0f} s: no runs of this study on record here or in docs/results"
         )
         + "; preparing the targets comes on top)"
     )
-    per_claim = claims(study, table, spread)
+    per_claim = claims(study, table, spread, source)
     if per_claim.height:
         lines.append(
             "# per claim (its primary cells by workload kind, clients and, where the plan can place it, the data set's "

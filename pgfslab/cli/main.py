@@ -41,15 +41,20 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from pgfslab.analysis import design
+    from pgfslab import paths
+    from pgfslab.analysis import design, plan_record
     from pgfslab.config.study import load_study
 
     study = load_study(args.config)
     for r in study.runs:
         print(r.run_id)
     print(f"# {len(study.runs)} runs, {len(study.targets)} targets", file=sys.stderr)
-    # what the runs can resolve, at the noise of the study's last database here (data/<study>.duckdb)
-    print(design.report(study, Path("data") / f"{study.study}.duckdb"), file=sys.stderr)
+    # what the runs can resolve, at the noise of the study's last database here (data/<study>.duckdb), else of
+    # its last runs anywhere as its record keeps them (docs/results/<study>.json), else at the stated defaults
+    measured = design.measured_inputs(Path("data") / f"{study.study}.duckdb", study.study, study.analysis.trim_s)
+    if measured.is_empty():
+        measured = plan_record.load(paths.RESULTS / f"{study.study}.json") or measured
+    print(design.report(study, measured), file=sys.stderr)
     design.refuse_undecidable(study, str(args.config))
     return 0
 

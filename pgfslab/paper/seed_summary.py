@@ -1,9 +1,15 @@
 """`pgfslab seed-summary`: what the seed studies found, written into docs/seed-studies.md from each study's verdict
 table (build/<study>/tables/seed_verdicts.parquet, saved by notebooks/seed_verdicts.ipynb) and its database's
-runs (date, lab commit, the runs' span), never by hand. The page's text outside the markers is left as it is."""
+runs (date, lab commit, the runs' span), never by hand. The page's text outside the markers is left as it is.
+
+Each study found is also kept as a record beside the page (docs/results/<study>.parquet, the verdict table as
+saved, and <study>.json, where its runs came from), and the page is written from every record there: the seed
+studies take longer together than one sitting of a machine, so a study run elsewhere or earlier stays on the
+page, with its own date and commit, until it is run again."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from dataclasses import dataclass
@@ -14,18 +20,23 @@ import duckdb
 import polars as pl
 
 from pgfslab import paths, yaml_text
+from pgfslab.analysis import design, plan_record
+from pgfslab.analysis.plan_record import PlanInputs
 from pgfslab.analysis.report import markdown_table
 from pgfslab.analysis.verdicts import claims as lab_claims
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts.table import NOT_IN_STUDY, STATUS_ORDER
+from pgfslab.config.model import AnalysisSettings
 from pgfslab.errors import LabError
 
 START = "<!-- seed-summary:start (written by `pgfslab seed-summary` from the studies' verdict tables; do not edit) -->"
 END = "<!-- seed-summary:end -->"
 PAGE = paths.LAB / "docs" / "seed-studies.md"
+RECORDS = paths.RESULTS.name  # beside the page: docs/results/<study>.parquet and .json
 CONFIGS = paths.LAB / "config"
 NOT_YET = (
-    "Not yet generated: no study on this machine has a verdict table (`build/<study>/tables/seed_verdicts.parquet`). "
+    "Not yet generated: no study has a verdict table here (`build/<study>/tables/seed_verdicts.parquet`) or a record "
+    "in `docs/results/`. "
     "Run a seed study (`make run CONFIG=config/<name>.yaml`), then `pgfslab seed-summary`."
 )
 # columns shown in other forms (the comparison and its interval) or only used to compute them
@@ -41,6 +52,7 @@ class StudyVerdicts:
     last_end: datetime | None
     commits: dict[str, int]  # lab commit -> runs measured with it, in the order of first use
     runs: int  # runs that ran (precision rounds skipped as unneeded ran nothing and are not counted)
+    plan: PlanInputs | None = None  # what `pgfslab plan` sizes the study from, measured on these runs
 
 
 def find_studies(root: Path) -> list[tuple[str, Path, Path]]:
@@ -78,7 +90,63 @@ def read_study(study: str, table: Path, db: Path) -> StudyVerdicts:
         last_end=ran["ended_at"].max() if ran.height else None,
         commits=dict(zip(commits["git_commit"], commits["len"])),
         runs=ran.height,
+        plan=design.measured_inputs(db, study, _trim_s(db.parent / "raw" / study / "study.yaml")),
     )
+
+
+def _trim_s(resolved: Path) -> float:
+    """The seconds the study's analysis trims from each run's start (its resolved config beside the raw logs, else
+    the schema's default): the steadiness measures the plan keeps are read after it."""
+    if resolved.exists():
+        cfg = yaml_text.safe_load(resolved.read_text()) or {}
+        trim = (cfg.get("analysis") or {}).get("trim_s") if isinstance(cfg, dict) else None
+        if isinstance(trim, int | float):
+            return float(trim)
+    return float(AnalysisSettings().trim_s)
+
+
+def save_record(s: StudyVerdicts, records: Path) -> None:
+    """Keep `s` as a record in `records` (its verdict table as Parquet, its provenance as JSON), replacing the
+    study's earlier record; each file is written aside and moved into place, so a record is whole or absent."""
+    records.mkdir(parents=True, exist_ok=True)
+    provenance = {
+        "study": s.study,
+        "first_start": s.first_start.isoformat() if s.first_start else None,
+        "last_end": s.last_end.isoformat() if s.last_end else None,
+        "commits": [[c, n] for c, n in s.commits.items()],
+        "runs": s.runs,
+        **({"plan": plan_record.to_json(s.plan)} if s.plan is not None else {}),
+    }
+    table, meta = records / f"{s.study}.parquet", records / f"{s.study}.json"
+    s.verdicts.write_parquet(table.with_name(table.name + ".tmp"))
+    meta.with_name(meta.name + ".tmp").write_text(json.dumps(provenance, indent=1) + "\n")
+    table.with_name(table.name + ".tmp").replace(table)
+    meta.with_name(meta.name + ".tmp").replace(meta)
+
+
+def read_record(meta: Path) -> StudyVerdicts:
+    """A record `save_record` wrote (`meta`, its JSON; the verdict table beside it), or an error naming the file."""
+    table = meta.with_suffix(".parquet")
+    try:
+        p = json.loads(meta.read_text())
+        verdicts = pl.read_parquet(table)
+        when = [datetime.fromisoformat(p[k]) if p[k] else None for k in ("first_start", "last_end")]
+        return StudyVerdicts(
+            study=str(p["study"]),
+            verdicts=verdicts,
+            first_start=when[0],
+            last_end=when[1],
+            commits={str(c): int(n) for c, n in p["commits"]},
+            runs=int(p["runs"]),
+            plan=plan_record.load(meta),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise LabError(f"{meta}: not a seed-summary record with its table {table.name} ({exc})") from exc
+
+
+def read_records(records: Path) -> list[StudyVerdicts]:
+    """Every record in `records`, by study name."""
+    return [read_record(m) for m in sorted(records.glob("*.json"))] if records.is_dir() else []
 
 
 def _span(s: StudyVerdicts) -> str:
@@ -277,8 +345,9 @@ def summary_markdown(studies: list[StudyVerdicts], config_dir: Path = CONFIGS) -
         return NOT_YET
     parts = [
         "Each study's verdicts in the seed's own condition as its verdict table has them "
-        "(`build/<study>/tables/seed_verdicts.parquet`; the other cells, context, are in the study's paper); dates, "
-        "commits and the runs' span from its database (`data/<study>.duckdb`, runs that ran). "
+        "(`build/<study>/tables/seed_verdicts.parquet`, kept in `docs/results/`; the other cells, context, are in the "
+        "study's paper); dates, commits and the runs' span from its database (`data/<study>.duckdb`, runs that ran). "
+        "Each study's row is from its latest sitting: the studies did not all run on one day or with one commit. "
         "Counts are rows of the table: one per claim and primary cell.",
         markdown_table(overview(studies), align={"runs": "right"}),
         *claims_markdown(by_claim(studies)),
@@ -295,7 +364,7 @@ def summary_markdown(studies: list[StudyVerdicts], config_dir: Path = CONFIGS) -
     absent = [name for name in seed_studies(config_dir) if name not in {s.study for s in studies}]
     if absent:
         parts.append(
-            "Seed studies of the lab's configs with no verdict table where this summary was written, so not in it: "
+            "Seed studies of the lab's configs with no verdict table in `docs/results/`, so not in it: "
             + ", ".join(f"`{name}`" for name in absent)
             + " (run each, `make run CONFIG=config/<name>.yaml`, then `pgfslab seed-summary` again)."
         )
@@ -313,9 +382,14 @@ def replace_block(page: Path, block: str) -> str:
 
 
 def write(root: Path, page: Path = PAGE) -> list[StudyVerdicts]:
-    """Read every study's verdict table under `root`, write the summary into `page`; the studies found."""
+    """Read every study's verdict table under `root`, keep each as a record beside `page` (replacing its older
+    one), and write the summary from all the records there into `page`; the studies found under `root`."""
+    replace_block(page, "")  # the page's markers checked before anything is written
     studies = [read_study(*found) for found in find_studies(root)]
-    new = replace_block(page, summary_markdown(studies))
+    records = page.parent / RECORDS
+    for s in studies:
+        save_record(s, records)
+    new = replace_block(page, summary_markdown(read_records(records)))
     if new != page.read_text():
         tmp = page.with_name(page.name + ".tmp")
         tmp.write_text(new)
@@ -327,14 +401,23 @@ def command(root: Path, page: Path | None = None) -> int:
     """The command line's `seed-summary`: write the page, say what it was written from."""
     page = page or PAGE
     studies = write(root, page)
+    records = page.parent / RECORDS
+    kept = sorted({r.study for r in read_records(records)} - {s.study for s in studies})
     if not studies:
         print(
             f"seed-summary: no verdict table under {root.resolve()}/build/<study>/tables/seed_verdicts.parquet "
-            f"(run a seed study first); {page} says the summary is not yet generated",
+            "(run a seed study first); "
+            + (
+                f"{page} written from the earlier records of {', '.join(kept)}"
+                if kept
+                else f"{page} says the summary is not yet generated"
+            ),
             file=sys.stderr,
         )
         return 0
     for s in studies:
-        print(f"seed-summary: {s.study}: {s.verdicts.height} verdict rows, {s.runs} runs")
+        print(f"seed-summary: {s.study}: {s.verdicts.height} verdict rows, {s.runs} runs, kept in {records}")
+    if kept:
+        print(f"seed-summary: from earlier records in {records}: {', '.join(kept)}")
     print(f"seed-summary: wrote {page}")
     return 0

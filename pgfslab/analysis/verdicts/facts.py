@@ -137,7 +137,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     operations per second (`micro.timed_rates`, seed 003's quantity), `bytes_per_s` (write_fsync) the bytes synced
     per second of sync latency, `tail_ratio` its p99 / p50."""
     head = queries.headline(db, study)
-    recs = queries.run_records(db, study)
+    recs = queries.run_records(db, study) if head.height else {}
     rows = []
     for r in head.iter_rows(named=True):
         rec = recs.get(r["run_id"]) or RunRecord()
