@@ -71,11 +71,11 @@ def test_a_bad_override_is_refused_with_the_key_named() -> None:
 
 
 def test_nested_config_values_arrive_as_text_and_numbers_are_read_as_numbers() -> None:
-    overrides = {"run": {"duration_s": "5", "drop_caches": "false"}, "title": "1e3 MB"}  # as Snakemake passes them
+    overrides = {"run": {"duration_s": "5", "restore": "false"}, "title": "1e3 MB"}  # as Snakemake passes them
     _, cfg, _ = workflow_config.resolve(
         _default(), cli_files=[], cli_overrides=overrides, default_file="config/default.yaml"
     )
-    assert cfg["run"]["duration_s"] == 5 and cfg["run"]["drop_caches"] is False
+    assert cfg["run"]["duration_s"] == 5 and cfg["run"]["restore"] is False
     assert cfg["title"] == "1e3 MB"
 
 

@@ -68,7 +68,8 @@ CONFIG = {
         # seed 003's delete: no duration, it runs until every pre-created file is gone
         "delete": {"tool": "fsmicro", "op": "delete", "files": DELETE_FILES, "size_bytes": 4096, "repeats": 1},
     },
-    "run": {"duration_s": 3},
+    # a retry only where the host took more than half of the CPU time wanted: a real run records its steal
+    "run": {"duration_s": 3, "steal_retry": {"above": 0.5, "attempts": 2}},
     "os": {"vm_dirty_background_bytes": "32MB"},
     "resources": {"memory_limit_mb": 256},
     "snapshots": {"interval_s": 1, "keep_s": 2, "targets": ["btrfs"]},
@@ -125,6 +126,16 @@ def run(study: Path, run_id: str) -> dict:
 def q(study: Path, sql: str, *params: object) -> list[tuple]:
     with duckdb.connect(str(study / "w.duckdb"), read_only=True) as con:
         return con.execute(sql, list(params)).fetchall()
+
+
+def test_every_run_records_the_hosts_steal(study: Path) -> None:
+    raw = study / "data" / "raw" / STUDY
+    for rj in raw.glob("*/run.json"):
+        rec = json.loads(rj.read_text())
+        assert 0.0 <= rec["host_steal"] <= 1.0, rj
+        # an attempt set aside is listed in the kept run and its folder is there, never ingested
+        for a in rec.get("steal_attempts") or []:
+            assert a["host_steal"] > 0.5 and (raw / a["kept"] / "run.json").exists()
 
 
 def test_nothing_left(study: Path) -> None:

@@ -187,6 +187,14 @@ class Workload(Node):
 
 
 @dataclass(frozen=True)
+class StealRetry(Node):
+    """run.steal_retry: a run the host took too much CPU time from is measured again."""
+
+    above: float
+    attempts: int
+
+
+@dataclass(frozen=True)
 class RunSettings(Node):
     """run: how long and how often."""
 
@@ -204,6 +212,7 @@ class RunSettings(Node):
     order: str | None = None  # williams | rotate | fixed target order within a round; None: williams
     burn_in_rounds: int | None = None  # rounds run and shown, never compared; None: 0
     restore: bool | None = None  # every run from the data set as loaded (pgfslab.run.restore); None: false
+    steal_retry: StealRetry | None = None  # measure a run again where the host took more CPU (cpu_ticks); None: never
 
 
 @dataclass(frozen=True)

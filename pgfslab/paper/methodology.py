@@ -278,8 +278,34 @@ def _start_sentence(ctx: Context) -> str:
             else ". "
         )
         + _state_measured(ctx)
+        + _steal_sentence(ctx)
         + _checkpoint_sentence(ctx)
         + _precision_sentence(c.precision)
+    )
+
+
+def _steal_sentence(ctx: Context) -> str:
+    """How much CPU time the host took during the runs (run.json `host_steal`) and, under `run.steal_retry`, which
+    runs were measured again for it."""
+    recs = [r for r in ctx.records.values() if r.status == "ok"]
+    steal = sorted(r.host_steal for r in recs if r.host_steal is not None)
+    retry = ctx.cfg.run.steal_retry
+    if not steal:
+        return ""
+    out = (
+        f"The hypervisor took a median {100 * steal[len(steal) // 2]:.1f} % of the CPU time the runs wanted (at most "
+        f"{100 * steal[-1]:.1f} %; steal over user, system, irq, softirq and steal time, /proc/stat over each tool run). "
+    )
+    if retry is None:
+        return out
+    again = [r for r in recs if r.steal_attempts]
+    aside = sum(len(r.steal_attempts or []) for r in again)
+    over = sum(1 for r in recs if r.host_steal is not None and r.host_steal > retry.above)
+    return out + (
+        f"A run during which it took more than {100 * retry.above:g} % was measured again, up to {retry.attempts} "
+        f"attempts in all (`run.steal_retry`, stated before the runs; a condition of the host, not of the file system): "
+        f"{len(again)} of {len(recs)} runs were, {aside} attempts set aside in `_attempts/`"
+        + (f", and {over} kept at their last attempt above the limit. " if over else ". ")
     )
 
 

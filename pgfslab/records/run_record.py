@@ -127,6 +127,14 @@ class Predecessor(Part):
     target: str | None = None
 
 
+class StealAttempt(Part):
+    """An attempt of the run measured again because the host took more CPU time than `run.steal_retry` allows."""
+
+    host_steal: float | None = None  # steal over the CPU time wanted during the attempt's tool run
+    started_at: str | None = None
+    kept: str | None = None  # its folder, relative to the study's raw folder (_attempts/...)
+
+
 class Restored(Part):
     """The target's cluster put back as loaded before the run (study key run.restore; pgfslab.run.restore)."""
 
@@ -283,6 +291,8 @@ class RunRecord(Record):
     target_setup: TargetSetup | None = None
     predecessor: Predecessor | None = None
     host_probe: HostProbe | None = None
+    host_steal: float | None = None  # steal over the CPU time wanted during the tool's run (pgfslab.host.cpu_ticks)
+    steal_attempts: list[StealAttempt] | None = None  # earlier attempts set aside by run.steal_retry
     # the machine around it
     mount: MountFacts | None = None
     mount_after_crash: MountFacts | None = None

@@ -19,9 +19,10 @@ import psycopg
 
 from pgfslab import tools
 from pgfslab.config import vm_settings
+from pgfslab.config.model import StealRetry
 from pgfslab.config.study import RunSpec, RunView, Study
 from pgfslab.errors import LabError
-from pgfslab.host import cpu_probe, disk_daemon, sysctl
+from pgfslab.host import cpu_probe, cpu_ticks, disk_daemon, sysctl
 from pgfslab.host.targets import mount as target_mount
 from pgfslab.host.targets import mounted as mounted_target
 from pgfslab.host.zfs import target as zfs_target
@@ -30,7 +31,9 @@ from pgfslab.records.run_record import (
     DiskRecord,
     HostProbe,
     MountFacts,
+    Predecessor,
     RunRecord,
+    StealAttempt,
     ToolOutcome,
     WalPlace,
     ZfsFootprint,
@@ -77,23 +80,58 @@ def run_one(study: Study, run_id: str, precision_gate: PrecisionGate | None = No
         if skipped is not None:
             return skipped
         require_images(view)  # after the gate, which reads the rounds so far: a skipped round measures nothing
-    record = run_record.started(view)
-    record.predecessor = run_record.predecessor(view.raw_dir, run_id)
-    done, eta = run_record.study_eta(view.raw_dir, view.total)
-    say(view.label, f"starting ({done} runs done; {eta})")
-    write_json(rdir / "run.incomplete.json", record.to_json())
-    t0 = time.monotonic()
-    ph.lap("provenance")  # host, tools' versions, git: what the run.json says about where it ran
-    vm_held: list[dict[str, Any]] = []  # the vm settings applied, until restored (for the safety net)
-    try:
-        error = measure(view, rdir, record, ph, vm_held)
-    except BaseException as exc:
-        _record_interruption(view, rdir, record, exc, vm_held[0] if vm_held else {})
-        raise
-    if vm_held:  # the settings as restored once the run's machine was released
-        record.vm_applied = vm_held[0]
-    _finish(view, rdir, record, error, time.monotonic() - t0, started, ph)
-    return rdir / "run.json"
+    retry = view.run.steal_retry
+    earlier: list[StealAttempt] = []  # attempts set aside because the host took too much CPU time (run.steal_retry)
+    while True:
+        record = run_record.started(view)
+        # an attempt measured again follows the one set aside, on the same target
+        record.predecessor = (
+            Predecessor(run_id=run_id, target=view.spec.target)
+            if earlier
+            else run_record.predecessor(view.raw_dir, run_id)
+        )
+        done, eta = run_record.study_eta(view.raw_dir, view.total)
+        say(view.label, f"starting ({done} runs done; {eta})" + (f", attempt {len(earlier) + 1}" if earlier else ""))
+        write_json(rdir / "run.incomplete.json", record.to_json())
+        t0 = time.monotonic()
+        ph.lap("provenance")  # host, tools' versions, git: what the run.json says about where it ran
+        vm_held: list[dict[str, Any]] = []  # the vm settings applied, until restored (for the safety net)
+        try:
+            error = measure(view, rdir, record, ph, vm_held)
+        except BaseException as exc:
+            _record_interruption(view, rdir, record, exc, vm_held[0] if vm_held else {})
+            raise
+        if vm_held:  # the settings as restored once the run's machine was released
+            record.vm_applied = vm_held[0]
+        again = _measure_again(retry, record, error, len(earlier) + 1)
+        record.steal_attempts = list(earlier) or None
+        _finish(view, rdir, record, error, time.monotonic() - t0, started, ph)
+        if not again:
+            return rdir / "run.json"
+        say(view.label, again)
+        aside = set_aside(view.raw_dir, run_id)
+        earlier.append(
+            StealAttempt(
+                host_steal=record.host_steal,
+                started_at=record.started_at,
+                kept=str(aside.relative_to(view.raw_dir)),
+            )
+        )
+        rdir.mkdir(parents=True)
+        ph, started = Phases(), None  # the next attempt's phases are its own; the process started once
+
+
+def _measure_again(retry: StealRetry | None, record: RunRecord, error: str | None, attempt: int) -> str | None:
+    """Why the run is measured again (run.steal_retry: the host took more of the CPU time the machine wanted than
+    the study allows, and attempts remain), or None: the attempt is kept. A failed run is kept as it failed."""
+    if retry is None or error is not None or record.host_steal is None or attempt >= retry.attempts:
+        return None
+    if record.host_steal <= retry.above:
+        return None
+    return (
+        f"the host took {100 * record.host_steal:.1f} % of the CPU time the run wanted (run.steal_retry: above "
+        f"{100 * retry.above:g} %): measured again, attempt {attempt + 1} of {retry.attempts}"
+    )
 
 
 def require_images(view: RunView) -> None:
@@ -118,12 +156,22 @@ def fresh_run_dir(raw: Path, run_id: str) -> Path:
     if rdir.exists() and not any(rdir.iterdir()):
         rdir.rmdir()  # Snakemake makes the output's folder before the job starts
     if rdir.exists():
-        aside = raw / "_attempts" / f"{run_id}.{dt.datetime.now():%Y%m%dT%H%M%S}"
-        aside.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(rdir, aside)
-        say(run_id, f"an earlier attempt was kept in {aside}")
+        set_aside(raw, run_id)
     rdir.mkdir(parents=True)
     return rdir
+
+
+def set_aside(raw: Path, run_id: str) -> Path:
+    """The run's folder moved whole into _attempts/ (never ingested), under its id and the time; returns where."""
+    stamp = dt.datetime.now()
+    aside = raw / "_attempts" / f"{run_id}.{stamp:%Y%m%dT%H%M%S}"
+    while aside.exists():  # two attempts within a second (a run that failed at once)
+        stamp += dt.timedelta(seconds=1)
+        aside = raw / "_attempts" / f"{run_id}.{stamp:%Y%m%dT%H%M%S}"
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(raw / run_id, aside)
+    say(run_id, f"an earlier attempt was kept in {aside}")
+    return aside
 
 
 def skip_if_precise(gate: PrecisionGate, study: Study, view: RunView, rdir: Path) -> Path | None:
@@ -142,6 +190,7 @@ def measure(view: RunView, rdir: Path, record: RunRecord, ph: Phases, vm_held: l
     with contextlib.ExitStack() as stack:
         mnt = set_up(stack, view, record, ph, vm_held)
         at_mount = disk_daemon.counters(mnt.name) if mnt.disk else None
+        ticks = cpu_ticks.read()
         try:
             outcome = run_tool(view, rdir, mnt, record, ph)
         except Exception as exc:
@@ -149,6 +198,7 @@ def measure(view: RunView, rdir: Path, record: RunRecord, ph: Phases, vm_held: l
             if died:  # the run failed because its device did: say so, not what the file system reported
                 raise LabError(died) from exc
             raise
+        record.host_steal = cpu_ticks.steal_share(ticks, cpu_ticks.read())
         disk_daemon.require_alive(mnt.name)
         if mnt.disk:
             record.disk = disk_run_record(mnt, rdir, at_mount, record.disk)
