@@ -36,6 +36,10 @@ else
 $(error EXECUTOR=$(EXECUTOR): local or slurm)
 endif
 HOST_CONFIG := $(if $(HOSTS),hosts=$(HOSTS) pin_hosts=$(PIN_HOSTS)) $(if $(HOST),host=$(HOST))
+# One study measures on this machine at a time: a local `make run` holds this lock (the one `make bench`'s real
+# runs take) from its first run to its paper, and a second one waits, saying so; two studies side by side would
+# measure each other. The shell holds the lock on a descriptor Snakemake inherits: no process between them.
+MACHINE_LOCK ?= /tmp/pgfslab-real.lock
 
 .PHONY: setup setup-slurm run analyse test test-fast lint format bench release unlock lock clean-build sync-notebooks docs
 
@@ -55,6 +59,9 @@ run: setup
 	@if [ "$(EXECUTOR)" = slurm ] && [ -z "$(HOSTS)" ]; then \
 	  echo "EXECUTOR=slurm needs HOSTS=key1,key2,... (one Slurm job per host key; PIN_HOSTS=1: keys are node names)"; exit 2; fi
 	@trap 'echo' INT TERM; \
+	if [ "$(EXECUTOR)" = local ]; then exec 9>>$(MACHINE_LOCK); if ! flock -n 9; then \
+	  echo "make run: another study is measuring on this machine (it holds $(MACHINE_LOCK)): waiting for it to end"; \
+	  flock 9; fi; fi; \
 	$(RUN_SNAKE) $(SNAKE_ARGS) --configfile $(CONFIG) $(if $(strip $(HOST_CONFIG)),--config $(HOST_CONFIG)); rc=$$?; \
 	$(PY) -m pgfslab status --config $(CONFIG); st=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$st

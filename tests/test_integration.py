@@ -9,6 +9,7 @@ config, never from the code under test.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -247,6 +248,30 @@ def test_a_second_make_run_has_nothing_to_do(study: Path) -> None:
     assert "Nothing to be done" in again.stdout + again.stderr
     assert "Finished job" not in again.stdout + again.stderr
     assert "runs planned" in again.stdout
+
+
+def test_a_second_study_waits_for_the_one_measuring(study: Path) -> None:
+    """While another study holds the machine lock, `make run` says so and waits; it goes on once the lock is
+    released (here a no-op run of the finished study, so that only the waiting is measured)."""
+    lock = study / "machine.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        p = subprocess.Popen(
+            ["make", "-f", str(REPO / "Makefile"), "run", "CONFIG=study.yaml", f"MACHINE_LOCK={lock}"],
+            cwd=study,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            time.sleep(8)  # make's own start, the setup check, then the lock
+            assert p.poll() is None, p.communicate()[0][-3000:]
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out[-3000:]
+    assert f"another study is measuring on this machine (it holds {lock}): waiting" in out
+    assert "Nothing to be done" in out and "runs planned" in out
 
 
 def test_changed_notebook_reruns_only_notebook_and_paper(study: Path) -> None:
