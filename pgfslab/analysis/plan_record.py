@@ -47,12 +47,14 @@ class PlanInputs:
 
 
 def _conform(frame: pl.DataFrame, schema: dict[str, Any]) -> pl.DataFrame:
-    """`frame` with the record's columns and types (a study without a ladder has no rung: null)."""
+    """`frame` with the record's columns and types (a study without a ladder has no rung: null), sorted by its keys:
+    a group-by's order is arbitrary, and a record written again from the same runs must read the same."""
     if frame.is_empty():
         return pl.DataFrame(schema=schema)
+    keys = [c for c, t in schema.items() if t != pl.Float64]
     return frame.select(
         [(pl.col(c) if c in frame.columns else pl.lit(None)).cast(t).alias(c) for c, t in schema.items()]
-    )
+    ).sort(keys, nulls_last=True)
 
 
 def inputs(source: str, **frames: pl.DataFrame) -> PlanInputs:
@@ -98,6 +100,12 @@ def load(record: Path) -> PlanInputs | None:
         data = json.loads(record.read_text())
     except (OSError, ValueError) as exc:
         raise LabError(f"{record}: not a readable study record ({exc})") from exc
+    return from_record(data, record)
+
+
+def from_record(data: Any, record: Path) -> PlanInputs | None:
+    """The plan measures of a study record already read (`data`, the JSON of `record`), or None where it holds
+    none; the source names the runs' dates and the file."""
     if not isinstance(data, dict) or "plan" not in data:
         return None
     dates = sorted({str(data[k])[:10] for k in ("first_start", "last_end") if data.get(k)})

@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from pgfslab import paths, yaml_text
-from pgfslab.analysis import design, plan_record
+from pgfslab.analysis import design, plan_record, queries
 from pgfslab.analysis.plan_record import PlanInputs
 from pgfslab.analysis.report import markdown_table
 from pgfslab.analysis.verdicts import claims as lab_claims
@@ -90,19 +90,17 @@ def read_study(study: str, table: Path, db: Path) -> StudyVerdicts:
         last_end=ran["ended_at"].max() if ran.height else None,
         commits=dict(zip(commits["git_commit"], commits["len"])),
         runs=ran.height,
-        plan=design.measured_inputs(db, study, _trim_s(db.parent / "raw" / study / "study.yaml")),
+        plan=design.measured_inputs(db, study, _trim_s(db)),
     )
 
 
-def _trim_s(resolved: Path) -> float:
-    """The seconds the study's analysis trims from each run's start (its resolved config beside the raw logs, else
-    the schema's default): the steadiness measures the plan keeps are read after it."""
-    if resolved.exists():
-        cfg = yaml_text.safe_load(resolved.read_text()) or {}
-        trim = (cfg.get("analysis") or {}).get("trim_s") if isinstance(cfg, dict) else None
-        if isinstance(trim, int | float):
-            return float(trim)
-    return float(AnalysisSettings().trim_s)
+def _trim_s(db: Path) -> float:
+    """The seconds the study's analysis trims from each run's start, from the resolved config its database holds
+    (the schema's default where it holds none): the steadiness measures the plan keeps are read after it."""
+    try:
+        return float(queries.study_of(db).analysis.trim_s)
+    except queries.MissingData:
+        return float(AnalysisSettings().trim_s)
 
 
 def save_record(s: StudyVerdicts, records: Path) -> None:
@@ -138,9 +136,9 @@ def read_record(meta: Path) -> StudyVerdicts:
             last_end=when[1],
             commits={str(c): int(n) for c, n in p["commits"]},
             runs=int(p["runs"]),
-            plan=plan_record.load(meta),
+            plan=plan_record.from_record(p, meta),
         )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
         raise LabError(f"{meta}: not a seed-summary record with its table {table.name} ({exc})") from exc
 
 
