@@ -479,7 +479,8 @@ def test_durability_claims_read_the_crash_check() -> None:
     assert out["verdict"] == R.HOLDS and out["role"] == "primary"
     assert out["verdict_text"] == (
         "holds: 2 crashes lost 8 committed transactions, each committed within the documented window "
-        "(3 x wal_writer_delay) before the crash"
+        "(3 x wal_writer_delay) before the crash; a stack that breaks it in more than 78 % of crashes is ruled out "
+        "at 95 %"
     )
     bad = rows.with_columns(pl.Series("violations", [0, 1, 0, 0]))
     assert evaluate.durability(async_claim, bad)["verdict"][0] == R.VIOLATED
@@ -487,6 +488,17 @@ def test_durability_claims_read_the_crash_check() -> None:
     by = {r["cell"]: r for r in evaluate.durability(sync_claim, rows).iter_rows(named=True)}
     assert by["power-loss, synchronous_commit=on"]["role"] == "primary"
     assert by["kill, synchronous_commit=on"]["role"] == "context"
+    assert by["power-loss, synchronous_commit=on"]["verdict_text"] == (
+        "holds: 1 crash, no committed transaction lost; a stack that breaks it in more than 95 % of crashes is "
+        "ruled out at 95 %"
+    )
+
+
+@pytest.mark.parametrize(("n", "bound"), [(3, 0.6316), (10, 0.2589), (59, 0.0495)])
+def test_a_clean_crash_check_rules_out_what_its_crashes_can(n: int, bound: float) -> None:
+    # no event in n trials: P(none | p) = (1 - p)^n = 0.05 at the bound (the "rule of three": about 3 / n)
+    assert evaluate.crash_bound(n) == pytest.approx(bound, abs=1e-4)
+    assert (1 - evaluate.crash_bound(n)) ** n == pytest.approx(0.05)
 
 
 def test_three_runs_against_three_cannot_reach_p_005() -> None:
