@@ -250,6 +250,30 @@ def test_a_second_make_run_has_nothing_to_do(study: Path) -> None:
     assert "runs planned" in again.stdout
 
 
+def test_a_run_set_aside_by_hand_is_measured_again(study: Path) -> None:
+    """A run folder a user moves to _attempts/ (run beside something that disturbed it) is planned again at
+    once, that run alone, and the analyses after it; nothing else is redone."""
+    run_dir = next(p for p in sorted((study / "data" / "raw" / STUDY).iterdir()) if (p / "run.json").is_file())
+    aside = study / "data" / "raw" / STUDY / "_attempts" / f"{run_dir.name}.by-hand"
+    aside.parent.mkdir(exist_ok=True)
+    run_dir.rename(aside)
+    try:
+        res = snakemake(study, "config=study.yaml", dry_run=True)
+    finally:
+        aside.rename(run_dir)
+        if not any(aside.parent.iterdir()):
+            aside.parent.rmdir()
+    assert "Nothing to be done" not in res.stdout + res.stderr, res.stdout
+    table = res.stdout[res.stdout.index("Job stats:") :].splitlines()[3:]
+    counts = {
+        line.split()[0]: int(line.split()[1])
+        for line in table[: table.index(next(t for t in table if t.startswith("total")))]
+    }
+    assert counts.get("run") == 1 and "prepare_target" not in counts, res.stdout
+    # the database is built again from every run, with the run back
+    assert counts.get("ingest") == 1, res.stdout
+
+
 def test_a_second_study_waits_for_the_one_measuring(study: Path) -> None:
     """While another study holds the machine lock, `make run` says so and waits; it goes on once the lock is
     released (here a no-op run of the finished study, so that only the waiting is measured)."""
