@@ -204,6 +204,15 @@ def test_figures_are_real_images(study: Path) -> None:
     assert base.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
 
 
+def job_counts(res: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """Jobs per rule from a dry run's "Job stats:" table (after its header and ---- line, up to "total")."""
+    table = res.stdout[res.stdout.index("Job stats:") :].splitlines()[3:]
+    return {
+        line.split()[0]: int(line.split()[1])
+        for line in table[: table.index(next(t for t in table if t.startswith("total")))]
+    }
+
+
 def pdf_text(pdf: Path) -> str:
     return subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
 
@@ -269,11 +278,7 @@ def test_a_run_set_aside_by_hand_is_measured_again(study: Path) -> None:
         if not any(aside.parent.iterdir()):
             aside.parent.rmdir()
     assert "Nothing to be done" not in res.stdout + res.stderr, res.stdout
-    table = res.stdout[res.stdout.index("Job stats:") :].splitlines()[3:]
-    counts = {
-        line.split()[0]: int(line.split()[1])
-        for line in table[: table.index(next(t for t in table if t.startswith("total")))]
-    }
+    counts = job_counts(res)
     assert counts.get("run") == 1 and "prepare_target" not in counts, res.stdout
     # the database is built again from every run, with the run back
     assert counts.get("ingest") == 1, res.stdout
@@ -316,11 +321,7 @@ def test_changed_notebook_reruns_only_notebook_and_paper(study: Path) -> None:
     finally:
         NOTEBOOK.write_bytes(original)
         os.utime(NOTEBOOK, ns=(before.st_atime_ns, before.st_mtime_ns))
-    table = res.stdout[res.stdout.index("Job stats:") :].splitlines()[3:]  # after the header and the ---- line
-    counts = {
-        line.split()[0]: int(line.split()[1])
-        for line in table[: table.index(next(t for t in table if t.startswith("total")))]
-    }
+    counts = job_counts(res)
     assert counts == {"notebook": 1, "paper": 1, "all": 1}, res.stdout  # the one notebook, not the other six
 
 
@@ -352,11 +353,7 @@ def test_a_changed_target_is_prepared_and_measured_again_in_one_pass(study: Path
         res = snakemake(study, "config=study-changed.yaml", dry_run=True)
     finally:  # the next Snakemake parse writes the run config of study.yaml back
         snakemake(study, "config=study.yaml", dry_run=True)
-    table = res.stdout[res.stdout.index("Job stats:") :].splitlines()[3:]
-    counts = {
-        line.split()[0]: int(line.split()[1])
-        for line in table[: table.index(next(t for t in table if t.startswith("total")))]
-    }
+    counts = job_counts(res)
     assert counts.get("freeze_config") == 1, res.stdout
     # one target of two: its preparation and its runs (REPEATS), not ext4's
     assert counts.get("prepare_target") == 1 and counts.get("run") == REPEATS, res.stdout
