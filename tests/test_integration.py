@@ -259,11 +259,6 @@ def test_a_second_make_run_has_nothing_to_do(study: Path) -> None:
     assert "runs planned" in again.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (issue 41, 2026-12-02): after a run folder is moved to _attempts/, Snakemake plans nothing "
-    "('Nothing to be done') and the run stays missing; a later pass planned it. Not yet understood",
-)
 def test_a_run_set_aside_by_hand_is_measured_again(study: Path) -> None:
     """A run folder a user moves to _attempts/ (run beside something that disturbed it) is planned again at
     once, that run alone, and the analyses after it; nothing else is redone."""
