@@ -36,6 +36,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(Path(tempfile.gettempdir()) / f"pgfs-nbtest-{os.getpid()}", ignore_errors=True)
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """What on this machine, not of this session, makes its real tests fail: a file system over a dead FUSE
+    daemon (an emulated disk's, killed with a study) fails every mkfs.btrfs on the machine."""
+    from pgfslab.host import mounts
+
+    return [f"unreachable mount (mkfs.btrfs will fail): {d}" for d in mounts.unreachable()]
+
+
 def machine_can_run_studies() -> tuple[bool, str]:
     if os.geteuid() != 0:
         return False, "needs root (loop devices, mount, runuser)"

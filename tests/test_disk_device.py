@@ -5,6 +5,7 @@ write stream as the model predicts), and the daemon's death: a clear error, and 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from conftest import needs_root
 from pgfslab.config import disk_model
 from pgfslab.config.model import TargetSpec
 from pgfslab.errors import LabError
-from pgfslab.host import disk_daemon, loop_devices
+from pgfslab.host import disk_daemon, loop_devices, mounts
 from pgfslab.run import disk_validation
 
 pytestmark = [
@@ -175,8 +176,17 @@ def test_a_daemon_dying_under_a_mounted_file_system_is_named_and_everything_rele
                         os.fsync(fd)
                     finally:
                         os.close(fd)
+                # mkfs.btrfs of any other image on the machine now fails (it checks every mount first): the
+                # lab's error names the unreachable mount
+                dead = mounts.unreachable()
+                assert any(str(m.path) in d and "Transport endpoint is not connected" in d for d in dead), dead
+                other = TargetSpec.from_dict({"fs": "btrfs", "size_gb": 0.25, "mkfs_options": [],
+                                              "mount_options": []})  # fmt: skip
+                with pytest.raises(LabError, match=f"cannot reach {re.escape(str(m.path))} "):
+                    target_create.create(wd, "u", other)
                 disk_daemon.require_alive("t")
         assert not _leftovers(tmp_path)
     finally:
         target_release.release(wd, "t")
+        target_release.release(wd, "u")
     assert not _leftovers(tmp_path)

@@ -84,3 +84,35 @@ def below(path: Path) -> list[MountEntry]:
 def options(path: Path) -> str | None:
     m = at(path)
     return m.options_text if m else None
+
+
+def loop_backing_file(source: str) -> str | None:
+    """The file a loop device (/dev/loopN) serves, as the kernel recorded it; None for anything else."""
+    name = Path(source).name
+    if not (source.startswith("/dev/") and name.startswith("loop")):
+        return None
+    try:
+        return (Path("/sys/block") / name / "loop" / "backing_file").read_text().strip().removesuffix(" (deleted)")
+    except OSError:
+        return None
+
+
+def unreachable() -> list[str]:
+    """Mounted file systems whose device, or whose loop device's file, cannot be looked up for another reason
+    than not existing: a FUSE daemon that died under them answers ENOTCONN. mkfs.btrfs checks every mount
+    before it formats anything and stops at the first of these, for every image on the machine."""
+    found = []
+    for m in table():
+        backing = loop_backing_file(m.source)
+        for path in (m.source, backing):
+            if path is None or not path.startswith("/"):
+                continue
+            try:
+                os.stat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                via = f" (the file of {m.source})" if path == backing else ""
+                found.append(f"{m.target} ({m.fstype} on {m.source}): {path}{via}: {exc.strerror}")
+                break
+    return found

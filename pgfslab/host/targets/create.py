@@ -131,7 +131,18 @@ def _create_image(workdir: Path, name: str, spec: TargetSpec) -> dict[str, Any]:
         fh.truncate(size)
     mkfs = _mkfs_command(name, spec, str(image))
     t0 = time.monotonic()
-    proc.run(mkfs, timeout=300)
+    try:
+        proc.run(mkfs, timeout=300)
+    except LabError as exc:
+        dead = mounts.unreachable() if "Transport endpoint is not connected" in str(exc) else []
+        if not dead:
+            raise
+        raise LabError(
+            f"target {name}: {exc}. mkfs.btrfs checks every mounted file system first and cannot reach "
+            f"{'; '.join(dead)}: a file system mounted on a loop device whose file lies on a FUSE mount whose "
+            "daemon is gone (an emulated disk's daemon killed with its study). `pgfslab release --config "
+            "<that study>` in the clone that ran it unmounts it; the lab leaves what another clone created alone"
+        ) from None
     return {
         "fs": spec.fs,
         "kind": "image",
