@@ -138,10 +138,11 @@ def _create_image(workdir: Path, name: str, spec: TargetSpec) -> dict[str, Any]:
         if not dead:
             raise
         raise LabError(
-            f"target {name}: {exc}. mkfs.btrfs checks every mounted file system first and cannot reach "
-            f"{'; '.join(dead)}: a file system mounted on a loop device whose file lies on a FUSE mount whose "
-            "daemon is gone (an emulated disk's daemon killed with its study). `pgfslab release --config "
-            "<that study>` in the clone that ran it unmounts it; the lab leaves what another clone created alone"
+            f"target {name}: {exc}. {mkfs[0]} checks the mounted file systems first and cannot reach "
+            f"{'; '.join(dead)} (most often a file system on a loop device whose file is on a FUSE mount whose "
+            "daemon is gone, as an emulated disk's is when its study and its daemon are killed together). "
+            "`pgfslab release --config <that study>` in the clone that ran it unmounts it; the lab leaves what "
+            "another clone created alone"
         ) from None
     return {
         "fs": spec.fs,
