@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pgfslab.host import proc
+from pgfslab.host import mounts, proc
 
 
 def mounting_allowed() -> tuple[bool, str]:
@@ -49,10 +49,6 @@ def backed_by(path: Path) -> list[str]:
     want = str(Path(os.path.realpath(path.parent)) / path.name)
     found = []
     for d in sorted(Path("/sys/block").glob("loop*")):
-        try:
-            text = (d / "loop" / "backing_file").read_text().strip()
-        except OSError:
-            continue
-        if text.removesuffix(" (deleted)") == want:
+        if mounts.loop_backing_file(f"/dev/{d.name}") == want:
             found.append(f"/dev/{d.name}")
     return found
