@@ -207,6 +207,28 @@ def test_the_abstract_reports_the_twin_as_the_noise_floor_by_hand() -> None:
     assert abstract._noise_floor(aa_frame([100.0] * 6, twin), {}, 0.05) == ""
 
 
+def test_the_abstract_quotes_the_studys_primary_comparison_by_hand() -> None:
+    # rounds-t: per-round log-ratios xfs (.08, .10, .12): mean .10, SD .02, t(.975, 2) = 4.302653, half-width
+    # 4.302653 * .02 / sqrt 3 = .049683, so e^.1 = 1.105 [e^.0503, e^.1497] = [1.05, 1.16], which excludes 1;
+    # btrfs (-.05, 0, .05): mean 0, half-width .124206, [0.88, 1.13], which covers it
+    runs = pl.concat(
+        [
+            cell([100.0] * 3, "ext4"),
+            cell([100 * math.exp(d) for d in (0.08, 0.10, 0.12)], "xfs"),
+            cell([100 * math.exp(d) for d in (-0.05, 0.0, 0.05)], "btrfs"),
+        ]
+    ).with_columns(pl.col("target").alias("target_label"))
+    text = abstract._primary_comparisons(runs, "ext4", 0.05, "rounds-t")
+    assert "paired by round, the mean log-ratio with Student's t interval, 95 % intervals" in text
+    assert "xfs/ext4 1.11 [1.05, 1.16]; btrfs/ext4 1.00 [0.88, 1.13]; 1 of 2 exclude 1" in text
+    # unpaired (the Hodges-Lehmann ratio): 3 + 3 runs give at most a 90 % interval (2 of 20 tables), none counted
+    assert (
+        "xfs/ext4 1.11 (no 95 % interval from 3 runs); btrfs/ext4 1.00 (no 95 % interval from 3 runs); 0 of 2"
+        in abstract._primary_comparisons(runs, "ext4", 0.05, "runs")
+    )
+    assert abstract._primary_comparisons(runs.filter(pl.col("target") == "ext4"), "ext4", 0.05, "runs") == ""
+
+
 # ---------------------------------------------------------------------------- two days, by hand
 
 
