@@ -65,7 +65,7 @@ for cell, table in pv.tables(comp, typed):
         table,
         caption=f"{cell}: per file system and major, runs and median tps; the major's tps over the oldest "
         "major's on the same file system, the file system's over the first file system's on the same major, and "
-        "how that ratio changed from the oldest major (a ratio of ratios, percentile bootstrap), each with its "
+        "how that ratio changed from the oldest major (a ratio of ratios, Welch t interval), each with its "
         "interval; medians over the runs of the CPUs' busy and I/O wait shares of all CPU time (/proc/stat) and "
         "the data device's reads per second (diskstats).",
         digits={"tps": 1, "CPU busy %": 0, "I/O wait %": 0, "device reads/s": 0},

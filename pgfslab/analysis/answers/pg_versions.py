@@ -15,8 +15,8 @@ Per workload, rung and client count (a cell), two readings:
   resolved at ±X %";
 * **the file system on each major**: each file system against the config's first one on the same major,
   the same ratio and words; and whether that choice holds on a newer major: how the file system's ratio
-  changed from the reference major, (B/A on major M) / (B/A on the reference major) with a percentile
-  bootstrap interval over runs (`verdicts.ratio.interaction_ci`): "unchanged" is never said, only "changed"
+  changed from the reference major, (B/A on major M) / (B/A on the reference major) with Welch's t
+  interval over runs (`verdicts.ratio.interaction_ci`): "unchanged" is never said, only "changed"
   (the interval excludes 1) or "no change resolved at ±X %".
 
 Beside the tps, medians over each cell's runs of the CPUs' busy and I/O wait shares and the data device's
@@ -335,14 +335,14 @@ def summary(comp: pl.DataFrame, cfg: StudyConfig) -> str:
         paragraphs.append(
             f"Ratios are Hodges-Lehmann estimates with exact Mann-Whitney intervals of {level} coverage (the widest "
             "a cell's run counts allow when they allow no 95 % interval); a change of a file system's ratio is a "
-            "ratio of ratios with a percentile-bootstrap interval over runs. Faster, slower or changed is said only "
+            "ratio of ratios with Welch's t interval over runs. Faster, slower or changed is said only "
             "where the whole interval lies on one side of 1."
         )
     fewest = number(comp.filter(pl.col("change").is_not_null())["n"].min())
     if fewest is not None and fewest < 5:
         paragraphs.append(
-            f"With {fewest:g} runs in a group the bootstrap resamples only {fewest:g} values, and its interval is "
-            "narrower than its nominal coverage: read a changed standing as a lead to repeat with more rounds, "
+            f"With {fewest:g} runs in a group the change's t interval rests on log tps being roughly normal, "
+            f"which {fewest:g} runs cannot check: read a changed standing as a lead to repeat with more rounds, "
             "not as a finding."
         )
     return "\n\n".join(paragraphs) if paragraphs else "No cell ran on more than one PostgreSQL major."

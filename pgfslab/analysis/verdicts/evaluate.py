@@ -430,8 +430,23 @@ def _row(
         if min(len(a0), len(b0), len(a1), len(b1)) == 0:
             return None
         ci = R.interaction_ci(a0, b0, a1, b1, alpha)
-        test = f"ratio of ratios ({k_} {setting_value(k_, lv1) if k_ != 'regime' else lv1} against {lv0}), " \
-               "bootstrap over runs"  # fmt: skip
+        how = "Welch t interval over runs"
+        if pairing is not None:
+            # the study's primary comparison pairs by round: each round's own change, the unpaired one beside it
+            levels = [(pa, lv0), (pb, lv0), (pa, lv1), (pb, lv1)]
+            keyed = [_by_round(p.filter(pl.col(k_) == norm(lv)), column) for p, lv in levels]
+            maps = [x for x in keyed if x is not None]
+            if len(maps) < 4:
+                notes.append("not paired by round (a round holds two runs of one group): the runs compared unpaired")
+            else:
+                common = sorted(set(maps[0]).intersection(*maps[1:]))
+                left = sum(len(x) for x in maps) - 4 * len(common)
+                g = [[x[r] for r in common] for x in maps]
+                paired_ci = R.paired_interaction_ci(g[0], g[1], g[2], g[3], alpha, pairing)
+                notes.append(f"the runs unpaired: {R.interval_text(ci)}"
+                             + (f"; {left} run(s) without all four groups in their round left out" if left else ""))  # fmt: skip
+                ci, how = paired_ci, R.PAIRED_TEST[pairing]
+        test = f"ratio of ratios ({k_} {setting_value(k_, lv1) if k_ != 'regime' else lv1} against {lv0}), {how}"
         cell = f"{cell}, {k_}: {lv1} / {lv0}".replace("_", " ") if k_ == "regime" else f"{cell}, {k_} {lv1} / {lv0}"
     else:
         col_a, col_b = PAIRED.get(claim.quantity, (column, column))

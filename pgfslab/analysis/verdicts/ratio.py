@@ -17,8 +17,9 @@ rounds-t` pairs the same way and reads Student's t interval of the per-round log
 a handful of rounds does not make as coarse as a rank test's.
 
 An interaction (`interaction_ci`) is (B/A at one level of a setting) / (B/A at another), e.g. btrfs/ext4
-with fsync off against fsync on: the point is the ratio of the two Hodges-Lehmann ratios, the interval a
-percentile bootstrap that resamples the runs within each of the four groups (they are independent runs).
+with fsync off against fsync on: the point is the difference of the four groups' mean log values, the interval
+Welch's t interval of it (a percentile bootstrap over five runs a group undercovered); a study paired by round
+reads each round's own change instead (`paired_interaction_ci`).
 
 `judge` says two things apart: the direction (agrees / opposite / unresolved: the interval lies on the
 claimed side of 1, on the other, or covers 1) and, where the seed gave a size (`Claim.seed_range`: a number, a
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from scipy import stats as sps
 
 from pgfslab.analysis.stats import paired_t
 from pgfslab.analysis.stats.power import critical_u, u_null_cdf
@@ -147,42 +149,52 @@ def paired_ratio_ci(
     return RatioCI(math.exp(point), math.exp(lo), math.exp(hi), n, n, coverage)
 
 
-def _hl(a: np.ndarray, b: np.ndarray) -> float:
-    """Hodges-Lehmann log-ratio of B over A (the median pairwise difference of the logarithms)."""
-    return float(np.median((np.log(b)[None, :] - np.log(a)[:, None]).ravel()))
-
-
 def interaction_ci(
     a0: list[float] | np.ndarray,
     b0: list[float] | np.ndarray,
     a1: list[float] | np.ndarray,
     b1: list[float] | np.ndarray,
     alpha: float = 0.05,
-    n_boot: int = 4000,
-    seed: int = 29,
 ) -> RatioCI:
-    """(B1/A1) / (B0/A0): how much B/A changes from level 0 to level 1 of a setting, with a 1 - alpha
-    percentile-bootstrap interval (runs resampled within each group). Fewer than 3 runs in any group: the
-    point alone (no interval, nan coverage). n_a / n_b count the runs at level 0 / level 1."""
+    """(B1/A1) / (B0/A0): how much B/A changes from level 0 to level 1 of a setting, from the four groups' mean log
+    values, with the 1 - alpha Welch t interval of that difference of means (each group's own variance, the
+    degrees of freedom by Welch-Satterthwaite). A percentile bootstrap over 5 runs a group undercovers (it resamples
+    five values and its spread is the plug-in one, smaller than the sample variance by (n - 1) / n): its 95 %
+    intervals covered the true change about 85 % of the time in `tests/test_verdict_semantics.py`'s simulation.
+    Fewer than 3 runs in any group: the point alone (no interval, nan coverage). n_a / n_b count the runs at
+    level 0 / level 1."""
     groups = [np.asarray(x, float) for x in (a0, b0, a1, b1)]
     n0, n1 = len(groups[0]) + len(groups[1]), len(groups[2]) + len(groups[3])
     if any(len(g) == 0 for g in groups):
         return RatioCI(math.nan, 0.0, math.inf, n0, n1, math.nan)
-    point = math.exp(_hl(groups[2], groups[3]) - _hl(groups[0], groups[1]))
-    if any(len(g) < 3 for g in groups):
-        return RatioCI(point, 0.0, math.inf, n0, n1, math.nan)
-    rng = np.random.default_rng(seed)
     logs = [np.log(g) for g in groups]
+    means = [float(x.mean()) for x in logs]
+    est = (means[3] - means[2]) - (means[1] - means[0])
+    if any(len(g) < 3 for g in groups):
+        return RatioCI(math.exp(est), 0.0, math.inf, n0, n1, math.nan)
+    v = [float(x.var(ddof=1)) / len(x) for x in logs]
+    se = math.sqrt(sum(v))
+    if se == 0:
+        return RatioCI(math.exp(est), math.exp(est), math.exp(est), n0, n1, 1 - alpha)
+    df = se**4 / sum(vi**2 / (len(x) - 1) for vi, x in zip(v, logs))
+    half = float(sps.t.ppf(1 - alpha / 2, df)) * se
+    return RatioCI(math.exp(est), math.exp(est - half), math.exp(est + half), n0, n1, 1 - alpha)
 
-    def resampled_hl(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
-        ia = rng.integers(0, len(la), (n_boot, len(la)))
-        ib = rng.integers(0, len(lb), (n_boot, len(lb)))
-        diffs = lb[ib][:, None, :] - la[ia][:, :, None]
-        return np.median(diffs.reshape(n_boot, -1), axis=1)
 
-    boot = resampled_hl(logs[2], logs[3]) - resampled_hl(logs[0], logs[1])
-    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    return RatioCI(point, float(np.exp(lo)), float(np.exp(hi)), n0, n1, 1 - alpha)
+def paired_interaction_ci(
+    a0: np.ndarray | list[float],
+    b0: np.ndarray | list[float],
+    a1: np.ndarray | list[float],
+    b1: np.ndarray | list[float],
+    alpha: float = 0.05,
+    method: str = "t",
+) -> RatioCI:
+    """(B1/A1) / (B0/A0) paired by round: the four runs of round i are `a0[i]`, `b0[i]`, `a1[i]`, `b1[i]`, and the
+    round's own change log(B1/A1) - log(B0/A0) is read as `paired_ratio_ci` reads a round's log-ratio (whatever the
+    round shares cancels in it). n_a = n_b = the rounds."""
+    r0 = np.asarray(b0, float) / np.asarray(a0, float)
+    r1 = np.asarray(b1, float) / np.asarray(a1, float)
+    return paired_ratio_ci(r0, r1, alpha, method)
 
 
 @dataclass(frozen=True)
