@@ -220,19 +220,19 @@ def test_the_interaction_interval_is_welchs_t_interval_worked_by_hand() -> None:
     assert (r.lo, r.hi) == pytest.approx((math.exp(-0.3 - half), math.exp(-0.3 + half)), rel=1e-3)
 
 
-def test_the_interaction_interval_covers_at_its_stated_level_with_five_runs_a_group() -> None:
-    """The seed studies run 5 a group: the interval must cover a known change about 95 % of the time there (a
-    percentile bootstrap of the four groups' Hodges-Lehmann shifts covered 78 % in this simulation)."""
+@pytest.mark.parametrize(("runs_a_group", "alpha"), [(5, 0.025), (3, 0.05)])
+def test_the_interaction_interval_covers_at_its_stated_level(runs_a_group: int, alpha: float) -> None:
+    """The seed studies run 5 a group, judged at 97.5 % where a claim has two cells: the interval must cover a known
+    change at least that often there, and with 3 a group (the percentile bootstrap it replaced covered 95.6 % and
+    89.5 % here)."""
     rng = np.random.default_rng(7)
-    true = math.log(0.8)
-    hits = 0
-    trials = 2000
+    trials, hits = 2000, 0
     for _ in range(trials):
-        a0, b0, a1 = (100 * np.exp(rng.normal(0, 0.1, 5)) for _ in range(3))
-        b1 = 100 * np.exp(true + rng.normal(0, 0.1, 5))
-        r = interaction_ci(a0, b0, a1, b1, 0.05)
+        a0, b0, a1 = (100 * np.exp(rng.normal(0, 0.1, runs_a_group)) for _ in range(3))
+        b1 = 80 * np.exp(rng.normal(0, 0.1, runs_a_group))
+        r = interaction_ci(a0, b0, a1, b1, alpha)
         hits += r.lo <= 0.8 <= r.hi
-    assert 0.93 <= hits / trials <= 0.97
+    assert 1 - alpha - 0.012 <= hits / trials <= 1 - alpha / 4
 
 
 def test_an_interaction_in_a_study_paired_by_round_reads_each_rounds_own_change() -> None:

@@ -18,7 +18,7 @@ a handful of rounds does not make as coarse as a rank test's.
 
 An interaction (`interaction_ci`) is (B/A at one level of a setting) / (B/A at another), e.g. btrfs/ext4
 with fsync off against fsync on: the point is the difference of the four groups' mean log values, the interval
-Welch's t interval of it (a percentile bootstrap over five runs a group undercovered); a study paired by round
+Welch's t interval of it (a percentile bootstrap over a few runs a group undercovered); a study paired by round
 reads each round's own change instead (`paired_interaction_ci`).
 
 `judge` says two things apart: the direction (agrees / opposite / unresolved: the interval lies on the
@@ -158,9 +158,9 @@ def interaction_ci(
 ) -> RatioCI:
     """(B1/A1) / (B0/A0): how much B/A changes from level 0 to level 1 of a setting, from the four groups' mean log
     values, with the 1 - alpha Welch t interval of that difference of means (each group's own variance, the
-    degrees of freedom by Welch-Satterthwaite). A percentile bootstrap over 5 runs a group undercovers (it resamples
-    five values and its spread is the plug-in one, smaller than the sample variance by (n - 1) / n): its 95 %
-    intervals covered the true change about 85 % of the time in `tests/test_verdict_semantics.py`'s simulation.
+    degrees of freedom by Welch-Satterthwaite). The percentile bootstrap of the groups' Hodges-Lehmann shifts it
+    replaces covered less than it said (simulated log-normal runs, SD 0.1: 93.5 % of its 95 % intervals and 95.6 %
+    of its 97.5 % ones at 5 runs a group, 89.5 % of its 95 % ones at 3; this interval 95.2 %, 97.3 % and 97 %).
     Fewer than 3 runs in any group: the point alone (no interval, nan coverage). n_a / n_b count the runs at
     level 0 / level 1."""
     groups = [np.asarray(x, float) for x in (a0, b0, a1, b1)]
