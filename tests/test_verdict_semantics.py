@@ -224,7 +224,7 @@ def test_the_interaction_interval_is_welchs_t_interval_worked_by_hand() -> None:
 def test_the_interaction_interval_covers_at_its_stated_level(runs_a_group: int, alpha: float) -> None:
     """The seed studies run 5 a group, judged at 97.5 % where a claim has two cells: the interval must cover a known
     change at least that often there, and with 3 a group (the percentile bootstrap it replaced covered 95.6 % and
-    89.5 % here)."""
+    89.5 % in a simulation like this one)."""
     rng = np.random.default_rng(7)
     trials, hits = 2000, 0
     for _ in range(trials):
