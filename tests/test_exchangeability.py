@@ -273,8 +273,30 @@ def test_days_differ_by_hand() -> None:
         "days differ: day 1 1 [0.97, 1.03], day 2 1.5 [1.46, 1.55] do not overlap; "
         "the day itself moved xfs (100 % of its variance lies between days)"
     )
+    assert not row["covers_other"]
     same = days.days_agreement(days.by_day(d1, d1), "ext4").row(0, named=True)
-    assert same["agree"] and same["verdict"] == "days agree"
+    assert same["agree"] and same["covers_other"] and same["verdict"] == "days agree"
+    # B = 1.04 A on day 2: its interval 1.04 x [0.970, 1.030] = [1.009, 1.072] overlaps day 1's and misses its
+    # estimate 1 (agree, not the strict reading); at 1.02, [0.990, 1.051] covers 1 and day 1's covers 1.02
+    for factor, covers in ((1.04, False), (1.02, True)):
+        d2 = pl.concat([cell(a, "ext4"), cell([factor * v for v in a], "xfs")])
+        near = days.days_agreement(days.by_day(d1, d2), "ext4").row(0, named=True)
+        assert near["agree"] and near["covers_other"] is covers
+
+
+def test_a_study_paired_by_round_is_compared_paired_on_each_day() -> None:
+    # day 1's B is A's round times e^d with d the rounds' own changes; a study stating `rounds-t` reads each day's
+    # ratio as its verdicts do: the mean log-ratio with Student's t interval of the six rounds (scipy's, by hand)
+    a = [1000 * math.exp(x) for x in (0, 0.08, 0.02, 0.11, 0.04, 0.06)]
+    d = np.array([0.01, -0.01, 0.02, 0.0, 0.015, -0.005])
+    d1 = pl.concat([cell(a, "ext4"), cell([v * math.exp(x) for v, x in zip(a, d)], "xfs")])
+    row = days.days_agreement(days.by_day(d1, d1), "ext4", primary="rounds-t").row(0, named=True)
+    lo, hi = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
+    assert (row["ratio_day_1"], row["lo_day_1"], row["hi_day_1"]) == pytest.approx(
+        (math.exp(d.mean()), math.exp(lo), math.exp(hi))
+    )
+    unpaired = days.days_agreement(days.by_day(d1, d1), "ext4").row(0, named=True)
+    assert unpaired["hi_day_1"] - unpaired["lo_day_1"] > 2 * (row["hi_day_1"] - row["lo_day_1"])
 
 
 # ---------------------------------------------------------------------------- recorded studies

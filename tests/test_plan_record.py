@@ -10,8 +10,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
+from pgfslab import paths
 from pgfslab.analysis import design, plan_record
+from pgfslab.cli import main as cli
 from pgfslab.config.study import Study, validate
 from pgfslab.errors import LabError
 from pgfslab.paper import seed_summary
@@ -96,3 +99,26 @@ def test_a_broken_record_is_named(tmp_path: Path) -> None:
     bad.write_text("{")
     with pytest.raises(LabError, match=r"t\.json: not a readable study record"):
         plan_record.load(bad)
+
+
+def test_a_follow_up_study_is_sized_from_the_study_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    measured = plan_record.inputs(
+        "here", sigma=pl.DataFrame({"workload": ["rw"], "clients": [8], "rung": [None], "sigma": [0.04]})
+    )
+    _record(tmp_path, measured)  # study t's record, t.json
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    monkeypatch.chdir(tmp_path)  # no data/<study>.duckdb of either study here
+    follow = tmp_path / "follow.yaml"
+    follow.write_text(yaml.safe_dump({**CFG, "study": "follow"}))
+    assert cli.main(["plan", str(follow), "--noise-from", "t"]) == 0
+    assert (
+        "sigma 0.040 (the study's runs of 2026-12-01 – 2026-12-02 (t.json in docs/results))" in capsys.readouterr().err
+    )
+    # without it the follow-up, which has never run, is sized at the stated defaults
+    assert cli.main(["plan", str(follow)]) == 0
+    assert f"sigma {design.DEFAULT_SIGMA:.3f} (default)" in capsys.readouterr().err
+    # a study named that left nothing to size from is an error, not the defaults in silence
+    assert cli.main(["plan", str(follow), "--noise-from", "nosuch"]) == 2
+    assert "--noise-from nosuch: no data/nosuch.duckdb here and no record" in capsys.readouterr().err

@@ -50,10 +50,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(r.run_id)
     print(f"# {len(study.runs)} runs, {len(study.targets)} targets", file=sys.stderr)
     # what the runs can resolve, at the noise of the study's last database here (data/<study>.duckdb), else of
-    # its last runs anywhere as its record keeps them (docs/results/<study>.json), else at the stated defaults
-    measured = design.measured_inputs(Path("data") / f"{study.study}.duckdb", study.study, study.analysis.trim_s)
+    # its last runs anywhere as its record keeps them (docs/results/<study>.json), else at the stated defaults;
+    # a follow-up study that has never run is sized from the study it follows (--noise-from), whose cells share
+    # its workloads' names, clients and rungs
+    source = args.noise_from or study.study
+    here = design.LAST_RUNS if source == study.study else f"{source}'s last runs here"
+    measured = design.measured_inputs(Path("data") / f"{source}.duckdb", source, study.analysis.trim_s, here)
     if measured.is_empty():
-        measured = plan_record.load(paths.RESULTS / f"{study.study}.json") or measured
+        record = paths.RESULTS / f"{source}.json"
+        if args.noise_from and not record.exists():
+            raise LabError(f"--noise-from {source}: no data/{source}.duckdb here and no record {record}")
+        measured = plan_record.load(record) or measured
     print(design.report(study, measured), file=sys.stderr)
     design.refuse_undecidable(study, str(args.config))
     return 0
@@ -313,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("plan", help="print the interleaved run plan of a study")
     p.add_argument("config", type=Path)
+    p.add_argument(
+        "--noise-from",
+        metavar="STUDY",
+        help="size the cells from another study's runs (its database here, else its record in docs/results)",
+    )
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("prepare", help="create a target's file system, initdb, bulk-load the data set")

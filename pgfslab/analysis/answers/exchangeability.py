@@ -123,15 +123,15 @@ def steal_adjusted_comparisons(
     return pl.concat(parts).select(*CELL, pl.exclude(*CELL)) if parts else pl.DataFrame()
 
 
-def two_days(runs: pl.DataFrame, baseline: str | None, alpha: float) -> pl.DataFrame:
-    """Per cell and target, whether the two days of a study ingested with DAY2 agree (`stats.days`); empty
-    for a study of one day."""
+def two_days(runs: pl.DataFrame, baseline: str | None, alpha: float, primary: str = "runs") -> pl.DataFrame:
+    """Per cell and target, whether the two days of a study ingested with DAY2 agree (`stats.days`), each day
+    compared as the study's verdicts compare (`primary`); empty for a study of one day."""
     if baseline is None or "host" not in runs.columns:
         return pl.DataFrame()
     hosts = set(runs["host"].drop_nulls().unique().to_list())
     if hosts != set(DAYS):
         return pl.DataFrame()
-    return days.days_agreement(counted(runs).rename({"host": "day"}), baseline, alpha=alpha)
+    return days.days_agreement(counted(runs).rename({"host": "day"}), baseline, alpha=alpha, primary=primary)
 
 
 def carry_over(runs: pl.DataFrame, alpha: float) -> pl.DataFrame:

@@ -4,8 +4,9 @@ A study's precision says how well one day's runs pin a ratio down; reproducibili
 day, on the same machine and config, gives the same ratio. Per cell and compared target (B/A, A the
 baseline):
 
-* **the ratio per day** with the lab's interval (`verdicts.ratio.ratio_ci`: Hodges-Lehmann ratio, exact
-  Mann-Whitney interval), each day's runs alone;
+* **the ratio per day** with the interval the study's verdicts use (`analysis.primary`, through
+  `aa.primary_ratio`: paired by round where the study pairs, else `verdicts.ratio.ratio_ci`'s Hodges-Lehmann
+  ratio with its exact Mann-Whitney interval), each day's runs alone;
 * **a blocked-by-day estimate**: the median of the within-day pairwise ratios B/A (a run is only ever
   set against a run of the same day, so a day that is faster for both targets moves nothing), with the
   interval that inverts van Elteren's day-stratified rank test (`blocked.van_elteren`, the test the lab
@@ -19,7 +20,9 @@ baseline):
   run, decides the throughput (the blocked estimate removes that, the pooled one does not);
 * the verdict in words: "days agree" when the two days' intervals overlap, "days differ: ..." when
   they do not (two 95 % intervals that do not overlap mean a difference between the days well beyond
-  alpha; overlap is the lenient reading, stated so).
+  alpha; overlap is the lenient reading, stated so);
+* the strict reading beside it, `covers_other`: each day's interval covers the other day's estimate (what
+  a reader quoting one day's interval expects of the next: the lab's goal is 90 % of comparisons).
 
 Input: one row per run with columns `day` (any label), `target`, the cell's columns and the value;
 `by_day` builds it from two per-run tables (e.g. `queries.headline` of each day's database).
@@ -36,8 +39,8 @@ import polars as pl
 from numpy.typing import ArrayLike
 from scipy import stats as sps
 
+from pgfslab.analysis.stats.aa import primary_ratio
 from pgfslab.analysis.stats.blocked import host_variance_share, van_elteren
-from pgfslab.analysis.verdicts.ratio import ratio_ci
 
 CELL = ("workload", "clients")
 LARGE_DAY_SHARE = 0.5  # above it the reason says that the day moved the runs
@@ -101,10 +104,13 @@ def days_agreement(
     cell: Sequence[str] = CELL,
     day: str = "day",
     alpha: float = 0.05,
+    primary: str = "runs",
 ) -> pl.DataFrame:
-    """Per cell and candidate target: each day's ratio candidate/baseline with its interval, the blocked
-    estimate with its interval and p, each target's between-day share of variance, `agree` and `verdict`
-    ("days agree" / "days differ: ...")."""
+    """Per cell and candidate target: each day's ratio candidate/baseline with its interval (as `primary`, the
+    study's comparison, says: `repeat` in `frame` is the round where it pairs), the blocked
+    estimate with its interval and p, each target's between-day share of variance, `agree` (the intervals
+    overlap), `covers_other` (each covers the other day's estimate) and `verdict` ("days agree" / "days
+    differ: ...")."""
     data = frame.filter(pl.col(value).is_not_null() & (pl.col(value) > 0))
     days = data[day].unique(maintain_order=True).sort().to_list()
     if len(days) != 2:
@@ -121,9 +127,8 @@ def days_agreement(
             other = part.filter(pl.col("target") == cand)
             per_day = []
             for d in days:
-                a = base.filter(pl.col(day) == d)[value].to_numpy()
-                b = other.filter(pl.col(day) == d)[value].to_numpy()
-                per_day.append(ratio_ci(a, b, alpha) if len(a) and len(b) else None)
+                a, b = base.filter(pl.col(day) == d), other.filter(pl.col(day) == d)
+                per_day.append(primary_ratio(a, b, value, alpha, primary) if a.height and b.height else None)
             if any(ci is None for ci in per_day):
                 continue
             c1, c2 = per_day
@@ -134,6 +139,7 @@ def days_agreement(
                 for t, f in ((baseline, base), (cand, other))
             }
             agree = not (c1.lo > c2.hi or c2.lo > c1.hi)
+            covers_other = c1.lo <= c2.ratio <= c1.hi and c2.lo <= c1.ratio <= c2.hi
             days_words = f"{days[0]} {_fmt(c1.ratio, c1.lo, c1.hi)}, {days[1]} {_fmt(c2.ratio, c2.lo, c2.hi)}"
             verdict = "days agree" if agree else f"days differ: {days_words} do not overlap"
             moved = [t for t, s in share.items() if s > LARGE_DAY_SHARE]
@@ -165,6 +171,7 @@ def days_agreement(
                     "day_share_baseline": share[baseline],
                     "day_share_target": share[cand],
                     "agree": agree,
+                    "covers_other": covers_other,
                     "verdict": verdict,
                 }
             )

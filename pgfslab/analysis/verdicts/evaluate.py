@@ -197,17 +197,28 @@ def _by_round(rows: pl.DataFrame, column: str) -> dict[int, float] | None:
     return dict(zip(rows["repeat"].to_list(), rows[column].to_list()))
 
 
+def _in_common_rounds(sides: list[tuple[pl.DataFrame, str]]) -> tuple[list[list[float]], int] | None:
+    """Each side's values (its rows, its column) over the rounds every side ran in, in round order, and how many
+    runs were left out for want of all sides in their round; None when a round holds two runs of one side."""
+    keyed = [_by_round(rows, column) for rows, column in sides]
+    maps = [k for k in keyed if k is not None]
+    if len(maps) < len(keyed):
+        return None
+    common = sorted(set(maps[0]).intersection(*maps[1:]))
+    left = sum(len(k) for k in maps) - len(maps) * len(common)
+    return [[k[r] for r in common] for k in maps], left
+
+
 def _paired(
     ra: pl.DataFrame, rb: pl.DataFrame, col_a: str, col_b: str, alpha: float, method: str = "signed-rank"
 ) -> tuple[R.RatioCI | None, str]:
     """B/A paired by round over the rounds both sides ran in, and what was left unpaired (None and the reason
     when the sides cannot be paired)."""
-    a, b = _by_round(ra, col_a), _by_round(rb, col_b)
-    if a is None or b is None:
+    found = _in_common_rounds([(ra, col_a), (rb, col_b)])
+    if found is None:
         return None, "not paired by round (a round holds two runs of one side): the runs compared unpaired"
-    common = sorted(set(a) & set(b))
-    left = len(a) + len(b) - 2 * len(common)
-    ci = R.paired_ratio_ci([a[r] for r in common], [b[r] for r in common], alpha, method)
+    (a, b), left = found
+    ci = R.paired_ratio_ci(a, b, alpha, method)
     return ci, (f"{left} run(s) without a partner in their round left out" if left else "")
 
 
@@ -434,14 +445,11 @@ def _row(
         if pairing is not None:
             # the study's primary comparison pairs by round: each round's own change, the unpaired one beside it
             levels = [(pa, lv0), (pb, lv0), (pa, lv1), (pb, lv1)]
-            keyed = [_by_round(p.filter(pl.col(k_) == norm(lv)), column) for p, lv in levels]
-            maps = [x for x in keyed if x is not None]
-            if len(maps) < 4:
+            found = _in_common_rounds([(p.filter(pl.col(k_) == norm(lv)), column) for p, lv in levels])
+            if found is None:
                 notes.append("not paired by round (a round holds two runs of one group): the runs compared unpaired")
             else:
-                common = sorted(set(maps[0]).intersection(*maps[1:]))
-                left = sum(len(x) for x in maps) - 4 * len(common)
-                g = [[x[r] for r in common] for x in maps]
+                g, left = found
                 paired_ci = R.paired_interaction_ci(g[0], g[1], g[2], g[3], alpha, pairing)
                 notes.append(f"the runs unpaired: {R.interval_text(ci)}"
                              + (f"; {left} run(s) without all four groups in their round left out" if left else ""))  # fmt: skip
