@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+import yaml
 
 from pgfslab.analysis import queries
 from pgfslab.analysis.answers import exchangeability as ex
@@ -88,6 +89,23 @@ def test_day2_refused_when_not_the_same_study_or_the_same_folder(tmp_path: Path)
     with pytest.raises(LabError, match="several hosts"):
         days.ingest_days(H1, STUDIES / "two-hosts", tmp_path / "x.duckdb", progress=False, external=None)
     assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_a_kept_copy_named_like_the_study_folder_keeps_every_file_of_both_days(tmp_path: Path) -> None:
+    # day 2 is a copy kept elsewhere under the study folder's own name (as a user keeps data/raw/<study>/ aside):
+    # its files have day 1's names, and every run of both days must still get its throughput from its own
+    # pgbench.stdout (read here with plain code)
+    raw, kept = tmp_path / "day1" / "wal-zfs", tmp_path / "kept" / "wal-zfs"
+    shutil.copytree(STUDIES / "wal-zfs", raw)
+    shutil.copytree(STUDIES / "wal-zfs", kept)
+    db = tmp_path / "d.duckdb"
+    days.ingest_days(raw, kept, db, progress=False, external=None)
+    study = yaml.safe_load((raw / "study.yaml").read_text())["study"]
+    got = queries.headline(db, study, None, burn_in=True).filter(pl.col("host").is_not_null())
+    assert got.height == 2 * len(run_dirs(raw))
+    assert got["value"].null_count() == 0
+    want = [raw_tps(d) for d in run_dirs(raw)] * 2
+    assert sorted(got["value"].to_list()) == pytest.approx(sorted(want))
 
 
 def test_ingest_study_command_takes_day2(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ order the days ran (`day1` for the folder whose first run started first, `day2` 
 own folder is the later one as a rule, DAY2 being an earlier run) with run ids ending in `@day1` / `@day2`.
 So every analysis that blocks by host blocks by day, and the exchangeability notebook says per comparison
 whether the two days agree (pgfslab.analysis.stats.days). `source_file` keeps each file's real path under
-data/raw/ (a day-2 folder outside data/raw/ is named by its folder's name: its server logs are then not
-found by the notebooks, which say so). Built next to the target and renamed into place like every ingest.
+data/raw/ (a day-2 folder outside data/raw/ is named by its folder's name, with its day appended where that is
+the study's own folder's name: its server logs are then not found by the notebooks, which say so). Built next to the target and renamed into place like every ingest.
 """
 
 from __future__ import annotations
@@ -89,16 +89,13 @@ def ingest_days(
     named = ", ".join(f"{hf.host} {hf.folder}" for hf in sorted(folders, key=lambda hf: hf.host))
     config_yaml = f"# two days of one study: {named}\n"
     config_yaml += (raw / "study.yaml").read_text()
+    prefixes = [source_prefix(hf.folder) for hf in folders]
+    if prefixes[0] == prefixes[1]:
+        # a day-2 folder outside data/raw/ named like the study's own (a kept copy of data/raw/<study>/): its files
+        # would carry day 1's names, and a file already stored under its name is not read again
+        prefixes[1] = f"{prefixes[1]}@{folders[1].host}"
     with new_study_database(db_path, common, config_yaml, external, summary) as con:
-        for hf in folders:
-            ingest_folder(
-                con,
-                hf.folder,
-                common.study,
-                summary,
-                progress=progress,
-                host=hf.host,
-                source_prefix=source_prefix(hf.folder),
-            )
+        for hf, prefix in zip(folders, prefixes):
+            ingest_folder(con, hf.folder, common.study, summary, progress=progress, host=hf.host, source_prefix=prefix)
         store_held(con)
     return summary
