@@ -282,6 +282,9 @@ def test_days_differ_by_hand() -> None:
         d2 = pl.concat([cell(a, "ext4"), cell([factor * v for v in a], "xfs")])
         near = days.days_agreement(days.by_day(d1, d2), "ext4").row(0, named=True)
         assert near["agree"] and near["covers_other"] is covers
+    # two runs a side give no 95 % interval (0 to infinity): the strict reading has nothing to say
+    few = days.days_agreement(days.by_day(d1.filter(pl.col("repeat") <= 2), d2.filter(pl.col("repeat") <= 2)), "ext4")
+    assert few.row(0, named=True)["covers_other"] is None
 
 
 def test_a_study_paired_by_round_is_compared_paired_on_each_day() -> None:

@@ -8,7 +8,8 @@ own folder is the later one as a rule, DAY2 being an earlier run) with run ids e
 So every analysis that blocks by host blocks by day, and the exchangeability notebook says per comparison
 whether the two days agree (pgfslab.analysis.stats.days). `source_file` keeps each file's real path under
 data/raw/ (a day-2 folder outside data/raw/ is named by its folder's name, with its day appended where that is
-the study's own folder's name: its server logs are then not found by the notebooks, which say so). Built next to the target and renamed into place like every ingest.
+the study's own folder's name: its server logs are then not found by the notebooks, which say so). Built next
+to the target and renamed into place like every ingest.
 """
 
 from __future__ import annotations

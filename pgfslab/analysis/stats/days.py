@@ -22,7 +22,8 @@ baseline):
   they do not (two 95 % intervals that do not overlap mean a difference between the days well beyond
   alpha; overlap is the lenient reading, stated so);
 * the strict reading beside it, `covers_other`: each day's interval covers the other day's estimate (what
-  a reader quoting one day's interval expects of the next: the lab's goal is 90 % of comparisons).
+  a reader quoting one day's interval expects of the next: the lab's goal is 90 % of comparisons); null where
+  a day's runs give no interval at 1 - alpha.
 
 Input: one row per run with columns `day` (any label), `target`, the cell's columns and the value;
 `by_day` builds it from two per-run tables (e.g. `queries.headline` of each day's database).
@@ -139,7 +140,10 @@ def days_agreement(
                 for t, f in ((baseline, base), (cand, other))
             }
             agree = not (c1.lo > c2.hi or c2.lo > c1.hi)
-            covers_other = c1.lo <= c2.ratio <= c1.hi and c2.lo <= c1.ratio <= c2.hi
+            # null where a day's runs give no interval at 1 - alpha (too few runs: 0 to infinity, or the widest
+            # there is at a lower coverage, which says little when it covers)
+            bounded = all(0 < c.lo and math.isfinite(c.hi) and c.confidence >= 1 - alpha - 1e-9 for c in (c1, c2))
+            covers_other = (c1.lo <= c2.ratio <= c1.hi and c2.lo <= c1.ratio <= c2.hi) if bounded else None
             days_words = f"{days[0]} {_fmt(c1.ratio, c1.lo, c1.hi)}, {days[1]} {_fmt(c2.ratio, c2.lo, c2.hi)}"
             verdict = "days agree" if agree else f"days differ: {days_words} do not overlap"
             moved = [t for t, s in share.items() if s > LARGE_DAY_SHARE]
@@ -175,4 +179,5 @@ def days_agreement(
                     "verdict": verdict,
                 }
             )
-    return pl.DataFrame(rows)
+    out = pl.DataFrame(rows)
+    return out.with_columns(pl.col("covers_other").cast(pl.Boolean)) if out.height else out  # all null: still a flag
