@@ -302,7 +302,7 @@ else:
 # ## The same answer on another day
 
 # %%
-agreement = ex.two_days(runs, ex.baseline_of(cfg, twins), alpha)
+agreement = ex.two_days(runs, ex.baseline_of(cfg, twins), alpha, primary)
 if agreement.height:
     pub.table(
         agreement.select(
@@ -315,11 +315,16 @@ if agreement.height:
             pl.format("[{}, {}]", pl.col("lo_day_2").round(2), pl.col("hi_day_2").round(2)).alias("day 2 interval"),
             pl.col("ratio_blocked").alias("blocked by day"),
             (100 * pl.col("day_share_target")).alias("between-day share %"),
+            pl.col("covers_other")
+            .replace_strict({True: "yes", False: "no"}, default="no interval", return_dtype=pl.Utf8)
+            .alias("each covers the other"),
             "verdict",
         ),
-        caption="Per comparison, each day's ratio target/baseline with its interval, the estimate blocked by day "
+        caption=f"Per comparison, each day's ratio target/baseline with its interval ({ex.method_words(primary)}), "
+        "the estimate blocked by day "
         "(within-day pairs only, van Elteren's day-stratified interval) and the share of the target's variance "
-        "that lies between the days; the days agree when their intervals overlap (docs/two-days.md).",
+        "that lies between the days; the days agree when their intervals overlap, and each covers the other's "
+        "estimate where marked (docs/two-days.md).",
         digits={"day 1": 2, "day 2": 2, "blocked by day": 2, "between-day share %": 0},
     )
 
@@ -352,8 +357,16 @@ if adjusted.height:
     )
 if agreement.height:
     agreed = int(agreement["agree"].sum())
+    bounded = agreement.filter(pl.col("covers_other").is_not_null())
+    covered = int(bounded["covers_other"].sum())
     text += (
         f" On two days ({agreement.height} comparisons against {agreement['baseline'][0]}), {agreed} agree and "
         f"{agreement.height - agreed} differ."
     )
+    if bounded.height:
+        text += (
+            f" Of the {bounded.height} whose runs give an interval on both days, in {covered} "
+            f"({report.pct(covered / bounded.height)}) each day's interval covers the other day's estimate "
+            "(the lab's goal: 90 %)."
+        )
 pub.text(text)
