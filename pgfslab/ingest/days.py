@@ -93,7 +93,7 @@ def ingest_days(
     prefixes = [source_prefix(hf.folder) for hf in folders]
     if prefixes[0] == prefixes[1]:
         # a day-2 folder outside data/raw/ named like the study's own (a kept copy of data/raw/<study>/): its files
-        # would carry day 1's names, and a file already stored under its name is not read again
+        # would carry day 1's names, and a file ingested under a stored name replaces that file's rows (ingest.load)
         prefixes[1] = f"{prefixes[1]}@{folders[1].host}"
     with new_study_database(db_path, common, config_yaml, external, summary) as con:
         for hf, prefix in zip(folders, prefixes):
