@@ -102,4 +102,5 @@ pub.text(
     f"{per_run['trim_s'].median():g} s per run; {int((~per_run['steady']).sum())} of {per_run.height} runs did not "
     f"settle by its criterion. A run's mean is known to a median ± {report.pct(cells['half_width'].median())} "
     f"(n_eff median {per_run['n_eff'].median():.0f} of {per_run['n'].median():.0f} samples)."
+    + stability.ended_in_warmup_text(progress, per_run, trim_s)
 )

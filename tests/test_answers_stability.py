@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from pgfslab.analysis.answers import stability
+from pgfslab.errors import LabError
 
 STEADY_BATCH = [9.0, 11.0, 9.0, 11.0, 10.0]  # a batch of five with mean 10, squares of deviations 1, 1, 1, 1, 0
 
@@ -117,3 +118,21 @@ def test_cell_table_names_and_percentages() -> None:
     ]
     assert table["run CI ± %"].to_list() == pytest.approx([10.0, 20.0])
     assert table["CV in run %"].to_list() == pytest.approx([20.0, 50.0])
+
+
+def test_runs_that_end_within_the_warm_up_are_named() -> None:
+    # run d has samples at t 1, 2 only: a 2 s floor leaves it nothing; run c keeps its t 3..12
+    short = run("d", "xfs", 1, 1, [5.0, 5.0])
+    both = pl.concat([short, run("c", "ext4", 1, 1, [0.0, 0.0, *[2 * x for x in STEADY_BATCH] * 2])])
+    out = stability.steady_run_means(both, 2.0)
+    assert out["run_id"].to_list() == ["c"]
+    assert stability.ended_in_warmup(both, out) == ["d"]
+    assert "1 run(s) ended within the fixed 2 s warm-up" in stability.ended_in_warmup_text(both, out, 2.0)
+    assert stability.ended_in_warmup_text(both.filter(pl.col("run_id") == "c"), out, 2.0) == ""
+
+
+def test_every_run_within_the_warm_up_is_a_clear_error() -> None:
+    # 3 s pgbench runs that printed progress at t 1 and 2 only (as CI saw): the 2 s floor leaves nothing
+    short = pl.concat([run("d", "xfs", 1, 1, [5.0, 5.0]), run("e", "ext4", 1, 1, [4.0, 4.0])])
+    with pytest.raises(LabError, match=r"end by t = 2 s, within the fixed warm-up of analysis.trim_s = 2 s"):
+        stability.steady_run_means(short, 2.0)

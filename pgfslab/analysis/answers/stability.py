@@ -11,6 +11,8 @@ from __future__ import annotations
 import polars as pl
 
 from pgfslab.analysis import report, stats
+from pgfslab.analysis.scalar import number
+from pgfslab.errors import LabError
 
 RUN_KEYS = ["run_id", "target", "target_label", "workload", "clients", "repeat"]
 RUN_COLUMNS = [
@@ -40,8 +42,16 @@ def steady_run_means(progress: pl.DataFrame, trim_s: float, value: str = "tps", 
     of the two cuts, `steady` False when MSER-5 hit its limit. The mean over the rest gets the
     autocorrelation-aware interval of `stats.run_mean_table` (`ci_lo`, `ci_hi`, `ci_method`, `n_eff`,
     `rho1`); `stdev` and `cv` (stdev / mean) are the spread of the samples within the run.
-    One row per run, ordered by repeat, columns `RUN_COLUMNS`."""
+    One row per run that has samples after `trim_s`, ordered by repeat, columns `RUN_COLUMNS` (a run that
+    ended within it is left out: `ended_in_warmup` names those); a LabError when every run ended within it."""
     floor = stats.trim_warmup(progress, trim_s, time)
+    if floor.is_empty():
+        last = number(progress[time].max()) or 0.0
+        raise LabError(
+            f"every run's per-second samples end by t = {last:g} s, within the fixed warm-up of "
+            f"analysis.trim_s = {trim_s:g} s: nothing is left to judge; runs must last past it (a pgbench run "
+            "of -T n may print its last progress line at n - 1 s)"
+        )
     steady = stats.apply_steady_state(floor, value, time, by=["run_id"])  # MSER-5 per run
     trims = steady.group_by("run_id").agg(
         pl.max_horizontal(pl.lit(float(trim_s)), pl.col("trim_s").first()).alias("trim_s"), pl.col("steady").first()
@@ -58,6 +68,23 @@ def steady_run_means(progress: pl.DataFrame, trim_s: float, value: str = "tps", 
         .rename({"lo": "ci_lo", "hi": "ci_hi", "method": "ci_method"})
         .sort("repeat")
         .select(RUN_COLUMNS)
+    )
+
+
+def ended_in_warmup(progress: pl.DataFrame, per_run: pl.DataFrame) -> list[str]:
+    """The runs of `progress` that `steady_run_means` left out (no sample after the fixed warm-up)."""
+    return sorted(set(progress["run_id"].unique()) - set(per_run["run_id"]))
+
+
+def ended_in_warmup_text(progress: pl.DataFrame, per_run: pl.DataFrame, trim_s: float) -> str:
+    """A sentence naming the runs `ended_in_warmup` finds, or nothing when there are none."""
+    gone = ended_in_warmup(progress, per_run)
+    if not gone:
+        return ""
+    return (
+        f" {len(gone)} run(s) ended within the fixed {trim_s:g} s warm-up and are not in the table: "
+        + ", ".join(gone)
+        + "."
     )
 
 
