@@ -18,9 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import polars as pl
 import pytest
 import yaml
 from conftest import REPO, leftovers, machine_can_run_studies
+
+from pgfslab.analysis.verdicts import facts
 
 ok, why = machine_can_run_studies()
 pytestmark = [
@@ -143,6 +147,21 @@ def test_every_run_records_the_hosts_steal(study: Path) -> None:
 def test_nothing_left(study: Path) -> None:
     assert leftovers(study) == []
     assert not list(Path("/sys/fs/cgroup").glob("*/**/pgfs-lab/wtest-*"))
+
+
+def test_a_runs_p95_of_its_logged_transactions_is_read_from_its_log(study: Path) -> None:
+    raw = study / "data" / "raw" / STUDY / "ext4.tpcb.c2.r1"
+    # pgbench --log: client, transaction, latency (us), script, epoch s, us, lag; a skipped one has a word for latency
+    rows = [ln.split() for p in raw.glob("pgbench_tx.*") for ln in p.read_text().splitlines()]
+    first = min(int(r[4]) * 10**6 + int(r[5]) for r in rows)
+    trim = CONFIG["analysis"]["trim_s"]
+    kept = [int(r[2]) for r in rows if r[2].isdigit() and (int(r[4]) * 10**6 + int(r[5]) - first) // 10**6 + 1 > trim]
+    got = facts.run_facts(study / "w.duckdb", STUDY, trim_s=trim).filter(pl.col("run_id") == "ext4.tpcb.c2.r1")
+    assert len(kept) > 20
+    assert got["latency_p95_tx"].item() == pytest.approx(float(np.percentile(kept, 95)) / 1e3)
+    # sysbench keeps no per-transaction log: no such p95, rather than another quantity in its place
+    sysbench = facts.run_facts(study / "w.duckdb", STUDY, trim_s=trim).filter(pl.col("tool") == "sysbench")
+    assert sysbench.height > 0 and sysbench["latency_p95_tx"].null_count() == sysbench.height
 
 
 def test_pgbench_knobs_reach_the_command_and_the_server(study: Path) -> None:

@@ -44,6 +44,7 @@ from pgfslab.analysis.queries.latency import (
     sysbench_latency,
     sysbench_summaries,
     txlog_latency,
+    txlog_p95,
 )
 from pgfslab.analysis.queries.published_results import (
     published,
@@ -147,6 +148,7 @@ __all__ = [
     "throughput",
     "throughput_on_sampler_clock",
     "txlog_latency",
+    "txlog_p95",
     "workload_condition",
     "workloads_with_tool",
 ]

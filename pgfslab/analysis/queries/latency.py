@@ -52,6 +52,28 @@ def txlog_latency(db: str | Path, study: str, workload: str, targets: Sequence[s
     return of_ok_runs(db, study, "pgbench_txlog t", cols, "r.plan_index, t_s", workload=workload, targets=targets)
 
 
+def txlog_p95(db: str | Path, study: str, trim_s: float) -> pl.DataFrame:
+    """Per successful run with a per-transaction log: `latency_p95_tx`, the 95th percentile (linear, as the
+    per-second one) of its logged transactions' latency in ms, counted from the second after `trim_s` (t_s as in
+    `txlog_latency`, the seconds `within_run` keeps), and `n_tx`, the transactions it rests on. Empty when
+    no run logged transactions."""
+    schema = {"run_id": pl.Utf8, "latency_p95_tx": pl.Float64, "n_tx": pl.Int64}
+    if not has_table(db, "pgbench_txlog"):
+        return pl.DataFrame(schema=schema)
+    got = frame(
+        db,
+        """WITH t AS (
+               SELECT t.run_id, t.latency_us,
+                      floor((t.epoch_us - min(t.epoch_us) OVER (PARTITION BY t.run_id)) / 1e6) + 1 AS t_s
+               FROM pgbench_txlog t JOIN runs r USING (run_id)
+               WHERE r.study = ? AND r.status = 'ok')
+           SELECT run_id, quantile_cont(latency_us, 0.95) / 1e3 AS latency_p95_tx, count(*) AS n_tx
+           FROM t WHERE t_s > ? AND latency_us IS NOT NULL GROUP BY run_id""",
+        [study, trim_s],
+    )
+    return got.cast(schema) if got.height else pl.DataFrame(schema=schema)  # type: ignore[arg-type]
+
+
 def aggregate_latency(db: str | Path, study: str, workload: str, targets: Sequence[str] | None = None) -> pl.DataFrame:
     """pgbench's aggregate log rows (per interval: n_tx, latency sum/sum2/min/max in µs) of the
     workload's successful runs, with `t_s` = end of the interval in seconds since the run's first

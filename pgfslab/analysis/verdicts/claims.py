@@ -40,7 +40,8 @@ QUANTITIES = (
     "ratio",  # headline (tps, timed fsmicro ops/s)
     "variance_ratio",  # σ² of per-second throughput (after the warm-up), as seed 002's tables
     "cv_ratio",  # per-run coefficient of variation of per-second throughput (jitter seen on a chart)
-    "latency_p95_ratio",  # 95th percentile of the run's per-second mean latency
+    "latency_p95_ratio",  # 95th percentile of the run's per-second mean latency (spikes over time)
+    "tx_latency_p95_ratio",  # 95th percentile of the run's logged transactions' latency (a percentile chart's)
     "read_await_variance",  # σ² of the data device's per-second read await (I/O service time)
     "written_per_tx",  # bytes written to the data device per committed transaction
     "tail_ratio",  # p99 / p50 of an fsmicro run's operation latencies

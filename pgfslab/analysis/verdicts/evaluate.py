@@ -58,6 +58,7 @@ VALUE = {
     "variance_ratio": "variance",
     "cv_ratio": "cv",
     "latency_p95_ratio": "latency_p95",
+    "tx_latency_p95_ratio": "latency_p95_tx",
     "read_await_variance": "read_await_var",
     "written_per_tx": "written_per_tx",
     "tail_ratio": "tail_ratio",
@@ -76,6 +77,7 @@ TEST = {
     "variance_ratio": "ratio of per-run σ² of per-second throughput, exact rank interval",
     "cv_ratio": "ratio of per-run CV of per-second throughput, exact rank interval",
     "latency_p95_ratio": "ratio of per-run p95 of per-second latency, exact rank interval",
+    "tx_latency_p95_ratio": "ratio of per-run p95 of logged transactions' latency, exact rank interval",
     "read_await_variance": "ratio of per-run σ² of the data device's per-second read await, exact rank interval",
     "written_per_tx": "ratio of bytes written to the data device per commit, exact rank interval",
     "tail_ratio": "ratio of per-run p99/p50 operation latency, exact rank interval",
@@ -85,7 +87,7 @@ TEST = {
 }
 
 # quantities read from the runs' per-second throughput: their cells say whether a side was steady
-SERIES_QUANTITIES = ("ratio", "variance_ratio", "cv_ratio", "latency_p95_ratio")
+SERIES_QUANTITIES = ("ratio", "variance_ratio", "cv_ratio", "latency_p95_ratio", "tx_latency_p95_ratio")
 
 RESULT_SCHEMA: dict[str, Any] = {
     "claim": pl.Utf8,
@@ -243,7 +245,7 @@ def _userspace_against_kernel(ta: str, tb: str) -> str | None:
 
 
 # quantities FUSE's round trip per call moves one known way on the zfs-fuse side: its throughput down, its latency up
-FUSE_RAISES = {"ratio": False, "latency_p95_ratio": True}
+FUSE_RAISES = {"ratio": False, "latency_p95_ratio": True, "tx_latency_p95_ratio": True}
 
 
 def _fuse_way(claim: Claim, fuse_is_b: bool) -> str | None:
@@ -326,6 +328,7 @@ NEEDS = {
     "checkpoint_read_wait": "seconds with checkpoint writes and seconds without them, both in one run, with reads",
     "read_await_variance": "reads from the data device in its per-second samples",
     "written_per_tx": "writes to the data device and committed transactions",
+    "tx_latency_p95_ratio": "a per-transaction log (the workload's `log: transactions`)",
 }
 
 

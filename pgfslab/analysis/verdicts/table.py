@@ -46,6 +46,7 @@ def expects(c: Claim) -> str:
         "variance_ratio": "σ² B/A",
         "cv_ratio": "CV B/A",
         "latency_p95_ratio": "p95 latency B/A",
+        "tx_latency_p95_ratio": "p95 transaction latency B/A",
         "read_await_variance": "σ² of read await B/A",
         "written_per_tx": "bytes written per commit B/A",
         "tail_ratio": "p99/p50 B/A",
