@@ -19,9 +19,10 @@ import yaml
 
 from pgfslab.analysis import queries
 from pgfslab.analysis.answers import exchangeability as ex
+from pgfslab.config.study import load_study
 from pgfslab.errors import LabError
 from pgfslab.ingest import days
-from pgfslab.ingest.study import ingest_study
+from pgfslab.ingest.study import StudySummary, ingest_folder, ingest_study, new_study_database
 from pgfslab.records.run_record import parse
 
 REPO = Path(__file__).resolve().parent.parent
@@ -106,6 +107,35 @@ def test_a_kept_copy_named_like_the_study_folder_keeps_every_file_of_both_days(t
     assert got["value"].null_count() == 0
     want = [raw_tps(d) for d in run_dirs(raw)] * 2
     assert sorted(got["value"].to_list()) == pytest.approx(sorted(want))
+
+
+def test_a_kept_copy_named_like_the_study_folder_keeps_both_days_device_baselines(tmp_path: Path) -> None:
+    # the device baselines' fio reports were named after the folder alone: day 2's replaced day 1's rows
+    raw, kept = tmp_path / "day1" / "wal-zfs", tmp_path / "kept" / "wal-zfs"
+    shutil.copytree(STUDIES / "wal-zfs", raw)
+    shutil.copytree(STUDIES / "wal-zfs", kept)
+    reports = sorted(f for f in raw.glob("_setup/*/device/*.json") if f.name not in ("baseline.json", "manifest.json"))
+    assert reports
+    db = tmp_path / "d.duckdb"
+    days.ingest_days(raw, kept, db, progress=False, external=None)
+    with duckdb.connect(str(db), read_only=True) as con:
+        names = {r[0] for r in con.execute("SELECT source_file FROM files").fetchall()}
+    stored = [n for n in names if "/_setup/" in n and n.endswith(".json")]
+    assert len(stored) == 2 * len(reports)
+
+
+def test_two_files_of_one_build_under_one_name_are_refused(tmp_path: Path) -> None:
+    # the guard beneath the names days.py chooses: one build never stores two files under one source_file name
+    one, two = tmp_path / "a" / "wal-zfs", tmp_path / "b" / "wal-zfs"
+    shutil.copytree(STUDIES / "wal-zfs", one)
+    shutil.copytree(STUDIES / "wal-zfs", two)
+    study = load_study(one / "study.yaml")
+    summary, db = StudySummary(), tmp_path / "g.duckdb"
+    with pytest.raises(LabError, match=r"would be stored as wal-zfs/.*(?s:.*)one file's rows would replace"):
+        with new_study_database(db, study, "", None, summary) as con:
+            for folder in (one, two):
+                ingest_folder(con, folder, study.study, summary, progress=False, host=folder.parent.name)
+    assert not db.exists()  # a failed ingest leaves no database behind
 
 
 def test_ingest_study_command_takes_day2(tmp_path: Path) -> None:

@@ -50,20 +50,30 @@ def _run_files(rdir: Path) -> Iterable[Path]:
     )
 
 
-def baseline_id(target: str) -> str:
-    """The run_id under which a target's device-baseline files are stored (fio_job, pg_test_fsync, files)."""
-    return f"device-baseline:{target}"
+def baseline_id(target: str, host: str | None = None) -> str:
+    """The run_id under which a target's device-baseline files are stored (fio_job, pg_test_fsync, files); a
+    merge of several machines' or days' folders ends it in `@<host>`, as their run ids (a file of the same bytes
+    stored for the same run_id replaces the earlier one's rows, ingest.load)."""
+    return f"device-baseline:{target}" + (f"@{host}" if host else "")
 
 
 def _ingest_baseline(
-    con: duckdb.DuckDBPyConnection, bj: Path, raw: Path, study: str, warnings: list[str], ahead: Prefetch | None
+    con: duckdb.DuckDBPyConnection,
+    bj: Path,
+    raw: Path,
+    study: str,
+    summary: StudySummary,
+    ahead: Prefetch | None,
+    prefix: Path,
+    host: str | None,
 ) -> int:
     """A target's device baseline: its record into `device_baselines`, its fio reports and pg_test_fsync
-    output into their tables. Returns the number of files ingested."""
+    output into their tables, named `<prefix>/_setup/...`. Returns the number of files ingested."""
+    warnings = summary.warnings
     rec, unknown = baseline_record.read(bj)
     warnings.extend(not_understood(bj, unknown))
     bl, mount = rec.baseline or Measured(), rec.mount or MountFacts()
-    bid = baseline_id(rec.target)
+    bid = baseline_id(rec.target, host)
     row = {
         "study": rec.study,
         "target": rec.target,
@@ -91,7 +101,7 @@ def _ingest_baseline(
             fmt=fmt,
             run_id=bid,
             study=study,
-            source_name=str(f.relative_to(raw.parent)),
+            source_name=summary.stored_once(str(prefix / f.relative_to(raw)), f),
             parsed=got[1] if got else None,
         )
         warnings += res.warnings
@@ -119,6 +129,19 @@ class StudySummary:
     skipped_runs: int = 0
     warnings: list[str] = field(default_factory=list)
     published_files: int = 0
+    # the name each file of this build is stored under, and the file: a name is a file's identity in the database
+    # (re-ingesting a changed file under its name replaces its rows), so two files of one build never share one
+    stored: dict[str, Path] = field(default_factory=dict, repr=False)
+
+    def stored_once(self, name: str, path: Path) -> str:
+        """`name`, the `source_file` `path` is stored under; a LabError when another file of this build has it."""
+        other = self.stored.setdefault(name, path)
+        if other != path:
+            raise LabError(
+                f"{path}: would be stored as {name}, the name {other} has in this build, and one file's rows "
+                "would replace the other's (two folders of one name ingested together?)"
+            )
+        return name
 
 
 def ingest_study(
@@ -213,7 +236,7 @@ def ingest_folder(
             trec.host_key = host
         insert(con, "targets", pl.DataFrame([target_row(trec)], schema=TARGETS))
     for bj in _baselines(raw):
-        summary.files += _ingest_baseline(con, bj, raw, study, summary.warnings, ahead)
+        summary.files += _ingest_baseline(con, bj, raw, study, summary, ahead, prefix, host)
     _ingest_runs(con, raw, _run_dirs(raw), study, summary, ahead, progress=progress, host=host, prefix=prefix)
 
 
@@ -279,7 +302,7 @@ def _ingest_runs(
                     fmt=got[0] if got else None,
                     run_id=str(run.run_id),
                     study=study,
-                    source_name=str(prefix / f.relative_to(raw)),
+                    source_name=summary.stored_once(str(prefix / f.relative_to(raw)), f),
                     parsed=got[1] if got else None,
                 )
             except (parsers.ParseError, LabError) as exc:
