@@ -179,7 +179,7 @@ TABLE_DOCS: dict[str, str] = {
     "mount options, mkfs command, image size, bulk-load time and sizes",
     "device_baselines": "one row per target measured without PostgreSQL (data/raw/<study>/_setup/<target>/device/): "
     "file system as labelled, fio version and engine; its fio reports are in `fio_job` and its pg_test_fsync "
-    "output in `pg_test_fsync`, both with run_id = `baseline_id` (device-baseline:<target>)",
+    "output in `pg_test_fsync`, both with run_id = `baseline_id` (device-baseline:<target>, ending in @<host> in a merge of machines or days)",
     "files": "one row per ingested file: `file_id` (SHA-256 of its bytes), where it came from, its format, "
     "rows and warnings; `origin` 'local' or 'published'; `file_no`, a small number of the file in this "
     "database, keys the rows of the compact tables; `lines` = `lines_parsed` + `lines_noise` + "

@@ -3,10 +3,10 @@ recordsize and ext4 data mode, whether it is another target's A/A twin, the Post
 with, its fillfactor, snapshots, the workload kind, client count, data-set rung and memory regime, what an
 fsmicro run worked on (files pre-created, files already in the directory, bytes per sync, the size of each
 deleted file), and its values: the headline, the within-run σ² and CV of per-second throughput, the p95 of its
-per-second latency and of its logged transactions' latency, an fsmicro run's p99/p50, the footprint and compression, and what the samplers say of its
-regime (`regime.run_measures`: data-device utilisation, read await, bytes written per commit, buffer hit
-ratio, CPU time busy/idle/in I/O wait/stolen, checkpoints, steady state, snapshots alive, the device baseline's
-random-read rate).
+per-second latency and of its logged transactions' latency, an fsmicro run's p99/p50, the footprint and
+compression, and what the samplers say of its regime (`regime.run_measures`: data-device utilisation, read
+await, bytes written per commit, buffer hit ratio, CPU time busy/idle/in I/O wait/stolen, checkpoints, steady
+state, snapshots alive, the device baseline's random-read rate).
 
 One row per successful run (from the run records in the study database: a few hundred at most).
 """
@@ -129,8 +129,8 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     """One row per successful run: run_id, target, target_label, fs, compression, recordsize, data_mode,
     aa_twin_of, kind (pgbench builtin, sysbench test, or the fsmicro workload's name), tool, op, clients, repeat,
     rung, regime, fillfactor, snapshots, device_profile, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
-    headline), `within_run` (`cv`, `variance`, `latency_p95`), `latency_p95_tx` (`queries.txlog_p95`), `saving` (btrfs compression's, where compsize
-    measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
+    headline), `within_run` (`cv`, `variance`, `latency_p95`), `latency_p95_tx` (`queries.txlog_p95`), `saving`
+    (btrfs compression's, where compsize measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
     benchmark database's size at the end of the run), the regime measures of `regime.run_measures` and
     `written_per_tx`, and for pgbench `reads_per_tx` (the data device's reads per second over tps). fsmicro runs:
     `kind` is the op (`fsmicro_facts`), FS_KEYS and `file_bytes` say what it worked on, `value` is the timed
