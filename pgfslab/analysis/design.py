@@ -580,6 +580,53 @@ def claims(
     return pl.DataFrame(rows)
 
 
+PER_LOAD = ("saving", "compression_ratio", "footprint")  # properties of a load (the verdicts' PER_LOAD)
+
+
+def load_claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:
+    """Per reproducible claim on a property of a load (footprint, compression ratio, saving): its primary cells in
+    the plan, the independent loads a side they measure (one per target and rung, unless `run.reload` gives every
+    run its own), and whether those give an interval at the claim's level (alpha split over its cells): a saving's
+    median from its loads' order statistics, a ratio's exact rank interval over loads."""
+    from pgfslab.analysis.stats.median_ci import median_ci_samples_needed
+
+    rows: list[dict[str, Any]] = []
+    for c in for_seeds(list(study.seeds or [])):
+        if not c.reproducible_here or not c.match or c.quantity not in PER_LOAD:
+            continue
+        candidates = [
+            r for r in cell_table.iter_rows(named=True)
+            if _matches(c, study, r["workload"], r["clients"]) and _primary(c, study, r) and r["context"] is None
+        ]  # fmt: skip
+        if c.quantity == "saving":  # B's own: each target of side B in a cell
+            mine = [
+                {"cell": f"{r['cell']} on {t}", "n_a": 0, "n_b": r["runs_per_target"]}
+                for r in candidates for t in study.targets_for(r["workload"]) if _is_side(study, r["workload"], t, c.b)
+            ]  # fmt: skip
+        else:
+            mine = _paired(c, study, candidates)
+        if not mine:
+            continue
+        alpha = 0.05 / len(mine)
+        need = median_ci_samples_needed(1 - alpha) if c.quantity == "saving" else runs_needed(alpha)
+        for r in mine:
+            loads = [
+                n if study.run.reload else 1 for n in ((r["n_b"],) if c.quantity == "saving" else (r["n_a"], r["n_b"]))
+            ]
+            rows.append(
+                {
+                    "claim": c.id,
+                    "quantity": c.quantity,
+                    "cell": r["cell"],
+                    "loads": " and ".join(str(n) for n in loads),
+                    "needed": need,
+                    "interval": need is not None and min(loads) >= need,
+                    "k": len(mine),
+                }
+            )
+    return pl.DataFrame(rows)
+
+
 def undecidable(study: Study) -> list[str]:
     """Each claim of the study's seeds that rests on a primary cell whose runs cannot give an interval, and how
     to fix it (more runs, or the cell kept as context with a reason)."""
@@ -685,4 +732,15 @@ def report(study: Study, measured: PlanInputs | None = None) -> str:
             )
             noise = f" (noise: {r['noise']})" if r["noise"] else ""
             lines.append(f"#   {r['claim']}: {r['cells']}: smallest B/A {r['smallest_ratio']:.3f}{noise}; {seed}{verdict}")  # fmt: skip
+    loads = load_claims(study, table)
+    if loads.height:
+        lines.append(
+            "# per claim on what a load leaves on disk (footprint, compression, saving: one measurement per load, "
+            + ("each run its own load, run.reload):" if study.run.reload else "each target loaded once; run.reload gives every run its own):")
+        )  # fmt: skip
+        for r in loads.iter_rows(named=True):
+            level = "95 %" if r["k"] == 1 else f"the claim's level (95 % over {r['k']} cells)"
+            what = "the median's interval" if r["quantity"] == "saving" else "an exact rank interval of the ratio"
+            shows = "gives" if r["interval"] else f"CANNOT give (needs {r['needed']} loads a side)"
+            lines.append(f"#   {r['claim']}: {r['cell']}: {r['loads']} load(s) - {shows} {what} at {level}")
     return "\n".join(lines)

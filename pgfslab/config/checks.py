@@ -16,7 +16,7 @@ from pgfslab import paths, yaml_text
 from pgfslab.config import device_profiles, disk_model, pg_settings, targets, versions, vm_settings
 from pgfslab.config.model import Dataset, StudyConfig, Workload
 from pgfslab.errors import LabError
-from pgfslab.tools import RATIO_TOOLS, TOOLS, data_sets
+from pgfslab.tools import PG_TOOLS, RATIO_TOOLS, TOOLS, data_sets
 
 SCHEMA_PATH = paths.SCHEMA
 
@@ -156,6 +156,7 @@ def check(study: StudyConfig, source: str, crossed: Mapping[str, str] | None = N
     _check_cache(study, source)
     _check_snapshots(study, source)
     _check_restore(study, source)
+    _check_reload(study, source)
     _check_pg_settings(study, source, crossed)
     _check_builds(study, source, crossed)
     _check_precision(study, source)
@@ -326,6 +327,19 @@ def _check_restore(study: StudyConfig, source: str) -> None:
             f"{source}: run.restore puts each target's cluster back as loaded, and {', '.join(split)} keep their "
             "WAL on another target (wal_on), which it would leave as the previous run wrote it: remove one"
         )
+
+
+def _check_reload(study: StudyConfig, source: str) -> None:
+    """run.reload loads each run's data set anew: with run.restore the copy put back would be loaded over, and a
+    study without a PostgreSQL workload has no data set to load."""
+    if not study.run.reload:
+        return
+    if study.run.restore:
+        raise LabError(f"{source}: run.reload and run.restore both set: a run starts from its own load or from the "
+                       "loaded copy, not both")  # fmt: skip
+    if not study.tools() & PG_TOOLS:
+        raise LabError(f"{source}: run.reload loads a PostgreSQL data set before every run, and no workload runs "
+                       "PostgreSQL")  # fmt: skip
 
 
 def _check_workload_scope(study: StudyConfig, name: str, wl: Workload, source: str) -> None:

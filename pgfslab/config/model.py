@@ -212,6 +212,7 @@ class RunSettings(Node):
     order: str | None = None  # williams | rotate | fixed target order within a round; None: williams
     burn_in_rounds: int | None = None  # rounds run and shown, never compared; None: 0
     restore: bool | None = None  # every run from the data set as loaded (pgfslab.run.restore); None: false
+    reload: bool | None = None  # every run from a load of its own (pgfslab.run.reload); None: false
     steal_retry: StealRetry | None = None  # measure a run again where the host took more CPU (cpu_ticks); None: never
 
 
@@ -326,6 +327,11 @@ class StudyConfig(Node):
 
     def tools(self) -> set[str]:
         return {wl.tool for wl in self.workloads.values()}
+
+    def tools_for(self, target: str) -> set[str]:
+        """The tools of the workloads that run on `target` (a workload's `targets`, else every target): the data
+        sets its preparation loads."""
+        return {wl.tool for wl in self.workloads.values() if wl.targets is None or target in wl.targets}
 
     def dataset_for(self, target: str, rung: int | None = None) -> Dataset:
         """The study's dataset with the target's overrides (e.g. a different fillfactor) merged in, at a

@@ -115,6 +115,9 @@ class RunView:
     sampler: SamplerSettings
     resources: Resources
     snapshots: Snapshots | None  # the study's snapshots when this run's target is snapshotted
+    # how the target's data set is loaded (the preparation's settings, without the workload's): run.reload's
+    load_postgres: PostgresSettings | None = None
+    load_tools: frozenset[str] = frozenset()
 
     @property
     def run_id(self) -> str:
@@ -262,6 +265,8 @@ class Study(StudyConfig):
             sampler=self.sampler,
             resources=self.resources_for(spec.target),
             snapshots=self.snapshots if spec.target in self.snapshot_targets() else None,
+            load_postgres=self.postgres_for(spec.target, None, spec.rung),
+            load_tools=frozenset(self.tools_for(spec.target)),
         )
 
     # --- what Snakemake compares (a job re-runs when its text changes)
@@ -311,7 +316,7 @@ class Study(StudyConfig):
                 "target": m["targets"][target],
                 "dataset": m["dataset"],
                 "postgres": m["postgres"],
-                "tools": sorted(self.tools()),
+                "tools": sorted(self.tools_for(target)),
                 "snapshots": target in self.snapshot_targets(),
                 **({"wal_on": m["targets"][wal]} if wal else {}),
                 **({"ladder": m["ladder"]} if self.ladder else {}),

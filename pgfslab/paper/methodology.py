@@ -251,6 +251,20 @@ def _start_sentence(ctx: Context) -> str:
     settled = any(r.settled is not None for r in ctx.target_records.values())
     stated = any(r.start_state is not None for r in ctx.records.values())
     restored = any(r.restored is not None for r in ctx.records.values())  # as the runs did it
+    reloaded = any(r.reloaded is not None for r in ctx.records.values())
+    if reloaded:
+        return (
+            f"**Starting state.** Every run starts from a load of its own{rungs}: just before it, its database is "
+            "dropped, created and loaded again as the target's preparation loaded it, vacuumed, analysed and "
+            "checkpointed (`run.reload`, timed in each run's run.json, `reloaded`), so what a load leaves on disk is "
+            "measured on as many independent loads as the target has runs; then a freshly started server"
+            + _cache_words(c.run)
+            + (", and a checkpoint just before the measured interval (`start_state` in run.json). " if stated else ". ")
+            + _state_measured(ctx)
+            + _steal_sentence(ctx)
+            + _checkpoint_sentence(ctx)
+            + _precision_sentence(c.precision)
+        )
     return (
         (
             f"**Starting state.** Every target's data set is loaded once{rungs}"

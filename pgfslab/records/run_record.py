@@ -135,6 +135,28 @@ class StealAttempt(Part):
     kept: str | None = None  # its folder, relative to the study's raw folder (_attempts/...)
 
 
+class Load(Part):
+    """One tool's bulk load of a data set, timed (pgbench -i; sysbench prepare with its tables' keys)."""
+
+    command: list[str] | None = None
+    wall_s: float | None = None
+    scale: int | None = None
+    fillfactor_sql: list[str] | None = None
+    fillfactor_s: float | None = None
+
+
+class Reloaded(Part):
+    """The run's data set loaded again just before it (study key run.reload; pgfslab.run.reload): the run's
+    own load, as the preparation made it (the database dropped and created, bulk-loaded, settled)."""
+
+    database: str | None = None
+    load: Load | None = None
+    load_sysbench: Load | None = None
+    settled: Json | None = None  # vacuum analyze, checkpoint, autovacuum quiet (pgfslab.run.start_state)
+    database_bytes: int | None = None  # the database as loaded, before the run
+    wall_s: float | None = None  # the whole reload: drop, create, load, settle
+
+
 class Restored(Part):
     """The target's cluster put back as loaded before the run (study key run.restore; pgfslab.run.restore)."""
 
@@ -299,6 +321,7 @@ class RunRecord(Record):
     fallback: bool | None = None
     wal: WalPlace | None = None
     restored: Restored | None = None  # run.restore: the cluster as loaded, copied back before the run
+    reloaded: Reloaded | None = None  # run.reload: the run's own load of its data set, just before it
     caches: str | None = None
     cgroup: CgroupRecord | None = None
     disk: DiskRecord | None = None

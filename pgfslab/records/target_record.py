@@ -20,6 +20,7 @@ from pgfslab.records.run_record import (
     GitFacts,
     HostFacts,
     Json,
+    Load,
     MountFacts,
     Part,
     PgFacts,
@@ -45,16 +46,6 @@ class Created(Part):
     mkfs_command: list[str] | None = None
     mkfs_s: float | None = None
     mkfs_version: str | None = None
-
-
-class Load(Part):
-    """One tool's bulk load of a data set, timed (pgbench -i; sysbench prepare with its tables' keys)."""
-
-    command: list[str] | None = None
-    wall_s: float | None = None
-    scale: int | None = None
-    fillfactor_sql: list[str] | None = None
-    fillfactor_s: float | None = None
 
 
 class LoadedCopy(Part):

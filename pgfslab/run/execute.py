@@ -39,7 +39,7 @@ from pgfslab.records.run_record import (
     ZfsFootprint,
 )
 from pgfslab.run import record as run_record
-from pgfslab.run import restore
+from pgfslab.run import reload, restore
 from pgfslab.run.common import disk_full_message, now, say, texts, wal_dir, wal_record, write_json
 from pgfslab.run.interrupt import release_after_interrupt
 from pgfslab.run.outcome import footprint, run_error
@@ -188,7 +188,7 @@ def skip_if_precise(gate: PrecisionGate, study: Study, view: RunView, rdir: Path
 def measure(view: RunView, rdir: Path, record: RunRecord, ph: Phases, vm_held: list[dict[str, Any]]) -> str | None:
     """The run on the machine: set up, the tool, what it left. Returns the run's error (None: a good run)."""
     with contextlib.ExitStack() as stack:
-        mnt = set_up(stack, view, record, ph, vm_held)
+        mnt = set_up(stack, view, record, ph, vm_held, rdir)
         at_mount = disk_daemon.counters(mnt.name) if mnt.disk else None
         ticks = cpu_ticks.read()
         try:
@@ -248,9 +248,11 @@ def set_up(
     record: RunRecord,
     ph: Phases,
     vm_held: list[dict[str, Any]],
+    rdir: Path,
 ) -> mounted_target.Mounted:
     """The machine around the run, each part released by `stack`: the OS settings, the zfs service, the
-    target's mount (and its WAL target's), a cold page cache. Returns the target's mount."""
+    target's mount (and its WAL target's), the data set as loaded or loaded anew (run.restore, run.reload), a
+    cold page cache. Returns the target's mount."""
     tv = view.target
     user = view.postgres.user
     # each callback is pushed before the context it times, so it runs right after that one's exit
@@ -281,6 +283,10 @@ def set_up(
         setup = view.raw_dir / "_setup" / tv.name / "target.json"
         record.restored = restore.put_back(tv.workdir, tv.name, mnt.path / "pgdata", setup)
         ph.lap("restore")
+    if view.run.reload and (mnt.path / "pgdata").exists():
+        # the run's own load, before the cache drop (its sync writes the load out; the run's cache state follows)
+        record.reloaded = reload.load_again(view, mnt.path / "pgdata", rdir)
+        ph.lap("reload")
     # Kept: every run starts from the same cold page cache (and the sync flushes what the previous
     # run or another study left dirty), so runs of a study are comparable whatever ran before them.
     record.caches = sysctl.drop_caches() if view.run.drop_caches else "kept"

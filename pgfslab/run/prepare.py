@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import time
 from pathlib import Path
 
 import psycopg
@@ -34,7 +33,7 @@ from pgfslab.records.run_record import (
     WalPlace,
     ZfsFootprint,
 )
-from pgfslab.records.target_record import Created, Load, Rung, TargetRecord
+from pgfslab.records.target_record import Created, Rung, TargetRecord
 from pgfslab.run import provenance, restore, start_state
 from pgfslab.run.common import (
     copy_log_since,
@@ -47,8 +46,8 @@ from pgfslab.run.common import (
     wal_record,
     write_json,
 )
-from pgfslab.runners import pgbench, sysbench
-from pgfslab.tools import PG_TOOLS, data_sets
+from pgfslab.run.load import bulk_load
+from pgfslab.tools import PG_TOOLS
 
 # a data set to load: its ladder rung (None without a ladder) and what it is
 ToLoad = tuple[int | None, Dataset]
@@ -65,7 +64,7 @@ def prepare_target(study: Study, target: str) -> Path:
     out.mkdir(parents=True)
     wd = tv.workdir
     user = study.postgres.user
-    tools = study.tools()
+    tools = study.tools_for(target)  # the data sets of the workloads that run on it
     dataset = study.dataset_for(target)
     loads: list[ToLoad] = [(rung, study.dataset_for(target, rung)) for rung in study.ladder_rungs()] or [
         (None, dataset)
@@ -178,14 +177,14 @@ def _prepare_cluster(
         record.initdb = True
         record.initdb_command = cl.initdb_command
         if not laddered:
-            _load(tv.name, cl, out, bindir, tools, loads[0][1], label, record, None)
+            bulk_load(tv.name, cl, out, bindir, tools, loads[0][1], label, record, None)
         else:
             rungs = []
             for rung, ds in loads:
                 assert rung is not None  # a ladder's loads are its rungs'
                 rung_rec = Rung(rung=rung, database=database_for(rung))
                 cl.query(f"CREATE DATABASE {rung_rec.database}")
-                _load(tv.name, cl, out, bindir, tools, ds, f"{label} rung {rung}", rung_rec, rung)
+                bulk_load(tv.name, cl, out, bindir, tools, ds, f"{label} rung {rung}", rung_rec, rung)
                 cl.dbname = rung_rec.database
                 rung_rec.database_bytes = cl.query("SELECT pg_database_size(current_database())")[0][0]
                 cl.dbname = "postgres"
@@ -199,58 +198,3 @@ def _prepare_cluster(
             record.zfs_footprint = ZfsFootprint.model_validate(zfs.footprint(mnt.zfs["dataset"]))
         log = cl.log
     copy_log_since(log, 0, out / "postgresql.log")
-
-
-def _load(
-    target: str,
-    cl: postgres.Cluster,
-    out: Path,
-    bindir: Path,
-    tools: set[str],
-    dataset: Dataset,
-    label: str,
-    record: TargetRecord | Rung,
-    rung: int | None,
-) -> None:
-    """Bulk-load one data set (the study's, or a ladder rung's into its own database), each tool's load
-    timed; a rung's logs are named after it (pgbench_init.d<k>.stdout, ...)."""
-    db = database_for(rung)
-    sfx = "" if rung is None else f".d{rung}"
-    old, cl.dbname = cl.dbname, db
-    try:
-        if "pgbench" in data_sets(tools):  # pgbench's tables (the durability check writes them too)
-            cmd = pgbench.init_command(bindir / "pgbench", cl.client_args(), dataset, db)
-            say(label, f"loading scale {dataset.scale} with pgbench -i")
-            res = pgbench.execute(cmd, out, f"pgbench_init{sfx}.stdout", f"pgbench_init{sfx}.stderr", timeout_s=3600)
-            if res.returncode != 0:
-                raise LabError(
-                    f"target {target}: pgbench -i failed: {res.error} (see {out / f'pgbench_init{sfx}.stderr'})"
-                )
-            record.load = Load(command=cmd, wall_s=res.wall_s, scale=dataset.scale)
-        if "sysbench" in data_sets(tools):
-            cmd = sysbench.prepare_command(cl.sockdir, cl.port, dataset, dbname=db)
-            sb = dataset.sysbench
-            say(label, f"loading {sb.tables} sysbench tables of {sb.table_size} rows")
-            res = sysbench.execute(
-                cmd, out, 3600, stdout_name=f"sysbench_prepare{sfx}.stdout", stderr_name=f"sysbench_prepare{sfx}.stderr"
-            )
-            if res.returncode != 0:
-                raise LabError(
-                    f"target {target}: sysbench prepare failed: {res.error} "
-                    f"(see {out / f'sysbench_prepare{sfx}.stderr'})"
-                )
-            t0 = time.monotonic()
-            statements = sysbench.fillfactor_sql(dataset)
-            for sql in statements:
-                cl.query(sql)
-            record.load_sysbench = Load.model_validate(
-                {
-                    "command": cmd,
-                    "wall_s": res.wall_s,
-                    **sb.to_dict(),
-                    "fillfactor_sql": statements,
-                    "fillfactor_s": round(time.monotonic() - t0, 3),
-                }
-            )
-    finally:
-        cl.dbname = old

@@ -19,9 +19,10 @@ grow alike on every target, cancels), and the row's notes give the unpaired inte
 sides cannot be paired (a round with two runs of one side) falls back to the unpaired comparison and says so;
 a ratio of ratios and a property of a load are never paired.
 
-Footprint, compression ratio and saving are properties of a load, not of a run: each load (target and rung)
-gives one measurement (the median of its runs' readings, which re-read the same load), compared with an
-interval only across independent loads, else reported once without an interval.
+Footprint, compression ratio and saving are properties of a load, not of a run: each load gives one measurement
+(the median of its runs' readings, which re-read the same load). A target loads its data set once per rung, one
+measurement per side, said without an interval; with `run.reload` every run loads its own, and the loads are
+compared with an interval (a ratio's exact rank interval, a saving's median with its order-statistic interval).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from pgfslab.analysis.stats import min_possible_p
+from pgfslab.analysis.stats.median_ci import median_ci_ranks, median_ci_samples_needed
 from pgfslab.analysis.verdicts import ratio as R
 from pgfslab.analysis.verdicts import regime
 from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim
@@ -85,6 +87,9 @@ TEST = {
     "checkpoint_read_wait": "read await in seconds with checkpoint writes / the other seconds, per run, exact rank "
     "interval",
 }
+
+# a property of a load compared across independent loads (run.reload: each run its own)
+TEST_PER_LOAD = "Hodges-Lehmann ratio over independent loads, exact rank interval"
 
 # quantities read from the runs' per-second throughput: their cells say whether a side was steady
 SERIES_QUANTITIES = ("ratio", "variance_ratio", "cv_ratio", "latency_p95_ratio", "tx_latency_p95_ratio")
@@ -175,8 +180,10 @@ def is_primary(claim: Claim, group: dict[str, Any], facts: pl.DataFrame) -> bool
 
 def _values(part: pl.DataFrame, target: str, column: str, per_load: bool) -> np.ndarray:
     rows = part.filter(pl.col("target_label") == target)
-    if per_load:  # one measurement per load (target and rung): the runs re-read the same load
-        rows = rows.group_by("target_label", "rung").agg(pl.col(column).median())
+    if per_load:  # one measurement per load (facts' `load`): a target's runs re-read its one load unless each
+        # run loaded its own (run.reload); facts made before the column group by target and rung, as it was then
+        keys = ["load"] if "load" in rows.columns else ["target_label", "rung"]
+        rows = rows.group_by(keys, maintain_order=True).agg(pl.col(column).median())
     return rows[column].to_numpy()
 
 
@@ -463,10 +470,16 @@ def _row(
         col_a, col_b = PAIRED.get(claim.quantity, (column, column))
         a, b = _values(pa, ta, col_a, per_load), _values(pb, tb, col_b, per_load)
         if claim.quantity == "saving":
-            ci = R.RatioCI(float(np.median(b)), float(b.min()), float(b.max()), 0, len(b), math.nan)
+            ci = _saving_ci(b, alpha)
         else:
             ci = R.ratio_ci(a, b, alpha)
-        test = "one measurement per load" if per_load and min(len(a), len(b)) < 3 else TEST.get(claim.quantity, "")
+        test = (
+            ("one measurement per load" if min(len(a), len(b)) < 3 else TEST_PER_LOAD)
+            if per_load
+            else TEST.get(claim.quantity, "")
+        )
+        if claim.quantity == "saving":
+            test = f"median saving over {len(b)} load(s), order-statistic interval" if len(b) > 1 else test
         twin_rows = None if per_load or claim.quantity in PAIRED else _twin_rows(with_twins, group, ta, column)
         rows_a, rows_b = pa.filter(pl.col("target_label") == ta), pb.filter(pl.col("target_label") == tb)
         paired = pairing is not None and not per_load and claim.quantity != "saving"
@@ -511,7 +524,7 @@ def _row(
     if miss:
         v = R.Verdict(R.NOT_IN_REGIME, None, None, "not tested in the seed's regime: " + "; ".join(miss))
     elif claim.quantity == "saving":
-        v = _saving(ci.ratio, claim.seed_range)
+        v = _saving(ci, claim.seed_range, 1 - alpha)
     else:
         once = per_load and min(ci.n_a, ci.n_b) < 3
         v = _judged(claim, ci, once, alpha, sized=not fuse)
@@ -537,18 +550,54 @@ def _row(
     }  # fmt: skip
 
 
-def _saving(value: float, seed_range: tuple[float, float] | None) -> R.Verdict:
-    """B's own saving (1 - on disk / logical), one measurement per load, against the seed's (a number or the
-    range it gave)."""
-    text = f"measured once per load: saving {100 * value:.0f} %"
+def _saving_ci(b: np.ndarray, alpha: float) -> R.RatioCI:
+    """B's saving over its loads: the median, with the distribution-free interval of the median from the loads'
+    order statistics (stats.median_ci_ranks) and its exact coverage, which falls short of 1 - alpha below six
+    loads at 95 % (the sample's range then, its coverage said)."""
+    if len(b) == 0:
+        return R.RatioCI(math.nan, math.nan, math.nan, 0, 0, math.nan)
+    x = np.sort(b)
+    lo, hi, coverage = median_ci_ranks(len(x), 1 - alpha)
+    return R.RatioCI(float(np.median(x)), float(x[lo - 1]), float(x[hi - 1]), 0, len(x), coverage)
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.0f} %"
+
+
+def _saving(ci: R.RatioCI, seed_range: tuple[float, float] | None, level: float) -> R.Verdict:
+    """B's own saving (1 - on disk / logical) against the seed's (a number or the range it gave): with the
+    interval of its median over independent loads (`_saving_ci`) where they reach `level`, else said as measured
+    on that many loads, without an interval."""
+    seed = None
+    if seed_range is not None:
+        lo_s, hi_s = seed_range
+        seed = _pct(lo_s) if lo_s == hi_s else f"{100 * lo_s:.0f}–{100 * hi_s:.0f} %"
+    if ci.n_b < 2 or not ci.confidence >= level - 1e-9:
+        loads = "once per load" if ci.n_b < 2 else f"on {ci.n_b} loads"
+        text = f"measured {loads}: saving {_pct(ci.ratio)}"
+        if ci.n_b >= 2:
+            need = median_ci_samples_needed(level)
+            text += (f" (median; the loads {_pct(ci.lo)} to {_pct(ci.hi)}, no {100 * level:.3g} % interval: "
+                     f"{need} loads give one)")  # fmt: skip
+        if seed_range is None:
+            return R.Verdict(R.ONCE, None, None, text)
+        lo_s, hi_s = seed_range
+        if lo_s <= ci.ratio <= hi_s and lo_s != hi_s:
+            return R.Verdict(R.ONCE, None, "inside", f"{text}, within the seed's {seed}")
+        word = "smaller" if ci.ratio < lo_s else "larger"
+        return R.Verdict(R.ONCE, None, word, f"{text}, {word} than the seed's {seed}")
+    shown = f"saving {_pct(ci.ratio)} [{_pct(ci.lo)}, {_pct(ci.hi)}] (the median of {ci.n_b} loads)"
+    if ci.lo <= 0:
+        return R.Verdict(R.UNRESOLVED, "unresolved", None, f"not resolved: {shown} reaches no saving")
     if seed_range is None:
-        return R.Verdict(R.ONCE, None, None, text)
-    lo, hi = seed_range
-    seed = f"{100 * lo:.0f} %" if lo == hi else f"{100 * lo:.0f}–{100 * hi:.0f} %"
-    if lo <= value <= hi and lo != hi:
-        return R.Verdict(R.ONCE, None, "inside", f"{text}, within the seed's {seed}")
-    word = "smaller" if value < lo else "larger"
-    return R.Verdict(R.ONCE, None, word, f"{text}, {word} than the seed's {seed}")
+        return R.Verdict(R.DIRECTION_ONLY, "agrees", None, f"holds (direction only; the seed gave no size): {shown}")
+    lo_s, hi_s = seed_range
+    if ci.lo <= hi_s and lo_s <= ci.hi:
+        return R.Verdict(R.HOLDS, "agrees", "inside", f"holds: {shown} overlaps the seed's {seed}")
+    size = "smaller" if ci.hi < lo_s else "larger"
+    category = R.SMALLER if size == "smaller" else R.LARGER
+    return R.Verdict(category, "agrees", size, f"same direction, {size} effect: {shown} against the seed's {seed}")
 
 
 def crash_bound(n: int, alpha: float = 0.05) -> float:

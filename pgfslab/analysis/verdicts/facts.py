@@ -128,7 +128,7 @@ def _bytes(value: Any) -> int | None:
 def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
     """One row per successful run: run_id, target, target_label, fs, compression, recordsize, data_mode,
     aa_twin_of, kind (pgbench builtin, sysbench test, or the fsmicro workload's name), tool, op, clients, repeat,
-    rung, regime, fillfactor, snapshots, device_profile, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
+    load (the run's own with run.reload, else its target and rung), rung, regime, fillfactor, snapshots, device_profile, dirty_background_bytes, each of PG_KEYS (as text), `value` (the
     headline), `within_run` (`cv`, `variance`, `latency_p95`), `latency_p95_tx` (`queries.txlog_p95`), `saving`
     (btrfs compression's, where compsize measured it), `compress_ratio` (uncompressed / on disk, the same measurement) and `database_bytes` (the
     benchmark database's size at the end of the run), the regime measures of `regime.run_measures` and
@@ -165,6 +165,8 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
             "workload": r["workload"],
             "clients": r["clients"],
             "repeat": r["repeat"],  # the round of the plan it ran in (a comparison paired by round pairs on it)
+            # the load it measured: its own (run.reload) or its target's one load of this rung
+            "load": r["run_id"] if rec.reloaded is not None else f"{r['target']}/{rec.rung}",
             # the study kept this cell as context (it cannot decide): never a claim's primary cell
             "context_cell": wl.context_why(r["clients"]) if wl is not None else None,
             "rung": rec.rung,
@@ -200,6 +202,7 @@ def run_facts(db: str | Path, study: str, trim_s: float = 2.0) -> pl.DataFrame:
         "workload": pl.Utf8,
         "clients": pl.Int64,
         "repeat": pl.Int64,
+        "load": pl.Utf8,
         "context_cell": pl.Utf8,
         "rung": pl.Int64,
         "regime": pl.Utf8,
