@@ -18,6 +18,7 @@ from pgfslab.host import disk_daemon, pg_install, postgres, safety
 from pgfslab.host.targets import create as target_create
 from pgfslab.host.targets import mount as target_mount
 from pgfslab.host.targets import mounted as mounted_target
+from pgfslab.host.targets import room
 from pgfslab.host.zfs import pools as zfs
 from pgfslab.host.zfs import target as zfs_target
 from pgfslab.records.run_record import (
@@ -77,6 +78,7 @@ def prepare_target(study: Study, target: str) -> Path:
         started_at=now(),
     )
     label = f"prepare {target}"
+    room.require_room(wd, study.targets)  # every image of the study may fill: room for all, before one is made
     say(label, f"creating {spec.fs} target")
     wal = spec.wal_on
     pg = study.postgres_for(target) if tools & PG_TOOLS else None
