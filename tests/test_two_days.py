@@ -240,3 +240,33 @@ def test_start_states_per_cell_from_the_runs_records() -> None:
     assert got["b"]["cache"] == "cold" and got["b"]["runs"] == 1 and got["b"]["hit_ratio"] is None
     assert got["b"]["warm"] == 0
     assert ex.start_states(runs, {}).height == 0
+
+
+def test_each_days_device_baseline_is_its_own_row_and_its_runs_own(tmp_path: Path) -> None:
+    # day 2's device measured another random-read rate: two rows for the target, never one mixing them, and each
+    # run's device-class measure is its own day's (read here from the fio reports with plain code)
+    from pgfslab.analysis import device
+    from pgfslab.analysis.verdicts.facts import run_facts
+
+    raw, kept = tmp_path / "day1" / "wal-zfs", tmp_path / "kept" / "wal-zfs"
+    shutil.copytree(STUDIES / "wal-zfs", raw)
+    shutil.copytree(STUDIES / "wal-zfs", kept)
+    report = kept / "_setup" / "ext4" / "device" / "randread_qd1.json"
+    fio = json.loads(report.read_text())
+    fio["jobs"][0]["read"]["iops"] = fio["jobs"][0]["read"]["iops"] / 100  # a magnetic-class device that day
+    report.write_text(json.dumps(fio))
+    want = {
+        d: json.loads((r / "_setup" / "ext4" / "device" / "randread_qd1.json").read_text())["jobs"][0]["read"]["iops"]
+        for d, r in (("day1", raw), ("day2", kept))
+    }
+    db = tmp_path / "d.duckdb"
+    days.ingest_days(raw, kept, db, progress=False, external=None)
+    study = yaml.safe_load((raw / "study.yaml").read_text())["study"]
+    rows = device.device_table(str(db), study).filter(pl.col("target") == "ext4")
+    assert rows.height == 2 and rows["host"].n_unique() == 2
+    got = dict(zip(rows["host"].to_list(), rows["randread_qd1_iops"].to_list()))
+    assert sorted(got.values()) == pytest.approx(sorted(want.values()))
+    facts = run_facts(db, study).filter(pl.col("target") == "ext4")
+    hosts = facts["run_id"].str.extract(r"@(.+)$")
+    per_run = dict(zip(hosts.to_list(), facts["randread_qd1_iops"].to_list()))
+    assert per_run == pytest.approx(got)  # every run of a day against that day's baseline

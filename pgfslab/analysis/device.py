@@ -36,22 +36,26 @@ def has_baseline(db: str, study: str) -> bool:
 
 
 def device_table(db: str, study: str) -> pl.DataFrame:
-    """One row per measured target (see the module's docstring); numbers as the tools reported them."""
+    """One row per measured target and host (see the module's docstring); numbers as the tools reported them.
+    `host` is the host key a merge of several machines' or days' folders ends the baseline's id in (`@<host>`,
+    ingest.study.baseline_id), null for a study measured on one: two hosts' baselines of a target are two rows,
+    never one row mixing them."""
     return queries.frame(
         db,
         """
-        WITH j AS (
-          SELECT b.target, b.fs_label, f.job, f.direction, f.iops, f.bw_bytes_per_s, f.sync_p50_us, f.sync_p99_us,
-                 f.lat_mean_us
-          FROM device_baselines b JOIN fio_job f ON f.run_id = b.baseline_id
-          WHERE b.study = ?
+        WITH b AS (
+          SELECT *, CASE WHEN baseline_id LIKE '%@%' THEN split_part(baseline_id, '@', 2) END AS host
+          FROM device_baselines WHERE study = ?
+        ), j AS (
+          SELECT f.run_id AS baseline_id, f.job, f.direction, f.iops, f.bw_bytes_per_s, f.sync_p50_us, f.sync_p99_us
+          FROM fio_job f JOIN b ON f.run_id = b.baseline_id
         ), p AS (
-          SELECT b.target, max(t.ops_per_s) AS pgtf_fdatasync_ops
-          FROM device_baselines b JOIN pg_test_fsync t ON t.run_id = b.baseline_id
-          WHERE b.study = ? AND t.method = 'fdatasync' AND t.section ILIKE '%one 8kB write%'
-          GROUP BY b.target
+          SELECT t.run_id AS baseline_id, max(t.ops_per_s) AS pgtf_fdatasync_ops
+          FROM pg_test_fsync t JOIN b ON t.run_id = b.baseline_id
+          WHERE t.method = 'fdatasync' AND t.section ILIKE '%one 8kB write%'
+          GROUP BY t.run_id
         )
-        SELECT b.target, b.fs_label,
+        SELECT b.target, b.host, b.fs_label,
           max(CASE WHEN j.job = 'wal_qd1_fdatasync' AND j.direction = 'write' THEN j.iops END) AS wal_fdatasync_ops,
           max(CASE WHEN j.job = 'wal_qd1_fdatasync' AND j.direction = 'write' THEN j.sync_p50_us END)
             AS fdatasync_p50_us,
@@ -65,13 +69,17 @@ def device_table(db: str, study: str) -> pl.DataFrame:
             AS seqwrite_mb_s,
           max(p.pgtf_fdatasync_ops) AS pg_test_fsync_fdatasync_ops,
           any_value(b.ioengine) AS ioengine, any_value(b.direct) AS direct, any_value(b.notes) AS notes
-        FROM device_baselines b LEFT JOIN j USING (target) LEFT JOIN p USING (target)
-        WHERE b.study = ?
-        GROUP BY b.target, b.fs_label
-        ORDER BY b.target
+        FROM b LEFT JOIN j USING (baseline_id) LEFT JOIN p USING (baseline_id)
+        GROUP BY b.target, b.host, b.fs_label
+        ORDER BY b.target, b.host NULLS FIRST
         """,
-        [study, study, study],
+        [study],
     ).with_columns((1e6 / pl.col("fdatasync_p50_us")).alias("ceiling_commits_s"))
+
+
+def run_host(run_id: pl.Expr) -> pl.Expr:
+    """The host key a merged run's id ends in (`...r1@<host>`), null for a run of a study measured on one host."""
+    return run_id.str.extract(r"@([a-z0-9][a-z0-9_-]*)$")
 
 
 def writes(rec: RunRecord) -> bool:
@@ -89,11 +97,13 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
     dev = device_table(db, study)
     recs = queries.run_records(db, study)
     head = queries.headline(db, study)
+    head = head.with_columns(run_host(pl.col("run_id")).alias("host"))
     rows = []
-    for t in dev["target"].to_list():
+    for t, host in dev.select("target", "host").iter_rows():
         vals = []
         workloads = set()
-        for r in head.filter((pl.col("target") == t) & (pl.col("clients") == 1)).iter_rows(named=True):
+        mine = (pl.col("target") == t) & (pl.col("clients") == 1) & pl.col("host").eq_missing(host)
+        for r in head.filter(mine).iter_rows(named=True):
             rec = recs.get(r["run_id"])
             if r["value"] is not None and rec is not None and writes(rec):
                 vals.append(float(r["value"]))
@@ -101,17 +111,19 @@ def ceilings(db: str, study: str) -> pl.DataFrame:
         rows.append(
             {
                 "target": t,
+                "host": host,
                 "workloads": ", ".join(sorted(workloads)) or None,
                 "runs": len(vals),
                 "tps_1_client": statistics.median(vals) if vals else None,
             }
         )
     tps = pl.DataFrame(
-        rows, schema={"target": pl.Utf8, "workloads": pl.Utf8, "runs": pl.Int64, "tps_1_client": pl.Float64}
+        rows,
+        schema={"target": pl.Utf8, "host": pl.Utf8, "workloads": pl.Utf8, "runs": pl.Int64, "tps_1_client": pl.Float64},
     )
     return (
         with_wal_ceiling(dev, wal_targets(queries.study_of(db)))
-        .join(tps, on="target", how="left")
+        .join(tps, on=["target", "host"], how="left", nulls_equal=True)
         .with_columns((pl.col("tps_1_client") / pl.col("ceiling_commits_s")).alias("share_of_ceiling"))
     )
 
@@ -125,13 +137,14 @@ def with_wal_ceiling(dev: pl.DataFrame, wal_on: dict[str, str]) -> pl.DataFrame:
     """`device_table`'s target, fs_label, `ceiling_commits_s` and `wal_fdatasync_ops`, where a target that keeps
     its WAL on another target (`wal_on`) takes that target's: a commit waits for the WAL's fdatasync, on the
     WAL's device. `ceiling_of` names whose measurement it is (null where that target was not measured)."""
-    own = dev.select("target", "ceiling_commits_s", "wal_fdatasync_ops")
-    of = dev.select("target", "fs_label").with_columns(
+    dev = dev if "host" in dev.columns else dev.with_columns(pl.lit(None, pl.Utf8).alias("host"))
+    own = dev.select("target", "host", "ceiling_commits_s", "wal_fdatasync_ops")
+    of = dev.select("target", "host", "fs_label").with_columns(
         pl.col("target").replace_strict(wal_on, default=pl.col("target"), return_dtype=pl.Utf8).alias("ceiling_of")
     )
     return (
-        of.join(own.rename({"target": "ceiling_of"}), on="ceiling_of", how="left")
-        .select("target", "fs_label", "ceiling_commits_s", "wal_fdatasync_ops", "ceiling_of")
+        of.join(own.rename({"target": "ceiling_of"}), on=["ceiling_of", "host"], how="left", nulls_equal=True)
+        .select("target", "host", "fs_label", "ceiling_commits_s", "wal_fdatasync_ops", "ceiling_of")
         .with_columns(pl.when(pl.col("ceiling_commits_s").is_not_null()).then(pl.col("ceiling_of")).alias("ceiling_of"))
     )
 
@@ -146,12 +159,17 @@ def target_label(target: str, fs_label: str | None) -> str:
     return f"{target} ({fs_label})"
 
 
+def _host_label(target: str, fs_label: str | None, host: str | None) -> str:
+    """`target_label`, with the host key where a merged study measured the target on several (`ext4 @day2`)."""
+    return target_label(target, fs_label) + (f" @{host}" if host else "")
+
+
 def section_tables(db: str, study: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The paper's device table and ceiling table, columns named for readers."""
     dev = device_table(db, study)
     table = dev.select(
-        pl.struct("target", "fs_label")
-        .map_elements(lambda r: target_label(r["target"], r["fs_label"]), return_dtype=pl.Utf8)
+        pl.struct("target", "fs_label", "host")
+        .map_elements(lambda r: _host_label(r["target"], r["fs_label"], r["host"]), return_dtype=pl.Utf8)
         .alias("target"),
         pl.col("wal_fdatasync_ops").alias("8k write+fdatasync /s"),
         pl.col("fdatasync_p50_us").alias("fdatasync p50 µs"),
@@ -165,8 +183,8 @@ def section_tables(db: str, study: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     )
     ceil = ceilings(db, study)
     ctable = ceil.select(
-        pl.struct("target", "fs_label")
-        .map_elements(lambda r: target_label(r["target"], r["fs_label"]), return_dtype=pl.Utf8)
+        pl.struct("target", "fs_label", "host")
+        .map_elements(lambda r: _host_label(r["target"], r["fs_label"], r["host"]), return_dtype=pl.Utf8)
         .alias("target"),
         pl.col("ceiling_commits_s").alias("ceiling 1/p50 fdatasync /s"),
         pl.when(pl.col("ceiling_of") != pl.col("target"))

@@ -63,7 +63,7 @@ import polars as pl
 
 from pgfslab.analysis import queries, stats
 from pgfslab.analysis.cpu_time import CPU_MEASURES, cpu_measures
-from pgfslab.analysis.device import device_table, has_baseline
+from pgfslab.analysis.device import device_table, has_baseline, run_host
 from pgfslab.analysis.stats.series import PHI_STEP
 from pgfslab.analysis.wal_device import device_roles
 from pgfslab.records.run_record import CgroupRecord, PgFacts, RunRecord
@@ -427,10 +427,15 @@ def run_measures(db: str, study: str, trim_s: float, series: pl.DataFrame | None
     out = out.join(steadiness(series, trim_s), on="run_id", how="left")
     out = out.join(alive_at_once(queries.snapshot_events(db, study)), on="run_id", how="left")
     if has_baseline(db, study):  # else the device class is not measured (the precondition says so)
+        # each run against its own host's baseline of its target (a merge of days measured each day's)
         device = device_table(db, study).select(
-            "target", *(pl.col(c).cast(pl.Float64) for c in ("randread_qd1_iops", "fdatasync_p50_us"))
+            "target", "host", *(pl.col(c).cast(pl.Float64) for c in ("randread_qd1_iops", "fdatasync_p50_us"))
         )
-        out = out.join(device, on="target", how="left")
+        out = (
+            out.with_columns(run_host(pl.col("run_id")).alias("host"))
+            .join(device, on=["target", "host"], how="left", nulls_equal=True)
+            .drop("host")
+        )
     return pl.concat([pl.DataFrame(schema=MEASURES), out.select([c for c in MEASURES if c in out.columns])],
                      how="diagonal_relaxed")  # fmt: skip
 
