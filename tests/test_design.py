@@ -371,3 +371,18 @@ def test_the_plan_costs_each_targets_runs_as_they_took_last_time() -> None:
     assert cells["minutes"][1] == 5 * 2 * (60 + design.RUN_OVERHEAD_S) / 60
     text = design.report(study)
     assert "no runs of this study on record here" in text
+
+
+def test_seed_003s_claims_are_sized_on_the_fsmicro_cells_they_compare() -> None:
+    """The plan sized pgbench and sysbench cells only: fs-sync's rounds were sized by hand. A file-system call's
+    claim rests on the cells of its op and of the size both its sides name (the 10 MB write of "10 MB writes are
+    similar"), a claim on the size itself on each target's 10 MB cell against its 100 MB one."""
+    study = load_study("config/fs-sync.yaml")
+    table = design.cells(study)
+    assert {"create/c=1", "write-sync-10mb/c=1", "write-sync-100mb/c=1"} <= set(table["cell"].to_list())
+    per_claim = {r["claim"]: r for r in design.claims(study, table).iter_rows(named=True)}
+    assert per_claim["s003-create-fsync-zfs-faster"]["cells"] == "create/c=1"
+    assert per_claim["s003-write-sync-10mb-similar"]["cells"] == "write-sync-10mb/c=1"
+    linear = per_claim["s003-sync-latency-linear-in-size"]
+    assert linear["k"] == 4 and linear["cells"].count("write-sync-10mb/c=1 on ") == 4
+    assert "s003-three-runs-cannot-reach-p05" not in per_claim  # an exact test's floor, no ratio to size

@@ -44,7 +44,7 @@ from pgfslab.analysis import plan_record
 from pgfslab.analysis.plan_record import PlanInputs
 from pgfslab.analysis.stats import paired_t, signed_rank
 from pgfslab.analysis.stats.power import detectable_shift_sd
-from pgfslab.analysis.verdicts.claims import RUN_KEYS, TARGET_KEYS, Claim, for_seeds
+from pgfslab.analysis.verdicts.claims import RUN_KEYS, SPECIAL, TARGET_KEYS, Claim, for_seeds
 from pgfslab.analysis.verdicts.ratio import PAIRED_TEST, PAIRING
 from pgfslab.config.study import Study
 from pgfslab.errors import LabError
@@ -52,6 +52,7 @@ from pgfslab.tools import TOOLS
 
 # log-scale run-to-run SD of the headline cell on this 2-vCPU VM on a quiet day (docs/noise.md: CV 5-10 %)
 DEFAULT_SIGMA = 0.10
+PER_LOAD = ("saving", "compression_ratio", "footprint")  # properties of a load (the verdicts' PER_LOAD)
 # the SD of the log of a run's CV (variance) of per-second throughput between runs of one cell on this VM: 0.12-0.22
 # (0.28-0.47) in the seed studies' runs on a quiet host (pgbench, 20-60 s runs; 2026-11-28), about twice for the
 # variance, whose log is twice the CV's
@@ -285,7 +286,7 @@ def cells(
     pairing = PAIRING.get(study.analysis.primary)
     rows: list[dict[str, Any]] = []
     for name, wl in study.workloads.items():
-        if not TOOLS[wl.tool].compared_over_runs:
+        if not TOOLS[wl.tool].sized_by_plan:
             continue
         # a run of a fixed number of transactions (pgbench -t) lasts as long as they take: unknown before it runs
         per_client = wl.options.transactions_per_client()
@@ -335,6 +336,8 @@ def _matches(claim: Claim, study: Study, workload: str, clients: int) -> bool:
         return False
     if m.get("kinds") and _kind(study, workload) not in m["kinds"]:
         return False
+    if m.get("ops") and _kind(study, workload) not in m["ops"]:  # an fsmicro workload's kind is its op
+        return False
     want = m.get("clients")
     if want == "max":
         same = [
@@ -350,7 +353,7 @@ def _matches(claim: Claim, study: Study, workload: str, clients: int) -> bool:
 def _primary(claim: Claim, study: Study, row: dict[str, Any]) -> bool:
     """Is the cell one of the claim's primary ones, as far as the plan can tell: its kind and clients, and its
     regime where the claim names one and the plan can place the cell's data set (else the runs decide)."""
-    from pgfslab.analysis.verdicts.facts import PG_DEFAULTS, PG_KEYS
+    from pgfslab.analysis.verdicts.facts import FS_KEYS, PG_DEFAULTS, PG_KEYS
     from pgfslab.analysis.verdicts.labels import _normal
 
     p = {k: v if isinstance(v, list) else [v] for k, v in claim.primary.items()}  # a list: any of its values
@@ -360,6 +363,11 @@ def _primary(claim: Claim, study: Study, row: dict[str, Any]) -> bool:
         return False
     if "regime" in p and row["regime"] is not None and row["regime"] not in p["regime"]:
         return False
+    for key in FS_KEYS:  # what an fsmicro workload works on: the claim's primary value, or the one both sides name
+        same = claim.a.get(key) if claim.a.get(key) is not None and claim.a.get(key) == claim.b.get(key) else None
+        want = p.get(key) or ([same] if same is not None else None)
+        if want is not None and _level(study, row, key) not in [str(_normal(key, v)) for v in want]:
+            return False
     # the seed's settings, where the study sets them for the workload (a target's own are checked by the runs),
     # and none the claim does not name off its default (fsync=off runs are context to an fsync-on claim)
     named = {*claim.a, *claim.b, *p, *([claim.interaction["key"]] if claim.interaction else [])}
@@ -388,8 +396,13 @@ def _setting(study: Study, workload: str, key: str, *, default: bool = True) -> 
 
 
 def _level(study: Study, row: dict[str, Any], key: str) -> str | None:
+    from pgfslab.analysis.verdicts.facts import FS_KEYS, fsmicro_facts
+
     if key in ("regime", "clients"):
         return None if row[key] is None else str(row[key])
+    if key in FS_KEYS:  # what an fsmicro workload works on, as the verdicts' facts resolve it (its runner's defaults)
+        value = fsmicro_facts(study.workloads[row["workload"]])[key]
+        return None if value is None else str(value)
     return _setting(study, row["workload"], key)
 
 
@@ -528,7 +541,8 @@ def claims(
     }
     rows: list[dict[str, Any]] = []
     for c in for_seeds(list(study.seeds or [])):
-        if not c.reproducible_here or not c.match or c.quantity in ("saving", "compression_ratio", "footprint"):
+        # a property of a load (`load_claims`), or a special quantity whose verdict is no interval of a ratio
+        if not c.reproducible_here or not c.match or c.quantity in (*PER_LOAD, *SPECIAL):
             continue
         candidates = [
             r for r in cell_table.iter_rows(named=True)
@@ -578,9 +592,6 @@ def claims(
             }
         )  # fmt: skip
     return pl.DataFrame(rows)
-
-
-PER_LOAD = ("saving", "compression_ratio", "footprint")  # properties of a load (the verdicts' PER_LOAD)
 
 
 def load_claims(study: Study, cell_table: pl.DataFrame) -> pl.DataFrame:

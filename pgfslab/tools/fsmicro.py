@@ -52,4 +52,5 @@ TOOL = WorkloadTool(
     unit="ops/s",
     metric="operations",
     life_cycle="pgfslab.run.fs_run:fs_run",
+    planned=True,  # seed 003's claims compare operations per second (and bytes synced per second) over runs
 )

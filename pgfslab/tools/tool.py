@@ -59,6 +59,13 @@ class WorkloadTool:
     life_cycle: str = "pgfslab.run.pg_run:pg_run"
     loads: str | None = None  # the data set it runs on: "pgbench" (pgbench -i's tables), "sysbench" (sbtest)
     query_kinds: bool = False  # reports its queries per second by kind (read, write, other)
+    # the verdicts compare its runs' headline between cells as ratios (a file-system call's rate), so `pgfslab plan`
+    # sizes its cells; None: as compared_over_runs
+    planned: bool | None = None
+
+    @property
+    def sized_by_plan(self) -> bool:
+        return self.compared_over_runs if self.planned is None else self.planned
 
     @property
     def keys(self) -> frozenset[str]:
