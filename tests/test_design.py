@@ -339,6 +339,22 @@ def test_a_run_of_fixed_transactions_is_not_costed_at_the_studys_duration() -> N
     assert "of 1000 transactions per client" in design.report(Study.from_dict(validate(cfg, "t.yaml")))
 
 
+def test_an_estimated_cost_says_a_reload_is_not_in_it() -> None:
+    """space's runs each load their data set again (a minute for sysbench's 4 x 800k rows); an estimate at a run's
+    length + 7 s said nothing of it."""
+    cfg = {
+        "study": "t",
+        "targets": {"ext4": {"fs": "ext4"}},
+        "workloads": {"t": {"tool": "pgbench", "builtin": "tpcb-like", "clients": [8]}},
+        "run": {"duration_s": 20, "repeats": 4},
+    }
+    plain = design.report(Study.from_dict(validate(cfg, "t.yaml")))
+    cfg["run"] = {"duration_s": 20, "repeats": 4, "reload": True}
+    reloaded = design.report(Study.from_dict(validate(cfg, "t.yaml")))
+    assert "reload of its data set on top" in reloaded
+    assert "reload" not in plain
+
+
 def test_the_plan_costs_each_targets_runs_as_they_took_last_time() -> None:
     """btrfs-hdd's plan said 100 minutes at a run's length + 7 s; its runs had taken 122 minutes for 65 runs: on the
     emulated disk btrfs's prewarm took 223 s a run and each server's shutdown checkpoint half a minute."""

@@ -720,6 +720,8 @@ def report(study: Study, measured: PlanInputs | None = None) -> str:
             if costed
             else f"each run its length + {RUN_OVERHEAD_S:.0f} s: no runs of this study on record here or in docs/results"
         )
+        # a reload (run.reload) is part of a run's recorded wall time, but an estimate knows nothing of it
+        + ("; each estimated run's reload of its data set on top" if study.run.reload and costed < table.height else "")
         + "; preparing the targets comes on top)"
     )
     per_claim = claims(study, table, spread, source)
