@@ -452,7 +452,8 @@ def test_a_delete_of_pre_created_files_runs_until_all_are_deleted() -> None:
         Workload.from_dict({"tool": "fsmicro", "op": "delete", "files": 100_000, "repeats": 4}), run
     )
     assert op == {"op": "delete", "files": 100_000} and fspec.resolve(op)["duration_s"] is None
-    assert timeout == 5 * 3 + 600 + 1000  # + 10 ms per file made
+    # + 10 ms per file made and a second per 10 MB the set-up writes (a delete's files are 2 MB unless it says)
+    assert timeout == 5 * 3 + 600 + 1000 + 100_000 * 2_000_000 / 10e6
     # a duration or a count of its own is kept
     op, _ = fs_op_spec(Workload.from_dict({"tool": "fsmicro", "op": "delete", "files": 10, "duration_s": 2}), run)
     assert op["duration_s"] == 2
@@ -462,4 +463,4 @@ def test_a_delete_of_pre_created_files_runs_until_all_are_deleted() -> None:
     op, timeout = fs_op_spec(
         Workload.from_dict({"tool": "fsmicro", "op": "delete_large_dir", "bg_files": 100_000}), run
     )
-    assert op["duration_s"] == 5 and timeout == 5 * 3 + 600 + 1000
+    assert op["duration_s"] == 5 and timeout == 5 * 3 + 600 + 1000 + 100_000 * 1_000_000 / 10e6  # 1 MB each (seed 003)

@@ -15,19 +15,28 @@ from pgfslab.run.sampler import Samplers
 from pgfslab.runners import process
 from pgfslab.tools import fsmicro_ops
 
+# the slowest set-up writes allowed for before a run counts as hung: zfs-fuse's writes go through a userspace
+# daemon, a few tens of MB/s on a busy 2-vCPU VM
+SETUP_BYTES_PER_S = 10e6
+
 
 def fs_op_spec(wl: Workload, run: RunSettings) -> tuple[dict[str, Any], float]:
     """An fsmicro workload's op spec and its run's timeout. The run lasts the workload's duration (else the
     study's), except a `delete` of pre-created files without a duration or count of its own: it runs until
     every file is deleted, as seed 003's did (its clean-up would delete the rest anyway, untimed). The
-    timeout: the duration x timeout_factor + 600 s for the set-up and clean-up, + 10 ms per file made."""
+    timeout: the duration x timeout_factor + 600 s for the set-up and clean-up, + 10 ms per file made and a
+    second per `SETUP_BYTES_PER_S` written by the set-up (fs-delete's 10k files of 2 MB are 20 GB)."""
     op = wl.options.to_dict()
     duration = int(wl.duration_s or run.duration_s)
     until_done = op.get("op") == "delete" and wl.duration_s is None and "count" not in op
     if not until_done:
         op.setdefault("duration_s", duration)
-    files = int(op.get("files") or 0) + int(op.get("bg_files") or 0)
-    timeout = duration * run.timeout_factor + 600 + 0.01 * files
+    full = fsmicro_ops.resolve({**op, "duration_s": duration})  # the op's defaults: a delete's files are 2 MB
+    files = int(full.get("files") or 0) + int(full.get("bg_files") or 0)
+    made = int(full.get("files") or 0) * int(full.get("size_bytes") or 0) + int(full.get("bg_files") or 0) * int(
+        full.get("bg_size_bytes") or 0
+    )
+    timeout = duration * run.timeout_factor + 600 + 0.01 * files + made / SETUP_BYTES_PER_S
     return op, timeout
 
 
